@@ -1,0 +1,40 @@
+// The native backend's reference kernels: straightforward, correct, fp32 plus
+// the int64/bool tensors that shape logic needs. Every op the product accepts
+// has one, so every model always has a complete placement.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/kernel.h"
+
+namespace collage::native {
+
+// Computes a node's outputs. Output shapes come from the inputs (never from the
+// graph), so the same function serves constant folding and shape discovery.
+// Unsupported attributes or dtypes throw Error(Unsupported, node.describe() + ...).
+using OpFunction = std::vector<Tensor> (*)(const Node& node, KernelInputs inputs, TensorAllocator& alloc);
+
+using OpTable = std::unordered_map<std::string, OpFunction>;
+
+// Op type (domain-less; "Gelu" also accepted from com.microsoft) -> kernel.
+const OpTable& op_table();
+bool supports_op(const std::string& op_type);
+std::vector<std::string> supported_ops();  // sorted
+
+// Runs `node` with the native kernel; throws Unsupported naming node, op and opset.
+std::vector<Tensor> evaluate_node(const Node& node, KernelInputs inputs, TensorAllocator& alloc);
+
+// One registration function per kernel file (see native_ops.cc).
+void register_conv_ops(OpTable& table);         // Conv, ConvTranspose
+void register_matmul_ops(OpTable& table);       // Gemm, MatMul, Einsum
+void register_pool_ops(OpTable& table);         // MaxPool, AveragePool, Global*Pool
+void register_norm_ops(OpTable& table);         // BatchNormalization, LayerNormalization, InstanceNormalization, Softmax, LogSoftmax
+void register_reduce_ops(OpTable& table);       // ReduceMean/Sum/Max/Min/Prod
+void register_resize_ops(OpTable& table);       // Resize
+void register_elementwise_ops(OpTable& table);  // unary, binary (broadcast), variadic, compare, logic, Where, Cast
+void register_shape_ops(OpTable& table);        // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Shape, Size, Expand, Tile, ...
+void register_tensor_ops(OpTable& table);       // Concat, Split, Slice, Gather, Pad, DepthToSpace, SpaceToDepth, Constant*, Range, Identity, Dropout
+
+}  // namespace collage::native
