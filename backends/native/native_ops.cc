@@ -30,13 +30,16 @@ std::vector<std::string> supported_ops() {
   return ops;
 }
 
-std::vector<Tensor> evaluate_node(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  bool known_domain = node.domain.empty() || node.domain == "ai.onnx" ||
-                      (node.domain == "com.microsoft" && node.op_type == "Gelu");
+OpFunction find_op(const Node& node) {
+  bool known_domain = node.domain.empty() || (node.domain == "com.microsoft" && node.op_type == "Gelu");
   auto it = op_table().find(node.op_type);
   if (!known_domain || it == op_table().end())
     throw Error(ErrorKind::Unsupported, node.describe() + ": operator is not supported by the native backend");
-  return it->second(node, inputs, alloc);
+  return it->second;
+}
+
+std::vector<Tensor> evaluate_node(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  return find_op(node)(node, inputs, alloc);
 }
 
 }  // namespace collage::native

@@ -23,6 +23,8 @@ const OpTable& op_table();
 bool supports_op(const std::string& op_type);
 std::vector<std::string> supported_ops();  // sorted
 
+// The kernel for `node`; throws Unsupported naming node, op and opset if none.
+OpFunction find_op(const Node& node);
 // Runs `node` with the native kernel; throws Unsupported naming node, op and opset.
 std::vector<Tensor> evaluate_node(const Node& node, KernelInputs inputs, TensorAllocator& alloc);
 

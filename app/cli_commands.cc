@@ -1,0 +1,125 @@
+#include "app/cli_commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "app/cli_args.h"
+#include "app/model_loading.h"
+#include "backends/native/native_kernel.h"
+#include "core/executor.h"
+#include "core/graph_analysis.h"
+#include "core/random_inputs.h"
+#include "core/tensor_proto.h"
+
+namespace collage::cli {
+
+namespace {
+
+std::string value_signature(const Value& v) { return std::string(dtype_name(v.dtype)) + " " + shape_to_string(v.shape); }
+
+std::string human(double x) {
+  char buf[32];
+  const char* units[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (x >= 1000 && u < 4) { x /= 1000; ++u; }
+  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f%s", x, units[u]);
+  return buf;
+}
+
+const std::string& single_model(const Args& args, const char* command) {
+  if (args.positional.size() != 1)
+    throw Error(ErrorKind::InvalidInput, std::string("usage: collage ") + command + " MODEL [options] (see --help)");
+  return args.positional[0];
+}
+
+}  // namespace
+
+int command_info(const std::vector<std::string>& argv) {
+  Args args = parse_args(argv, {"--dim"}, {});
+  const std::string& path = single_model(args, "info");
+  ImportReport report;
+  Graph graph = load_model(path, parse_dims(args.all("--dim")), &report);
+
+  std::cout << "model: " << path << "\n";
+  for (const auto& note : report.notes) std::cout << "note: " << note << "\n";
+  std::cout << "inputs:\n";
+  for (ValueId id : graph.inputs) std::cout << "  " << graph.value(id).name << "  " << value_signature(graph.value(id)) << "\n";
+  std::cout << "outputs:\n";
+  for (ValueId id : graph.outputs) std::cout << "  " << graph.value(id).name << "  " << value_signature(graph.value(id)) << "\n";
+
+  std::map<std::string, int> histogram;
+  double flops = 0;
+  for (NodeId n = 0; n < graph.num_nodes(); ++n) {
+    histogram[graph.node(n).op_type]++;
+    flops += node_cost(graph, n).flops;
+  }
+  double params = 0, param_bytes = 0;
+  for (const Value& v : graph.values) {
+    if (!v.constant || v.consumers.empty()) continue;
+    params += static_cast<double>(v.constant->size());
+    param_bytes += static_cast<double>(v.constant->bytes());
+  }
+  std::cout << "nodes: " << graph.num_nodes() << " (" << report.folded_nodes << " constant nodes folded at import)\n";
+  std::cout << "FLOPs: " << human(flops) << " (" << static_cast<long long>(flops) << ")\n";
+  std::cout << "parameters: " << human(params) << " (" << human(param_bytes) << "B)\n";
+  std::vector<std::pair<std::string, int>> ops(histogram.begin(), histogram.end());
+  std::stable_sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::cout << "ops:\n";
+  for (const auto& [op, count] : ops) std::printf("  %-24s %d\n", op.c_str(), count);
+  return 0;
+}
+
+int command_run(const std::vector<std::string>& argv) {
+  Args args = parse_args(argv, {"--dim", "--input", "--output-dir", "--repeat", "--threads", "--seed"}, {});
+  const std::string& path = single_model(args, "run");
+  int repeat = args.get_int("--repeat", 1, 1, 1000000);
+  int threads = args.get_int("--threads", 1, 1, 1024);
+  int seed = args.get_int("--seed", 1, 0, 1 << 30);
+  Graph graph = load_model(path, parse_dims(args.all("--dim")));
+
+  std::vector<Tensor> inputs = random_inputs(graph, static_cast<uint64_t>(seed));
+  for (const std::string& spec : args.all("--input")) {
+    auto [name, file] = split_assignment(spec, "--input");
+    auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
+                           [&](ValueId id) { return graph.value(id).name == name; });
+    if (it == graph.inputs.end()) throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
+    inputs[static_cast<size_t>(it - graph.inputs.begin())] = read_tensor_file(file);
+  }
+
+  Executor executor(graph, native::native_steps(graph));
+  std::vector<double> ms;
+  std::vector<Tensor> outputs;
+  for (int r = 0; r < repeat; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    outputs = executor.run(inputs);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                    : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+
+  if (args.has("--output-dir")) {
+    std::filesystem::path dir = args.get("--output-dir", ".");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw Error(ErrorKind::Io, "cannot create output directory '" + dir.string() + "': " + ec.message());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::string& name = graph.value(graph.outputs[i]).name;
+      write_tensor_file(outputs[i], name, (dir / (sanitize_file_name(name) + ".pb")).string());
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    std::cout << "output " << graph.value(graph.outputs[i]).name << ": " << dtype_name(outputs[i].dtype()) << " "
+              << shape_to_string(outputs[i].shape()) << "\n";
+  std::printf("threads %d, %d repeat%s, peak intermediate memory %.1f MiB\n", threads, repeat, repeat == 1 ? "" : "s",
+              static_cast<double>(executor.memory_stats().peak_live_bytes) / (1 << 20));
+  std::printf("median %.3f ms, min %.3f ms\n", median, sorted.front());
+  return 0;
+}
+
+}  // namespace collage::cli

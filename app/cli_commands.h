@@ -1,0 +1,12 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace collage::cli {
+
+// Each returns the process exit code; errors are thrown as collage::Error.
+int command_info(const std::vector<std::string>& argv);
+int command_run(const std::vector<std::string>& argv);
+
+}  // namespace collage::cli

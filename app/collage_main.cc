@@ -1,0 +1,50 @@
+// `collage`: the command-line twin of the explorer. Errors in the input give
+// one line on stderr and exit code 2.
+#include <cstdio>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "app/cli_commands.h"
+#include "core/error.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: collage COMMAND [options]\n"
+    "commands:\n"
+    "  info MODEL [--dim NAME=N ...]\n"
+    "      inputs/outputs, op histogram, node count, FLOPs, parameters\n"
+    "  run MODEL [--input NAME=FILE.pb ...] [--output-dir DIR] [--repeat N] [--threads N]\n"
+    "            [--dim NAME=N ...] [--seed S]\n"
+    "      runs the model with the native kernels on random (or given) inputs,\n"
+    "      writes DIR/<output>.pb and prints 'median X ms, min Y ms'\n"
+    "Symbolic input dims default to 1; set them with --dim batch=8.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "info") return collage::cli::command_info(args);
+    if (command == "run") return collage::cli::command_run(args);
+    std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const collage::Error& e) {
+    std::cerr << "collage: " << collage::error_kind_name(e.kind()) << ": " << e.what() << "\n";
+    return e.kind() == collage::ErrorKind::Internal ? 3 : 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "collage: out of memory\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "collage: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

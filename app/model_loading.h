@@ -1,0 +1,16 @@
+// The app-side wiring of the importer: native kernels for folding, --dim values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/onnx_import.h"
+
+namespace collage::cli {
+
+// Parses repeated "--dim NAME=VALUE" options.
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dim_options);
+Graph load_model(const std::string& path, const std::map<std::string, int64_t>& dims, ImportReport* report = nullptr);
+
+}  // namespace collage::cli

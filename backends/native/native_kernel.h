@@ -1,0 +1,17 @@
+// The native backend as kernels: one node = one Kernel (fused groups come with
+// the backends issue) and the NodeEvaluator the importer needs.
+#pragma once
+
+#include <memory>
+
+#include "core/executor.h"
+
+namespace collage::native {
+
+// Throws Unsupported (naming node, op and opset) if no native kernel exists.
+std::unique_ptr<Kernel> make_node_kernel(const Node& node);
+NodeEvaluator node_evaluator();
+// Executor steps running every node with its native kernel.
+std::vector<ExecStep> native_steps(const Graph& graph);
+
+}  // namespace collage::native
