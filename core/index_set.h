@@ -62,7 +62,10 @@ class IndexSet {
   }
   std::string to_string() const {  // "{1,4,5}"
     std::string s = "{";
-    for (size_t i : indices()) s += (s.size() > 1 ? "," : "") + std::to_string(i);
+    for (size_t i : indices()) {
+      if (s.size() > 1) s += ',';
+      s += std::to_string(i);
+    }
     return s + "}";
   }
   size_t hash() const {
