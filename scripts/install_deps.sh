@@ -6,7 +6,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libsqlite3-dev libgtest-dev
   qtbase5-dev libqt5charts5-dev libgraphviz-dev
-  libdnnl-dev libopenblas-dev libxnnpack-dev
+  libdnnl-dev libopenblas-dev libxnnpack-dev libpthreadpool-dev
   xvfb xauth
 )
 missing=()

@@ -1,0 +1,10 @@
+#pragma once
+
+#include "core/backend.h"
+
+namespace collage {
+
+// The reference backend: runs every op, so every model has a complete placement.
+const BackendSpec& native_backend();
+
+}  // namespace collage

@@ -1,0 +1,53 @@
+#include "backends/registry.h"
+
+#include <sstream>
+
+#include "backends/blas/blas_spec.h"
+#include "backends/native/native_spec.h"
+#include "backends/onednn/onednn_spec.h"
+#include "backends/xnnpack/xnnpack_spec.h"
+
+namespace collage {
+
+const std::vector<const BackendSpec*>& all_backends() {
+  static const std::vector<const BackendSpec*> backends = {
+      &native_backend(),
+      &onednn_backend(),
+      &blas_backend(),
+      &xnnpack_backend(),
+  };
+  return backends;
+}
+
+const BackendSpec* find_backend(const std::string& name) {
+  for (const BackendSpec* b : all_backends())
+    if (b->name == name) return b;
+  return nullptr;
+}
+
+std::vector<const BackendSpec*> select_backends(const std::string& comma_list) {
+  if (comma_list.empty()) return all_backends();
+  std::vector<const BackendSpec*> out;
+  std::stringstream ss(comma_list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.empty()) continue;
+    const BackendSpec* b = find_backend(name);
+    if (!b) {
+      std::string known;
+      for (const BackendSpec* k : all_backends()) known += (known.empty() ? "" : ", ") + k->name;
+      throw Error(ErrorKind::InvalidInput, "unknown backend '" + name + "' (known: " + known + ")");
+    }
+    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+  }
+  if (out.empty()) throw Error(ErrorKind::InvalidInput, "no backend selected");
+  return out;
+}
+
+void set_backend_threads(int threads) {
+  if (threads < 1) throw Error(ErrorKind::InvalidInput, "thread count must be at least 1");
+  for (const BackendSpec* b : all_backends())
+    if (b->set_threads) b->set_threads(threads);
+}
+
+}  // namespace collage

@@ -1,0 +1,19 @@
+// The backends compiled into this build, found by name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace collage {
+
+const std::vector<const BackendSpec*>& all_backends();
+const BackendSpec* find_backend(const std::string& name);  // nullptr if unknown
+// "onednn,xnnpack,native" -> specs; empty = all. Unknown names throw InvalidInput
+// listing the known ones.
+std::vector<const BackendSpec*> select_backends(const std::string& comma_list);
+// Applies one thread count to every backend's thread pool.
+void set_backend_threads(int threads);
+
+}  // namespace collage

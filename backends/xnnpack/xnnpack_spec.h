@@ -1,0 +1,9 @@
+#pragma once
+
+#include "core/backend.h"
+
+namespace collage {
+
+const BackendSpec& xnnpack_backend();
+
+}  // namespace collage

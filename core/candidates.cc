@@ -1,0 +1,28 @@
+#include "core/candidates.h"
+
+#include <set>
+
+namespace collage {
+
+std::vector<Candidate> enumerate_candidates(const Graph& graph, const std::vector<const BackendSpec*>& backends) {
+  std::vector<Candidate> out;
+  ConvexityChecker convexity(graph);
+  for (const BackendSpec* spec : backends) {
+    std::set<std::vector<size_t>> seen;
+    auto add = [&](const IndexSet& nodes, const std::string& label) {
+      if (nodes.empty() || nodes.popcount() > spec->limits.max_nodes) return;
+      if (!seen.insert(nodes.indices()).second) return;
+      if (!convexity.is_convex(nodes)) return;
+      if (make_subgraph(graph, nodes).exits.size() > spec->limits.max_exits) return;
+      out.push_back({nodes, spec->name, label});
+    };
+    for (const NamedPattern& p : spec->patterns)
+      for (NodeId n = 0; n < graph.num_nodes(); ++n)
+        for (const IndexSet& m : p.pattern->match(graph, n)) add(m, subgraph_label(graph, m));
+    for (const auto& rule : spec->rules)
+      for (const IndexSet& g : generate_groups(graph, *rule, spec->limits)) add(g, subgraph_label(graph, g));
+  }
+  return out;
+}
+
+}  // namespace collage
