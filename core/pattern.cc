@@ -98,7 +98,7 @@ std::vector<IndexSet> Pattern::match_value(const Graph& graph, ValueId v) const 
   return {};
 }
 
-PatternPtr op(std::vector<std::string> op_types, std::vector<PatternPtr> inputs) {
+PatternPtr op_any(std::vector<std::string> op_types, std::vector<PatternPtr> inputs) {
   auto p = std::make_shared<Pattern>();
   p->kind_ = Pattern::Kind::Op;
   p->op_types_ = std::move(op_types);
@@ -126,7 +126,7 @@ PatternPtr optional(std::vector<std::string> op_types, PatternPtr input, std::ve
   inputs.insert(inputs.end(), rest.begin(), rest.end());
   auto p = std::make_shared<Pattern>();
   p->kind_ = Pattern::Kind::Optional;
-  p->inputs_ = {op(std::move(op_types), std::move(inputs)), input};
+  p->inputs_ = {op_any(std::move(op_types), std::move(inputs)), input};
   return p;
 }
 

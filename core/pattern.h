@@ -32,7 +32,7 @@ class Pattern {
   std::vector<IndexSet> match(const Graph& graph, NodeId root) const;
 
   // Builders.
-  friend PatternPtr op(std::vector<std::string> op_types, std::vector<PatternPtr> inputs);
+  friend PatternPtr op_any(std::vector<std::string> op_types, std::vector<PatternPtr> inputs);
   friend PatternPtr wildcard();
   friend PatternPtr constant();
   friend PatternPtr alt(std::vector<PatternPtr> options);
@@ -49,12 +49,12 @@ class Pattern {
   std::vector<NodePredicate> predicates_;
 };
 
-// Matches a node whose op type is one of `op_types` and whose first inputs match
+// op_any: matches a node whose op type is one of `op_types` and whose first inputs match
 // `inputs` (remaining inputs are unconstrained). Add/Mul/Sum/Max/Min also try
 // their two inputs swapped.
-PatternPtr op(std::vector<std::string> op_types, std::vector<PatternPtr> inputs = {});
+PatternPtr op_any(std::vector<std::string> op_types, std::vector<PatternPtr> inputs = {});
 inline PatternPtr op(const std::string& op_type, std::vector<PatternPtr> inputs = {}) {
-  return op(std::vector<std::string>{op_type}, std::move(inputs));
+  return op_any({op_type}, std::move(inputs));
 }
 PatternPtr wildcard();  // any value; its producer is not part of the match
 PatternPtr constant();  // a constant value (weights, folded shapes)
