@@ -8,5 +8,6 @@ namespace collage::cli {
 // Each returns the process exit code; errors are thrown as collage::Error.
 int command_info(const std::vector<std::string>& argv);
 int command_run(const std::vector<std::string>& argv);
+int command_candidates(const std::vector<std::string>& argv);
 
 }  // namespace collage::cli

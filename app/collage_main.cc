@@ -20,6 +20,9 @@ const char* kUsage =
     "            [--dim NAME=N ...] [--seed S]\n"
     "      runs the model with the native kernels on random (or given) inputs,\n"
     "      writes DIR/<output>.pb and prints 'median X ms, min Y ms'\n"
+    "  candidates MODEL [--backends B1,B2,...] [--json] [--dim NAME=N ...]\n"
+    "      per backend: candidate kernels (single ops and fused groups), the largest group;\n"
+    "      --json lists every candidate (node ids, backend, label)\n"
     "Symbolic input dims default to 1; set them with --dim batch=8.\n";
 
 }  // namespace
@@ -35,6 +38,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "info") return collage::cli::command_info(args);
     if (command == "run") return collage::cli::command_run(args);
+    if (command == "candidates") return collage::cli::command_candidates(args);
     std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const collage::Error& e) {
