@@ -8,6 +8,7 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::Unsupported: return "unsupported";
     case ErrorKind::InvalidInput: return "invalid input";
     case ErrorKind::Io: return "i/o error";
+    case ErrorKind::Cancelled: return "cancelled";
     case ErrorKind::Internal: return "internal error";
   }
   return "error";

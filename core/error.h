@@ -12,6 +12,7 @@ enum class ErrorKind {
   Unsupported,    // valid ONNX the product cannot handle (op, attribute, dtype)
   InvalidInput,   // bad user input: arguments, input tensors, files
   Io,             // file system failures
+  Cancelled,      // the user stopped long work; partial results are kept
   Internal,       // a broken invariant: a bug in this program
 };
 

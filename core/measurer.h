@@ -1,0 +1,59 @@
+// Measures candidate kernels on this machine: build once, verify against the
+// reference values on first run, then time warm-up + repeats. Costs are cached
+// in the CostDb; candidates with the same signature are measured once.
+#pragma once
+
+#include <vector>
+
+#include "core/backend.h"
+#include "core/candidates.h"
+#include "core/cost_db.h"
+#include "core/progress.h"
+
+namespace collage {
+
+struct MeasureOptions {
+  int threads = 1;
+  int warmup_runs = 2;
+  int min_samples = 10;
+  int max_samples = 2000;
+  double min_time_ms = 30;  // keep sampling until this much time was spent timing
+  double rtol = 1e-3;       // agreement with the native reference
+  double atol = 1e-4;
+};
+
+struct MeasuredCandidate {
+  std::string signature;
+  KernelCost cost;
+  bool from_cache = false;
+};
+
+// Every value of the graph computed with `evaluator` on `inputs`: the data each
+// candidate is fed and checked against.
+std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
+                                     const NodeEvaluator& evaluator);
+
+class Measurer {
+ public:
+  // `db` may be null (no persistence).
+  Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db, MeasureOptions options);
+
+  // One entry per candidate, aligned. Throws Error(Cancelled) when `observer` asks;
+  // everything measured before that is already in the DB.
+  std::vector<MeasuredCandidate> measure(const std::vector<Candidate>& candidates,
+                                         const std::vector<const BackendSpec*>& backends,
+                                         ProgressObserver* observer = nullptr);
+
+  // Times one compiled kernel on the reference inputs of `sub` (also used for whole placements).
+  KernelCost time_kernel(Kernel& kernel, const SubGraph& sub) const;
+
+ private:
+  KernelCost measure_one(const BackendSpec& backend, const SubGraph& sub) const;
+
+  const Graph& graph_;
+  std::vector<Tensor> values_;
+  CostDb* db_;
+  MeasureOptions options_;
+};
+
+}  // namespace collage

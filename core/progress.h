@@ -1,0 +1,29 @@
+// The one observer interface through which long work (measuring, searching)
+// reports progress; the CLI prints it, the GUI forwards it through queued signals.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace collage {
+
+struct ProgressEvent {
+  enum class Stage { Measure, Search, Refine };
+  Stage stage = Stage::Measure;
+  size_t done = 0;
+  size_t total = 0;           // 0 when unknown (search)
+  std::string message;        // current kernel, or a summary line
+  double best_ms = -1;        // best predicted latency so far (search)
+  double elapsed_ms = 0;
+};
+
+class ProgressObserver {
+ public:
+  virtual ~ProgressObserver() = default;
+  virtual void on_progress(const ProgressEvent& event) = 0;
+  // Polled between units of work; true stops it with Error(Cancelled); results
+  // already stored (e.g. measured costs in the DB) are kept.
+  virtual bool cancel_requested() const { return false; }
+};
+
+}  // namespace collage
