@@ -4,12 +4,16 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <map>
 
 #include "app/cli_args.h"
+#include "app/cli_tune.h"
 #include "app/model_loading.h"
 #include "backends/native/native_kernel.h"
+#include "backends/registry.h"
 #include "core/executor.h"
 #include "core/graph_analysis.h"
 #include "core/random_inputs.h"
@@ -74,11 +78,13 @@ int command_info(const std::vector<std::string>& argv) {
 }
 
 int command_run(const std::vector<std::string>& argv) {
-  Args args = parse_args(argv, {"--dim", "--input", "--output-dir", "--repeat", "--threads", "--seed"}, {});
+  Args args =
+      parse_args(argv, {"--dim", "--input", "--output-dir", "--repeat", "--threads", "--seed", "--placement"}, {});
   const std::string& path = single_model(args, "run");
   int repeat = args.get_int("--repeat", 1, 1, 1000000);
   int threads = args.get_int("--threads", 1, 1, 1024);
   int seed = args.get_int("--seed", 1, 0, 1 << 30);
+  set_backend_threads(threads);
   Graph graph = load_model(path, parse_dims(args.all("--dim")));
 
   std::vector<Tensor> inputs = random_inputs(graph, static_cast<uint64_t>(seed));
@@ -90,18 +96,42 @@ int command_run(const std::vector<std::string>& argv) {
     inputs[static_cast<size_t>(it - graph.inputs.begin())] = read_tensor_file(file);
   }
 
-  Executor executor(graph, native::native_steps(graph));
-  std::vector<double> ms;
   std::vector<Tensor> outputs;
-  for (int r = 0; r < repeat; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    outputs = executor.run(inputs);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  double median = 0, min_ms = 0;
+  std::string verification, memory;
+  if (args.has("--placement")) {
+    std::string placement_path = args.get("--placement", "");
+    std::ifstream in(placement_path);
+    if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + placement_path + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    Placement placement = placement_from_json(text.str(), graph, all_backends());
+    PlacementRun run = run_placement(graph, placement, all_backends(), threads, repeat, inputs);
+    if (!run.mismatch.empty())
+      throw Error(ErrorKind::Internal, "the placement's outputs disagree with the native reference: " + run.mismatch);
+    outputs = run.outputs;
+    median = run.median_ms;
+    min_ms = run.min_ms;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "placement: %zu kernels, predicted %.3f ms; verified against the native reference "
+                  "(max abs error %.3g)\n", placement.kernels.size(), placement.predicted_ms, run.max_abs_error);
+    verification = buf;
+  } else {
+    Executor executor(graph, native::native_steps(graph));
+    std::vector<double> ms;
+    for (int r = 0; r < repeat; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      outputs = executor.run(inputs);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+    min_ms = ms.front();
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ", peak intermediate memory %.1f MiB",
+                  static_cast<double>(executor.memory_stats().peak_live_bytes) / (1 << 20));
+    memory = buf;
   }
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                    : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
 
   if (args.has("--output-dir")) {
     std::filesystem::path dir = args.get("--output-dir", ".");
@@ -116,9 +146,9 @@ int command_run(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < outputs.size(); ++i)
     std::cout << "output " << graph.value(graph.outputs[i]).name << ": " << dtype_name(outputs[i].dtype()) << " "
               << shape_to_string(outputs[i].shape()) << "\n";
-  std::printf("threads %d, %d repeat%s, peak intermediate memory %.1f MiB\n", threads, repeat, repeat == 1 ? "" : "s",
-              static_cast<double>(executor.memory_stats().peak_live_bytes) / (1 << 20));
-  std::printf("median %.3f ms, min %.3f ms\n", median, sorted.front());
+  std::cout << verification;
+  std::printf("threads %d, %d repeat%s%s\n", threads, repeat, repeat == 1 ? "" : "s", memory.c_str());
+  std::printf("median %.3f ms, min %.3f ms\n", median, min_ms);
   return 0;
 }
 

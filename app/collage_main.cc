@@ -17,12 +17,16 @@ const char* kUsage =
     "  info MODEL [--dim NAME=N ...]\n"
     "      inputs/outputs, op histogram, node count, FLOPs, parameters\n"
     "  run MODEL [--input NAME=FILE.pb ...] [--output-dir DIR] [--repeat N] [--threads N]\n"
-    "            [--dim NAME=N ...] [--seed S]\n"
+    "            [--dim NAME=N ...] [--seed S] [--placement placement.json]\n"
     "      runs the model with the native kernels on random (or given) inputs,\n"
     "      writes DIR/<output>.pb and prints 'median X ms, min Y ms'\n"
     "  candidates MODEL [--backends B1,B2,...] [--json] [--dim NAME=N ...]\n"
     "      per backend: candidate kernels (single ops and fused groups), the largest group;\n"
     "      --json lists every candidate (node ids, backend, label)\n"
+    "  tune MODEL [--backends B1,B2] [--threads N] [--pin NODE=BACKEND ...] [--forbid NODE=BACKEND ...]\n"
+    "             [--cost-db PATH | --no-cost-db] [--epsilon MS] [--repeat N] -o placement.json\n"
+    "      measures every candidate (cached in the cost DB), searches the cheapest placement,\n"
+    "      runs and verifies it, prints predicted vs measured latency\n"
     "Symbolic input dims default to 1; set them with --dim batch=8.\n";
 
 }  // namespace
@@ -39,6 +43,7 @@ int main(int argc, char** argv) {
     if (command == "info") return collage::cli::command_info(args);
     if (command == "run") return collage::cli::command_run(args);
     if (command == "candidates") return collage::cli::command_candidates(args);
+    if (command == "tune") return collage::cli::command_tune(args);
     std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const collage::Error& e) {

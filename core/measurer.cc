@@ -68,6 +68,25 @@ std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tenso
   return values;
 }
 
+double measure_dispatch_overhead_ms() {
+  struct EmptyKernel : Kernel {
+    std::vector<Tensor> run(KernelInputs, TensorAllocator& alloc) override {
+      std::vector<Tensor> out;
+      out.push_back(alloc.allocate(DType::Float32, {1}));
+      return out;
+    }
+  } kernel;
+  RecyclingAllocator alloc;
+  std::vector<double> samples;
+  for (int rep = 0; rep < 31; ++rep) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < 1000; ++i) kernel.run({}, alloc);
+    samples.push_back(ms_since(t0) / 1000.0);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
 Measurer::Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db, MeasureOptions options)
     : graph_(graph), values_(std::move(reference_values)), db_(db), options_(options) {}
 

@@ -33,6 +33,10 @@ struct MeasuredCandidate {
 std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
                                      const NodeEvaluator& evaluator);
 
+// Median cost of dispatching an empty kernel through the executor's interface:
+// the default ε of the search (one kernel's fixed overhead).
+double measure_dispatch_overhead_ms();
+
 class Measurer {
  public:
   // `db` may be null (no persistence).

@@ -1,0 +1,183 @@
+// `collage tune`: enumerate, measure (cost DB), search, verify, export.
+// `collage run --placement` lives in cli_commands.cc and shares run_placement().
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "app/cli_args.h"
+#include "app/cli_commands.h"
+#include "app/cli_tune.h"
+#include "app/model_loading.h"
+#include "backends/native/native_kernel.h"
+#include "backends/registry.h"
+#include "core/kernel_signature.h"
+#include "core/measurer.h"
+#include "core/random_inputs.h"
+
+namespace collage::cli {
+
+namespace {
+
+// A one-line progress bar on stderr (a terminal redraws it; logs get one line per update).
+class ConsoleProgress : public ProgressObserver {
+ public:
+  void on_progress(const ProgressEvent& e) override {
+    if (e.stage == ProgressEvent::Stage::Measure) {
+      if (e.total == 0) return;
+      int width = 30, filled = static_cast<int>(width * e.done / e.total);
+      std::fprintf(stderr, "\rmeasuring [%s%s] %zu/%zu %-40.40s", std::string(static_cast<size_t>(filled), '#').c_str(),
+                   std::string(static_cast<size_t>(width - filled), '.').c_str(), e.done, e.total, e.message.c_str());
+      if (e.done == e.total) std::fprintf(stderr, "\n");
+    } else {
+      std::fprintf(stderr, "\rsearching: %zu states expanded, %.1f s%s", e.done, e.elapsed_ms / 1000,
+                   e.best_ms >= 0 ? "" : "");
+    }
+    std::fflush(stderr);
+  }
+};
+
+NodeId node_by_ref(const Graph& graph, const std::string& ref, const std::string& option) {
+  for (NodeId n = 0; n < graph.num_nodes(); ++n)
+    if (graph.node(n).name == ref) return n;
+  if (!ref.empty() && std::all_of(ref.begin(), ref.end(), ::isdigit)) {
+    long id = std::stol(ref);
+    if (id >= 0 && id < graph.num_nodes()) return static_cast<NodeId>(id);
+  }
+  throw Error(ErrorKind::InvalidInput, option + " " + ref + ": the model has no node with that name or id");
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+PlacementRun run_placement(const Graph& graph, const Placement& placement,
+                           const std::vector<const BackendSpec*>& backends, int threads, int repeat,
+                           const std::vector<Tensor>& inputs) {
+  CompileOptions copts;
+  copts.threads = threads;
+  Executor placed(graph, placement_steps(graph, placement, backends, copts));
+  Executor reference(graph, native::native_steps(graph));
+  PlacementRun r;
+  r.outputs = placed.run(inputs);  // warm-up, and the outputs we verify
+  std::vector<Tensor> want = reference.run(inputs);
+  r.max_abs_error = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    std::vector<double> a = r.outputs[k].to_double_vector(), b = want[k].to_double_vector();
+    for (size_t i = 0; i < a.size(); ++i) {
+      double err = std::fabs(a[i] - b[i]);
+      r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
+      if (!(err <= 1e-3 + 1e-3 * std::fabs(b[i])) && r.mismatch.empty())
+        r.mismatch = graph.value(graph.outputs[k]).name + "[" + std::to_string(i) + "] = " + std::to_string(a[i]) +
+                     ", native reference " + std::to_string(b[i]);
+    }
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < repeat; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    placed.run(inputs);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  r.median_ms = median_of(ms);
+  r.min_ms = *std::min_element(ms.begin(), ms.end());
+  return r;
+}
+
+int command_tune(const std::vector<std::string>& argv) {
+  Args args = parse_args(argv, {"--dim", "--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
+                                "-o", "--output", "--repeat", "--min-time-ms"},
+                         {"--no-cost-db"});
+  if (args.positional.size() != 1)
+    throw Error(ErrorKind::InvalidInput, "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
+  const std::string& path = args.positional[0];
+  std::string out_path = args.get("-o", args.get("--output", ""));
+  int threads = args.get_int("--threads", 1, 1, 1024);
+  int repeat = args.get_int("--repeat", 20, 1, 100000);
+  std::vector<const BackendSpec*> backends = select_backends(args.get("--backends", ""));
+  set_backend_threads(threads);
+  Graph graph = load_model(path, parse_dims(args.all("--dim")));
+
+  Pins pins;
+  for (const std::string& spec : args.all("--pin")) {
+    auto [node, backend] = split_assignment(spec, "--pin");
+    if (!find_backend(backend)) throw Error(ErrorKind::InvalidInput, "--pin " + spec + ": unknown backend '" + backend + "'");
+    pins.pinned[node_by_ref(graph, node, "--pin")] = backend;
+  }
+  for (const std::string& spec : args.all("--forbid")) {
+    auto [node, backend] = split_assignment(spec, "--forbid");
+    pins.forbidden[node_by_ref(graph, node, "--forbid")].insert(backend);
+  }
+
+  std::unique_ptr<CostDb> db;
+  if (!args.has("--no-cost-db")) db = std::make_unique<CostDb>(args.get("--cost-db", CostDb::default_path()));
+  std::vector<Candidate> candidates = enumerate_candidates(graph, backends);
+  std::vector<Tensor> inputs = random_inputs(graph, 1);
+  MeasureOptions mopts;
+  mopts.threads = threads;
+  if (args.has("--min-time-ms")) mopts.min_time_ms = args.get_int("--min-time-ms", 30, 1, 100000);
+  Measurer measurer(graph, reference_values(graph, inputs, native::node_evaluator()), db.get(), mopts);
+  ConsoleProgress progress;
+  std::vector<MeasuredCandidate> measured = measurer.measure(candidates, backends, &progress);
+  size_t cached = 0, invalid = 0;
+  std::vector<double> cost;
+  for (const MeasuredCandidate& m : measured) {
+    cached += m.from_cache;
+    invalid += !m.cost.valid;
+    cost.push_back(m.cost.valid ? m.cost.median_ms : -1);
+  }
+  std::fprintf(stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid\n", candidates.size(),
+               candidates.size() - cached, cached, invalid);
+
+  SearchOptions sopts;
+  sopts.epsilon_ms = args.has("--epsilon") ? std::stod(args.get("--epsilon", "0")) : measure_dispatch_overhead_ms();
+  SearchResult result = search_placement(graph, candidates, cost, pins, sopts, &progress);
+  std::fprintf(stderr, "\rsearch: %zu states expanded in %.1f ms%s\n", result.states_expanded, result.elapsed_ms,
+               result.exact ? "" : " (beam fallback: not guaranteed optimal)");
+
+  Placement placement;
+  placement.model_fingerprint = model_fingerprint(graph);
+  for (const BackendSpec* b : backends) placement.backend_versions[b->name] = b->version;
+  placement.threads = threads;
+  placement.device = device_fingerprint();
+  placement.epsilon_ms = sopts.epsilon_ms;
+  placement.predicted_ms = result.predicted_ms;
+  placement.pins = pins;
+  for (size_t k : result.kernels)
+    placement.kernels.push_back({[&] {
+                                   std::vector<NodeId> ids;
+                                   for (size_t i : candidates[k].nodes.indices()) ids.push_back(static_cast<NodeId>(i));
+                                   return ids;
+                                 }(),
+                                 candidates[k].backend, candidates[k].label, cost[k]});
+
+  PlacementRun run = run_placement(graph, placement, backends, threads, repeat, inputs);
+  std::map<std::string, std::pair<int, double>> per_backend;
+  for (const PlacedKernel& k : placement.kernels) {
+    per_backend[k.backend].first++;
+    per_backend[k.backend].second += k.cost_ms;
+  }
+  std::printf("%-10s %8s %12s\n", "backend", "kernels", "predicted ms");
+  for (const auto& [name, stats] : per_backend) std::printf("%-10s %8d %12.3f\n", name.c_str(), stats.first, stats.second);
+  std::printf("predicted %.3f ms (epsilon %.4f ms x %zu kernels), measured median %.3f ms, min %.3f ms over %d runs\n",
+              placement.predicted_ms, placement.epsilon_ms, placement.kernels.size(), run.median_ms, run.min_ms, repeat);
+  std::printf("additive error (measured - predicted): %+.3f ms (%+.1f%%)\n", run.median_ms - placement.predicted_ms,
+              100 * (run.median_ms - placement.predicted_ms) / placement.predicted_ms);
+  std::printf("verified against the native reference: %s (max abs error %.3g)\n",
+              run.mismatch.empty() ? "ok" : run.mismatch.c_str(), run.max_abs_error);
+  if (!out_path.empty()) {
+    std::ofstream out(out_path, std::ios::trunc);
+    out << placement_to_json(placement, graph) << "\n";
+    if (!out) throw Error(ErrorKind::Io, "cannot write placement '" + out_path + "'");
+    std::printf("placement written to %s\n", out_path.c_str());
+  }
+  return run.mismatch.empty() ? 0 : 1;
+}
+
+}  // namespace collage::cli
