@@ -27,6 +27,8 @@ const char* kUsage =
     "             [--cost-db PATH | --no-cost-db] [--epsilon MS] [--repeat N] -o placement.json\n"
     "      measures every candidate (cached in the cost DB), searches the cheapest placement,\n"
     "      runs and verifies it, prints predicted vs measured latency\n"
+    "  costs [--backend B] [--json] [--export FILE] [--import FILE] [--cost-db PATH]\n"
+    "      lists the cost database (default: $COLLAGE_COST_DB or ~/.local/share/collage-explorer/costs.sqlite)\n"
     "Symbolic input dims default to 1; set them with --dim batch=8.\n";
 
 }  // namespace
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
     if (command == "run") return collage::cli::command_run(args);
     if (command == "candidates") return collage::cli::command_candidates(args);
     if (command == "tune") return collage::cli::command_tune(args);
+    if (command == "costs") return collage::cli::command_costs(args);
     std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const collage::Error& e) {
