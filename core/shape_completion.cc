@@ -39,6 +39,7 @@ class ShapeCompleter {
     }
     if (node(id).domain.empty() && node(id).opset < 7 && kLegacyBroadcastOps.count(node(id).op_type))
       rewrite_legacy_broadcast(id);
+    if (node(id).domain.empty() && node(id).opset < 7 && node(id).op_type == "PRelu") rewrite_legacy_prelu(id);
     if (try_fold(id)) return;
     complete_outputs(id);
   }
@@ -125,6 +126,22 @@ class ShapeCompleter {
     Node copy = node(id);
     NodeId r = add_reshape(copy, "_align_b", b, b_aligned, aligned);
     node(id).inputs[1] = b_aligned;
+    if (!try_fold(r)) complete_outputs(r);
+  }
+
+  // Before opset 7 a 1-D PRelu slope of size C applied per channel (axis 1).
+  void rewrite_legacy_prelu(NodeId id) {
+    if (node(id).inputs.size() < 2) return;
+    const Shape& x = known_shape(id, node(id).inputs[0]);
+    Shape slope = known_shape(id, node(id).inputs[1]);
+    if (slope.size() != 1 || x.size() < 3 || slope[0] != x[1] || slope[0] == 1) return;
+    Shape aligned(x.size() - 1, 1);
+    aligned[0] = slope[0];
+    ValueId s = node(id).inputs[1];
+    ValueId s_aligned = new_value(graph_.value(s).name + "_per_channel", graph_.value(s).dtype, aligned);
+    Node copy = node(id);
+    NodeId r = add_reshape(copy, "_align_slope", s, s_aligned, aligned);
+    node(id).inputs[1] = s_aligned;
     if (!try_fold(r)) complete_outputs(r);
   }
 

@@ -1,7 +1,6 @@
 #include "backends/native/native_kernel.h"
 
 #include "backends/native/native_ops.h"
-#include "core/composite_kernel.h"
 
 namespace collage::native {
 
@@ -19,11 +18,6 @@ class NodeKernel : public Kernel {
 
 std::unique_ptr<Kernel> make_node_kernel(const Node& node) {
   return std::make_unique<NodeKernel>(node, find_op(node));
-}
-
-std::unique_ptr<Kernel> make_fused_kernel(const Graph& graph, const SubGraph& subgraph) {
-  if (subgraph.node_list.size() == 1) return make_node_kernel(graph.node(subgraph.node_list[0]));
-  return make_composite_kernel(graph, subgraph, &make_node_kernel);
 }
 
 NodeEvaluator node_evaluator() { return &evaluate_node; }

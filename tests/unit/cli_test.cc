@@ -1,0 +1,145 @@
+// Runs the real `collage` binary: bad input must give exit code 2 and one clear
+// line on stderr, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/tensor_proto.h"
+#include "onnx_test_model.h"
+
+#ifndef COLLAGE_CLI_PATH
+#error "COLLAGE_CLI_PATH must point at the collage binary"
+#endif
+
+namespace collage {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::OnnxTestModel;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("collage_cli_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& bytes) {
+    fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+
+  CliResult cli(const std::string& args) {
+    std::string out = (dir_ / "stdout.txt").string(), err = (dir_ / "stderr.txt").string();
+    std::string cmd = std::string(COLLAGE_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
+    int status = std::system(cmd.c_str());
+    CliResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    auto slurp = [](const std::string& path) {
+      std::ifstream in(path);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  void expect_bad_input(const std::string& args, const std::string& must_mention) {
+    CliResult r = cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\nstderr: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(must_mention), std::string::npos) << r.err;
+  }
+
+  fs::path dir_;
+};
+
+std::string small_model() {
+  OnnxTestModel m(13);
+  m.input("x", {-1, 4});
+  m.initializer("w", Tensor::from_vector<float>({4}, {1, -2, 3, -4}));
+  m.node("Mul", {"x", "w"}, {"t"});
+  m.node("Relu", {"t"}, {"y:out"});
+  m.output("y:out");
+  return m.bytes();
+}
+
+TEST_F(CliTest, InfoAndRunOnAValidModel) {
+  std::string model = write("m.onnx", small_model());
+  CliResult info = cli("info " + model + " --dim batch=3");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("float32 [3,4]"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("Relu"), std::string::npos);
+
+  Tensor x = Tensor::from_vector<float>({3, 4}, {1, 1, 1, 1, -1, -1, -1, -1, 2, 0, 2, 0});
+  std::string xin = (dir_ / "x.pb").string();
+  write_tensor_file(x, "x", xin);
+  CliResult run = cli("run " + model + " --dim batch=3 --input x=" + xin + " --repeat 3 --output-dir " +
+                      (dir_ / "out").string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("median "), std::string::npos);
+  EXPECT_NE(run.out.find(" ms, min "), std::string::npos);
+  Tensor y = read_tensor_file((dir_ / "out" / "y_out.pb").string());  // ':' sanitised to '_'
+  ASSERT_EQ(y.shape(), (Shape{3, 4}));
+  std::vector<float> expect = {1, 0, 3, 0, 0, 2, 0, 4, 2, 0, 6, 0};  // relu(x * w)
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(y.data<float>()[i], expect[static_cast<size_t>(i)]);
+}
+
+TEST_F(CliTest, HostileFilesExitTwo) {
+  expect_bad_input("info " + write("empty.onnx", ""), "empty");
+  std::string full = small_model();
+  expect_bad_input("info " + write("trunc.onnx", full.substr(0, full.size() / 2)), "m");
+  std::mt19937 rng(1);
+  std::string junk(2048, '\0');
+  for (char& c : junk) c = static_cast<char>(rng());
+  expect_bad_input("run " + write("junk.onnx", junk), "junk.onnx");
+  expect_bad_input("info " + (dir_ / "missing.onnx").string(), "no such file");
+
+  OnnxTestModel dangling(13);
+  dangling.input("x", {4});
+  dangling.node("Add", {"x", "nowhere"}, {"y"});
+  dangling.output("y");
+  expect_bad_input("info " + write("dangling.onnx", dangling.bytes()), "nowhere");
+
+  OnnxTestModel cycle(13);
+  cycle.input("x", {4});
+  cycle.node("Add", {"x", "b"}, {"a"});
+  cycle.node("Relu", {"a"}, {"b"});
+  cycle.output("b");
+  expect_bad_input("run " + write("cycle.onnx", cycle.bytes()), "cycle");
+
+  OnnxTestModel absurd(13);
+  absurd.input("x", {1 << 30, 1 << 30, 1 << 30});
+  absurd.node("Relu", {"x"}, {"y"});
+  absurd.output("y");
+  expect_bad_input("run " + write("absurd.onnx", absurd.bytes()), "too");
+}
+
+TEST_F(CliTest, BadArgumentsExitTwo) {
+  std::string model = write("m.onnx", small_model());
+  expect_bad_input("run " + model + " --repeat zero", "--repeat");
+  expect_bad_input("run " + model + " --frobnicate 3", "--frobnicate");
+  expect_bad_input("run " + model + " --input nope=x.pb", "nope");
+  expect_bad_input("run " + model + " --dim seq=4", "seq");
+  expect_bad_input("run " + model + " --input x=" + (dir_ / "missing.pb").string(), "missing.pb");
+  std::string wrong = (dir_ / "wrong.pb").string();
+  write_tensor_file(Tensor(DType::Float32, {2, 2}), "x", wrong);
+  expect_bad_input("run " + model + " --input x=" + wrong, "[1,4]");
+  EXPECT_EQ(cli("frobnicate").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace collage
