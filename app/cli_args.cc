@@ -36,7 +36,8 @@ Args parse_args(const std::vector<std::string>& argv, const std::set<std::string
   Args args;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (a.size() < 2 || a.rfind("--", 0) != 0) {
+    bool short_option = value_options.count(a) || flag_options.count(a);  // e.g. "-o"
+    if (!short_option && (a.size() < 2 || a.rfind("--", 0) != 0)) {
       args.positional.push_back(a);
       continue;
     }

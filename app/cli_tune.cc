@@ -165,8 +165,8 @@ int command_tune(const std::vector<std::string>& argv) {
   }
   std::printf("%-10s %8s %12s\n", "backend", "kernels", "predicted ms");
   for (const auto& [name, stats] : per_backend) std::printf("%-10s %8d %12.3f\n", name.c_str(), stats.first, stats.second);
-  std::printf("predicted %.3f ms (epsilon %.4f ms x %zu kernels), measured median %.3f ms, min %.3f ms over %d runs\n",
-              placement.predicted_ms, placement.epsilon_ms, placement.kernels.size(), run.median_ms, run.min_ms, repeat);
+  std::printf("predicted %.3f ms (epsilon %.2f us x %zu kernels), measured median %.3f ms, min %.3f ms over %d runs\n",
+              placement.predicted_ms, placement.epsilon_ms * 1000, placement.kernels.size(), run.median_ms, run.min_ms, repeat);
   std::printf("additive error (measured - predicted): %+.3f ms (%+.1f%%)\n", run.median_ms - placement.predicted_ms,
               100 * (run.median_ms - placement.predicted_ms) / placement.predicted_ms);
   std::printf("verified against the native reference: %s (max abs error %.3g)\n",
