@@ -1,0 +1,126 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "backends/native/native_kernel.h"
+#include "backends/native/native_spec.h"
+#include "core/measurer.h"
+#include "core/random_inputs.h"
+#include "onnx_test_model.h"
+
+namespace collage {
+namespace {
+
+using testing::import_model;
+using testing::OnnxTestModel;
+
+Graph chain() {
+  OnnxTestModel m(17);
+  m.input("x", {16, 16});
+  m.node("Relu", {"x"}, {"a"});
+  m.node("Neg", {"a"}, {"y"});
+  m.output("y");
+  return import_model(m);
+}
+
+// A backend whose kernels return zeros: a wrong kernel must be caught, not timed.
+BackendSpec wrong_backend() {
+  BackendSpec s;
+  s.name = "wrong";
+  s.version = "0";
+  s.rules.push_back(std::make_shared<TvmStyleRule>([](const Graph&, const Node&) { return true; }));
+  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
+    struct Zeros : Kernel {
+      std::vector<Shape> shapes;
+      std::vector<Tensor> run(KernelInputs, TensorAllocator&) override {
+        std::vector<Tensor> out;
+        for (const Shape& s : shapes) {
+          Tensor t(DType::Float32, s);
+          t.data<float>()[0] = 123.0f;  // never equal to the reference of relu/neg on [-1, 1)
+          out.push_back(t);
+        }
+        return out;
+      }
+    };
+    auto k = std::make_unique<Zeros>();
+    for (ValueId v : sub.outputs) k->shapes.push_back(g.value(v).shape);
+    return k;
+  };
+  return s;
+}
+
+BackendSpec refusing_backend() {
+  BackendSpec s = wrong_backend();
+  s.name = "refusing";
+  s.compile = [](const Graph&, const SubGraph&, const CompileOptions&) -> std::unique_ptr<Kernel> {
+    throw Error(ErrorKind::Unsupported, "refusing: no such primitive");
+  };
+  return s;
+}
+
+TEST(Measurer, InvalidKernelsGetReasonsAndValidOnesAreCached) {
+  Graph g = chain();
+  BackendSpec wrong = wrong_backend(), refusing = refusing_backend();
+  std::vector<const BackendSpec*> backends = {&native_backend(), &wrong, &refusing};
+  auto candidates = enumerate_candidates(g, backends);
+  auto values = reference_values(g, random_inputs(g, 5), native::node_evaluator());
+  std::string path = (std::filesystem::temp_directory_path() / ("measurer_" + std::to_string(::getpid()))).string();
+  std::filesystem::remove(path);
+  MeasureOptions options;
+  options.min_time_ms = 1;
+  options.min_samples = 3;
+  {
+    CostDb db(path);
+    Measurer m(g, values, &db, options);
+    auto measured = m.measure(candidates, backends);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const auto& c = measured[i].cost;
+      EXPECT_FALSE(measured[i].from_cache);
+      if (candidates[i].backend == "native") {
+        EXPECT_TRUE(c.valid) << c.reason;
+        EXPECT_GE(c.samples, 3);
+        EXPECT_GT(c.median_ms, 0);
+        EXPECT_LE(c.median_ms, c.p90_ms);
+      } else if (candidates[i].backend == "wrong") {
+        EXPECT_FALSE(c.valid);
+        EXPECT_NE(c.reason.find("disagrees"), std::string::npos) << c.reason;
+      } else {
+        EXPECT_FALSE(c.valid);
+        EXPECT_NE(c.reason.find("no such primitive"), std::string::npos) << c.reason;
+      }
+    }
+  }
+  CostDb db(path);
+  Measurer again(g, values, &db, options);
+  for (const auto& m : again.measure(candidates, backends)) EXPECT_TRUE(m.from_cache);  // nothing measured twice
+  std::filesystem::remove(path);
+}
+
+TEST(Measurer, CancelKeepsWhatWasMeasured) {
+  Graph g = chain();
+  auto candidates = enumerate_candidates(g, {&native_backend()});
+  ASSERT_GE(candidates.size(), 2u);
+  struct CancelAfterOne : ProgressObserver {
+    size_t seen = 0;
+    void on_progress(const ProgressEvent&) override { ++seen; }
+    bool cancel_requested() const override { return seen >= 2; }
+  } observer;
+  std::string path = (std::filesystem::temp_directory_path() / ("cancel_" + std::to_string(::getpid()))).string();
+  std::filesystem::remove(path);
+  CostDb db(path);
+  MeasureOptions options;
+  options.min_time_ms = 1;
+  Measurer m(g, reference_values(g, random_inputs(g, 1), native::node_evaluator()), &db, options);
+  try {
+    m.measure(candidates, {&native_backend()}, &observer);
+    FAIL() << "expected cancellation";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Cancelled);
+  }
+  EXPECT_GE(db.size(), 1u);
+  EXPECT_LT(db.size(), candidates.size());
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace collage
