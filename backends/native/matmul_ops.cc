@@ -1,8 +1,178 @@
+// Gemm, MatMul (numpy semantics) and two-operand Einsum.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_ops.h"
 
 namespace collage::native {
 
-void register_matmul_ops(OpTable& table) { (void)table; }
+namespace {
+
+// C[m x n] (+)= A[m x k] * B[k x n], row-major with leading dims; i-k-j order keeps the inner loop contiguous.
+void gemm_rows(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+               bool trans_a, bool trans_b, float alpha) {
+  std::vector<float> bt;
+  if (trans_b) {  // materialise B^T once so the inner loop stays contiguous
+    bt.resize(static_cast<size_t>(k * n));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p) bt[static_cast<size_t>(p * n + j)] = b[j * ldb + p];
+    b = bt.data();
+    ldb = n;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    float* crow = c + i * n;
+    for (int64_t p = 0; p < k; ++p) {
+      float av = alpha * (trans_a ? a[p * lda + i] : a[i * lda + p]);
+      if (av == 0.0f) continue;
+      const float* brow = b + p * ldb;
+      for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+    }
+  }
+}
+
+std::vector<Tensor> gemm(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& a = input(node, inputs, 0);
+  const Tensor& b = input(node, inputs, 1);
+  const Tensor* c = optional_input(inputs, 2);
+  require_float(node, a, "A");
+  require_float(node, b, "B");
+  if (a.rank() != 2 || b.rank() != 2) invalid(node, "A and B must be 2-D");
+  bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+  int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  int64_t kb = tb ? b.dim(1) : b.dim(0), n = tb ? b.dim(0) : b.dim(1);
+  if (k != kb) invalid(node, "inner dimensions differ: " + shape_to_string(a.shape()) + " x " + shape_to_string(b.shape()));
+  Tensor y = alloc.allocate(DType::Float32, {m, n});
+  float* out = y.data<float>();
+  std::fill(out, out + m * n, 0.0f);
+  if (c && c->size() > 0) {
+    require_float(node, *c, "C");
+    Shape bs = broadcast_shapes(node, {m, n}, c->shape());
+    if (bs != Shape{m, n}) invalid(node, "C of shape " + shape_to_string(c->shape()) + " does not broadcast to the output");
+    auto st = broadcast_strides(c->shape(), {m, n});
+    const float* cv = c->data<float>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) out[i * n + j] = beta * cv[i * st[0] + j * st[1]];
+  }
+  gemm_rows(a.data<float>(), b.data<float>(), out, m, n, k, a.dim(1), b.dim(1), ta, tb, alpha);
+  return {y};
+}
+
+std::vector<Tensor> matmul(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& a0 = input(node, inputs, 0);
+  const Tensor& b0 = input(node, inputs, 1);
+  require_float(node, a0, "A");
+  require_float(node, b0, "B");
+  if (a0.rank() == 0 || b0.rank() == 0) invalid(node, "MatMul operands must have rank >= 1");
+  // 1-D operands: promote, multiply, then drop the added dim (numpy semantics).
+  Shape as = a0.shape(), bs = b0.shape();
+  bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
+  if (a_vec) as.insert(as.begin(), 1);
+  if (b_vec) bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  if (bs[bs.size() - 2] != k)
+    invalid(node, "inner dimensions differ: " + shape_to_string(a0.shape()) + " x " + shape_to_string(b0.shape()));
+  Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
+  Shape batch = broadcast_shapes(node, abatch, bbatch);
+  Shape out_shape = batch;
+  if (!a_vec) out_shape.push_back(m);
+  if (!b_vec) out_shape.push_back(n);
+  Tensor y = alloc.allocate(DType::Float32, out_shape);
+  float* out = y.data<float>();
+  int64_t batches = shape_size(batch);
+  std::fill(out, out + batches * m * n, 0.0f);
+  auto sa = broadcast_strides(abatch, batch), sb = broadcast_strides(bbatch, batch);
+  auto bstr = strides_of(batch);
+  for (int64_t t = 0; t < batches; ++t) {
+    int64_t oa = 0, ob = 0;
+    for (size_t d = 0; d < batch.size(); ++d) {
+      int64_t idx = (t / bstr[d]) % batch[d];
+      oa += idx * sa[d];
+      ob += idx * sb[d];
+    }
+    gemm_rows(a0.data<float>() + oa * m * k, b0.data<float>() + ob * k * n, out + t * m * n, m, n, k, k, n, false,
+              false, 1.0f);
+  }
+  return {y};
+}
+
+// General einsum over explicit letters (no ellipsis): loop over every letter's range.
+std::vector<Tensor> einsum(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  std::string eq = node.attr_string("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  if (eq.find("...") != std::string::npos) unsupported(node, "ellipsis ('...') in the equation is not supported");
+  auto arrow = eq.find("->");
+  if (arrow == std::string::npos) unsupported(node, "implicit-output equations are not supported; add '->'");
+  std::string lhs = eq.substr(0, arrow), rhs = eq.substr(arrow + 2);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != inputs.size() || terms.size() > 2) unsupported(node, "only one- and two-operand einsum is supported");
+  std::map<char, int64_t> extent;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const Tensor& x = input(node, inputs, t);
+    require_float(node, x, "operand");
+    if (static_cast<int64_t>(terms[t].size()) != x.rank()) invalid(node, "term '" + terms[t] + "' does not match its operand's rank");
+    for (size_t d = 0; d < terms[t].size(); ++d) {
+      auto [it, fresh] = extent.emplace(terms[t][d], x.dim(static_cast<int64_t>(d)));
+      if (!fresh && it->second != x.dim(static_cast<int64_t>(d))) invalid(node, std::string("letter '") + terms[t][d] + "' has two sizes");
+    }
+  }
+  std::vector<char> letters;
+  for (char c : rhs) {
+    if (!extent.count(c)) invalid(node, std::string("output letter '") + c + "' is not in any input");
+    letters.push_back(c);
+  }
+  for (const auto& [c, e] : extent)
+    if (rhs.find(c) == std::string::npos) letters.push_back(c);  // summed letters iterate innermost
+  Shape out_shape;
+  for (char c : rhs) out_shape.push_back(extent[c]);
+  Tensor y = alloc.allocate(DType::Float32, out_shape);
+  float* out = y.data<float>();
+  std::fill(out, out + y.size(), 0.0f);
+  // Stride of each letter in each operand and in the output.
+  auto stride_for = [&](const std::string& term, const Shape& shape) {
+    std::vector<int64_t> s(letters.size(), 0), own = strides_of(shape);
+    for (size_t d = 0; d < term.size(); ++d)
+      s[static_cast<size_t>(std::find(letters.begin(), letters.end(), term[d]) - letters.begin())] += own[d];
+    return s;
+  };
+  std::vector<std::vector<int64_t>> in_strides;
+  for (size_t t = 0; t < terms.size(); ++t) in_strides.push_back(stride_for(terms[t], inputs[t]->shape()));
+  std::vector<int64_t> out_strides = stride_for(rhs, out_shape);
+  std::vector<int64_t> idx(letters.size(), 0);
+  int64_t total = 1;
+  for (char c : letters) total *= extent[c];
+  for (int64_t it = 0; it < total; ++it) {
+    int64_t o = 0;
+    float prod = 1.0f;
+    for (size_t l = 0; l < letters.size(); ++l) o += idx[l] * out_strides[l];
+    for (size_t t = 0; t < terms.size(); ++t) {
+      int64_t off = 0;
+      for (size_t l = 0; l < letters.size(); ++l) off += idx[l] * in_strides[t][l];
+      prod *= inputs[t]->data<float>()[off];
+    }
+    out[o] += prod;
+    for (size_t l = letters.size(); l-- > 0;) {
+      if (++idx[l] < extent[letters[l]]) break;
+      idx[l] = 0;
+    }
+  }
+  return {y};
+}
+
+}  // namespace
+
+void register_matmul_ops(OpTable& table) {
+  table["Gemm"] = gemm;
+  table["MatMul"] = matmul;
+  table["Einsum"] = einsum;
+}
 
 }  // namespace collage::native
