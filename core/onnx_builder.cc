@@ -43,7 +43,8 @@ std::string OnnxBuilder::input(const std::string& name, DType dtype, const std::
   return name;
 }
 
-void OnnxBuilder::output(const std::string& value, const std::string& rename) {
+void OnnxBuilder::output(const std::string& value, const std::string& rename, const std::vector<Dim>& dims,
+                         DType dtype) {
   std::string name = value;
   if (!rename.empty()) {  // PyTorch names graph outputs ("output", "logits"): rename the producing value
     for (auto& n : *model_.mutable_graph()->mutable_node()) {
@@ -52,7 +53,16 @@ void OnnxBuilder::output(const std::string& value, const std::string& rename) {
     }
     name = rename;
   }
-  model_.mutable_graph()->add_output()->set_name(name);
+  auto* out = model_.mutable_graph()->add_output();
+  out->set_name(name);
+  auto* tt = out->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int>(dtype));
+  auto* shape = tt->mutable_shape();
+  for (const Dim& d : dims) {
+    auto* dim = shape->add_dim();
+    if (auto* v = std::get_if<int64_t>(&d)) dim->set_dim_value(*v);
+    else dim->set_dim_param(std::get<std::string>(d));
+  }
 }
 
 std::string OnnxBuilder::initializer(const std::string& name, const Tensor& t) {

@@ -21,7 +21,8 @@ class OnnxBuilder {
   explicit OnnxBuilder(std::string graph_name, int opset = 17, uint64_t seed = 1);
 
   std::string input(const std::string& name, DType dtype, const std::vector<Dim>& dims);
-  void output(const std::string& value, const std::string& rename = "");
+  void output(const std::string& value, const std::string& rename, const std::vector<Dim>& dims,
+              DType dtype = DType::Float32);
 
   // Initialisers.
   std::string initializer(const std::string& name, const Tensor& t);

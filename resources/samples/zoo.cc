@@ -72,7 +72,7 @@ B resnet_small(uint64_t seed) {
       x = basic_block(b, x, cin, widths[layer], block == 0 && layer > 0 ? 2 : 1, true, 2);
       cin = widths[layer];
     }
-  b.output(head(b, x, 64, 10), "logits");
+  b.output(head(b, x, 64, 10), "logits", {std::string("batch"), 10});
   return b;
 }
 
@@ -91,7 +91,7 @@ B resnet50(uint64_t seed) {
       x = bottleneck(b, x, cin, width, block == 0 && layer > 0 ? 2 : 1);
       cin = width * 4;
     }
-  b.output(head(b, x, 2048, 1000), "output");
+  b.output(head(b, x, 2048, 1000), "output", {std::string("batch"), 1000});
   return b;
 }
 
@@ -106,7 +106,7 @@ B resnet3d(uint64_t seed) {
     x = basic_block(b, x, cin, widths[layer], layer > 0 ? 2 : 1, false, 3);
     cin = widths[layer];
   }
-  b.output(head(b, x, 256, 400), "output");
+  b.output(head(b, x, 256, 400), "output", {std::string("batch"), 400});
   return b;
 }
 
@@ -152,7 +152,7 @@ B mobilenet(const std::string& name, uint64_t seed, int64_t res, bool bn, int64_
     if (bn) x = b.batch_norm(x, last);
     x = b.relu6(x);
   }
-  b.output(head(b, x, last, classes), "output");
+  b.output(head(b, x, last, classes), "output", {std::string("batch"), classes});
   return b;
 }
 
@@ -196,7 +196,7 @@ B encoder(const std::string& name, uint64_t seed, int64_t seq, int64_t d, int64_
     Scope o(b, "output");
     x = b.layer_norm(b.op("Add", {b.linear(h, 4 * d, d, false), attn}), d);
   }
-  b.output(x, "last_hidden_state");
+  b.output(x, "last_hidden_state", {std::string("batch"), seq, d});
   return b;
 }
 
@@ -224,7 +224,7 @@ B inception_small(uint64_t seed) {
     x = b.op("Concat", {b1, b3, b5, bp}, {B::attr("axis", int64_t{1})});
     cin = 16 + 24 + 12 + 12;
   }
-  b.output(head(b, x, cin, 10), "logits");
+  b.output(head(b, x, cin, 10), "logits", {std::string("batch"), 10});
   return b;
 }
 
@@ -243,7 +243,7 @@ B dcgan_generator(uint64_t seed) {
                                        B::attr("strides", std::vector<int64_t>{stride, stride})});
     if (i < 4) x = b.relu(b.batch_norm(x, ch[i + 1]));
   }
-  b.output(b.op("Tanh", {x}), "output");
+  b.output(b.op("Tanh", {x}), "output", {std::string("batch"), 3, 64, 64});
   return b;
 }
 
