@@ -8,6 +8,8 @@
 #include <iostream>
 #include <map>
 
+#include <unistd.h>
+
 #include "app/cli_args.h"
 #include "app/cli_commands.h"
 #include "app/cli_tune.h"
@@ -26,6 +28,14 @@ namespace {
 class ConsoleProgress : public ProgressObserver {
  public:
   void on_progress(const ProgressEvent& e) override {
+    if (!tty_) {  // logs: one line per 10% instead of a redrawn bar
+      if (e.stage != ProgressEvent::Stage::Measure || e.total == 0) return;
+      size_t decile = 10 * e.done / e.total;
+      if (decile == last_decile_) return;
+      last_decile_ = decile;
+      std::fprintf(stderr, "measuring: %zu/%zu kernels (%s)\n", e.done, e.total, e.message.c_str());
+      return;
+    }
     if (e.stage == ProgressEvent::Stage::Measure) {
       if (e.total == 0) return;
       int width = 30, filled = static_cast<int>(width * e.done / e.total);
@@ -38,6 +48,10 @@ class ConsoleProgress : public ProgressObserver {
     }
     std::fflush(stderr);
   }
+
+ private:
+  bool tty_ = isatty(fileno(stderr)) != 0;
+  size_t last_decile_ = SIZE_MAX;
 };
 
 NodeId node_by_ref(const Graph& graph, const std::string& ref, const std::string& option) {

@@ -70,7 +70,7 @@ OpCategory op_category(const std::string& op) {
       "Clip", "Erf", "Gelu", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
       "Identity", "Dropout", "Cast", "Not", "Sin", "Cos", "Shrink"};
   static const std::set<std::string> broadcast = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
-                                                  "PRelu", "Where", "Equal", "Less", "Greater", "LessOrEqual",
+                                                  "PRelu", "Where", "BatchNormalization", "Equal", "Less", "Greater", "LessOrEqual",
                                                   "GreaterOrEqual", "And", "Or", "Xor"};
   static const std::set<std::string> injective = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
                                                   "Concat", "Slice", "Split", "Gather", "Expand", "Tile", "Pad",
@@ -78,7 +78,7 @@ OpCategory op_category(const std::string& op) {
   static const std::set<std::string> reduction = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                                                   "ReduceProd", "GlobalAveragePool", "GlobalMaxPool"};
   static const std::set<std::string> out_fusable = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum",
-                                                    "MaxPool", "AveragePool", "BatchNormalization"};
+                                                    "MaxPool", "AveragePool"};
   if (elemwise.count(op)) return OpCategory::ElemWise;
   if (broadcast.count(op)) return OpCategory::Broadcast;
   if (injective.count(op)) return OpCategory::Injective;
