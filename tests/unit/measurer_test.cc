@@ -11,6 +11,10 @@
 namespace collage {
 namespace {
 
+void remove_db(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
 using testing::import_model;
 using testing::OnnxTestModel;
 
@@ -93,7 +97,7 @@ TEST(Measurer, InvalidKernelsGetReasonsAndValidOnesAreCached) {
   CostDb db(path);
   Measurer again(g, values, &db, options);
   for (const auto& m : again.measure(candidates, backends)) EXPECT_TRUE(m.from_cache);  // nothing measured twice
-  std::filesystem::remove(path);
+  remove_db(path);
 }
 
 TEST(Measurer, CancelKeepsWhatWasMeasured) {
@@ -106,8 +110,9 @@ TEST(Measurer, CancelKeepsWhatWasMeasured) {
     bool cancel_requested() const override { return seen >= 2; }
   } observer;
   std::string path = (std::filesystem::temp_directory_path() / ("cancel_" + std::to_string(::getpid()))).string();
-  std::filesystem::remove(path);
-  CostDb db(path);
+  remove_db(path);
+  auto db_holder = std::make_unique<CostDb>(path);
+  CostDb& db = *db_holder;
   MeasureOptions options;
   options.min_time_ms = 1;
   Measurer m(g, reference_values(g, random_inputs(g, 1), native::node_evaluator()), &db, options);
@@ -119,7 +124,8 @@ TEST(Measurer, CancelKeepsWhatWasMeasured) {
   }
   EXPECT_GE(db.size(), 1u);
   EXPECT_LT(db.size(), candidates.size());
-  std::filesystem::remove(path);
+  db_holder.reset();
+  remove_db(path);
 }
 
 }  // namespace
