@@ -1,16 +1,70 @@
-// Placeholder: the blas backend's patterns and kernels are being written.
+// The OpenBLAS backend: GEMM-shaped work. Gemm and MatMul run as cblas_sgemm,
+// 1-D/2-D convolutions as im2col + sgemm (1x1 stride-1 convolutions skip
+// im2col), each optionally followed by an element-wise epilogue fused into the
+// same pass over the output: bias/residual Add, then one activation.
 #include "backends/blas/blas_spec.h"
 
+#include "backends/blas/blas_kernels.h"
+
 namespace collage {
+
+namespace {
+
+bool constant_input(const Graph& g, const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).constant.has_value();
+}
+
+bool optional_constant(const Graph& g, const Node& n, size_t i) {
+  return i >= n.inputs.size() || n.inputs[i] == kNoValue || constant_input(g, n, i);
+}
+
+// Conv: 1-D/2-D, constant weights (and bias), explicit pads.
+bool conv_ok(const Graph& g, const Node& n) {
+  size_t rank = g.value(n.inputs[0]).shape.size();
+  return (rank == 3 || rank == 4) && constant_input(g, n, 1) && optional_constant(g, n, 2) &&
+         n.attr_string("auto_pad", "NOTSET") == "NOTSET";
+}
+
+// Gemm with constant B and C: the usual fully connected layer.
+bool gemm_ok(const Graph& g, const Node& n) { return constant_input(g, n, 1) && optional_constant(g, n, 2); }
+
+// MatMul of rank >= 2 operands where each side is either batched like the output or not at all.
+bool matmul_ok(const Graph& g, const Node& n) {
+  const Shape& a = g.value(n.inputs[0]).shape;
+  const Shape& b = g.value(n.inputs[1]).shape;
+  const Shape& y = g.value(n.outputs[0]).shape;
+  if (a.size() < 2 || b.size() < 2) return false;
+  auto batch = [](const Shape& s) { return shape_size(s) / (s[s.size() - 1] * s[s.size() - 2]); };
+  int64_t out_batch = batch(y);
+  return (batch(a) == out_batch || batch(a) == 1) && (batch(b) == out_batch || batch(b) == 1) &&
+         (a.size() == y.size() || batch(a) == 1) && (b.size() == y.size() || batch(b) == 1);
+}
+
+bool clip_const(const Graph& g, const Node& n) { return optional_constant(g, n, 1) && optional_constant(g, n, 2); }
+
+}  // namespace
 
 const BackendSpec& blas_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "blas";
-    s.version = "0";
-    s.compile = [](const Graph&, const SubGraph&, const CompileOptions&) -> std::unique_ptr<Kernel> {
-      throw Error(ErrorKind::Unsupported, "blas: no kernels yet");
-    };
+    s.version = blas::library_version();
+    auto f32 = all_float32();
+    PatternPtr conv = op("Conv")->where(f32)->where(conv_ok);
+    PatternPtr gemm = op("Gemm")->where(f32)->where(gemm_ok);
+    PatternPtr matmul = op("MatMul")->where(f32)->where(matmul_ok);
+    PatternPtr matmul_bias = op("Add", {matmul, constant()});
+    for (PatternPtr head : {conv, gemm, matmul, matmul_bias}) {
+      PatternPtr residual = op("Add", {head, wildcard()});  // residual or bias operand
+      for (PatternPtr body : {head, residual}) {
+        s.patterns.push_back({"", body});
+        s.patterns.push_back({"", op_any({"Relu", "Sigmoid", "Tanh", "LeakyRelu"}, {body})});
+        s.patterns.push_back({"", op("Clip", {body})->where(clip_const)});
+      }
+    }
+    s.limits.max_nodes = 4;
+    s.compile = &blas::compile;
+    s.set_threads = &blas::set_threads;
     return s;
   }();
   return spec;
