@@ -1,0 +1,22 @@
+// oneDNN kernels: one primitive per candidate (convolution, deconvolution,
+// matmul, pooling, softmax, normalisations, eltwise, binary), fused groups as
+// post-ops. Weights are reordered once at compile time into the layout the
+// primitive prefers; activations are converted from/to plain NC... layout
+// inside the kernel when the primitive picks a blocked one.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+
+namespace collage::onednn {
+
+std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const CompileOptions& options);
+std::string library_version();
+void set_threads(int threads);
+
+// Op -> eltwise algorithm support, shared by the spec's predicates and the kernels.
+bool eltwise_supported(const Graph& graph, const Node& node);
+
+}  // namespace collage::onednn
