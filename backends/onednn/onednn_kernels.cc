@@ -196,11 +196,12 @@ struct PostOps {
   std::vector<std::tuple<int, int, memory::desc>> runtime_args;  // arg id, input index, desc
 };
 
-PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape) {
+// `first` is the first node after the head (a folded BatchNormalization counts as head).
+PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape, size_t first = 1) {
   PostOps p;
-  ValueId current = g.node(sub.node_list[0]).outputs[0];
+  ValueId current = g.node(sub.node_list[first - 1]).outputs[0];
   int index = 0;
-  for (size_t i = 1; i < sub.node_list.size(); ++i, ++index) {
+  for (size_t i = first; i < sub.node_list.size(); ++i, ++index) {
     const Node& n = g.node(sub.node_list[i]);
     if (auto e = eltwise_of(g, n)) {
       if (n.inputs[0] != current) refuse(n.op_type + " is not on the chain");
@@ -282,9 +283,41 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   return g;
 }
 
+// Conv followed by an inference BatchNormalization: fold the BN into weights and bias.
+bool folds_batch_norm(const Graph& g, const SubGraph& sub) {
+  if (sub.node_list.size() < 2) return false;
+  const Node& conv = g.node(sub.node_list[0]);
+  const Node& bn = g.node(sub.node_list[1]);
+  if (conv.op_type != "Conv" || bn.op_type != "BatchNormalization" || bn.inputs[0] != conv.outputs[0]) return false;
+  for (size_t i = 1; i < 5; ++i)
+    if (!g.value(bn.inputs[i]).constant) return false;
+  return true;
+}
+
 std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const Node& n, bool transposed) {
   const Shape& xs = g.value(n.inputs[0]).shape;
-  const Tensor& w = constant_of(g, n.inputs[1]);
+  Tensor w = constant_of(g, n.inputs[1]);
+  std::optional<Tensor> folded_bias;
+  size_t first_post = 1;
+  if (!transposed && folds_batch_norm(g, sub)) {
+    const Node& bn = g.node(sub.node_list[1]);
+    auto vec = [&](size_t i) { return constant_of(g, bn.inputs[i]).to_double_vector(); };
+    auto scale = vec(1), shift = vec(2), mean = vec(3), var = vec(4);
+    double eps = bn.attr_float("epsilon", 1e-5f);
+    int64_t m = w.dim(0), per = w.size() / m;
+    w = w.clone();
+    Tensor b(DType::Float32, {m});
+    std::vector<double> old_b(static_cast<size_t>(m), 0.0);
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) old_b = constant_of(g, n.inputs[2]).to_double_vector();
+    for (int64_t oc = 0; oc < m; ++oc) {
+      double a = scale[static_cast<size_t>(oc)] / std::sqrt(var[static_cast<size_t>(oc)] + eps);
+      for (int64_t i = 0; i < per; ++i) w.data<float>()[oc * per + i] = static_cast<float>(w.data<float>()[oc * per + i] * a);
+      b.data<float>()[oc] = static_cast<float>((old_b[static_cast<size_t>(oc)] - mean[static_cast<size_t>(oc)]) * a +
+                                               shift[static_cast<size_t>(oc)]);
+    }
+    folded_bias = b;
+    first_post = 2;
+  }
   const Shape& ys = g.value(n.outputs[0]).shape;
   const Shape& out = g.value(sub.outputs.at(0)).shape;
   int64_t group = n.attr_int("group", 1);
@@ -310,16 +343,17 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   }
   if (transposed && group == 1) ws.erase(ws.begin());
   ConvGeometry geo = conv_geometry(n, xs, w.shape(), ys, transposed);
-  PostOps post = post_ops_for(g, sub, out);
+  PostOps post = post_ops_for(g, sub, out, first_post);
+  if (!folded_bias && n.inputs.size() > 2 && n.inputs[2] != kNoValue) folded_bias = constant_of(g, n.inputs[2]);
   std::optional<memory::desc> bias_md;
-  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) bias_md = plain(constant_of(g, n.inputs[2]).shape());
+  if (folded_bias) bias_md = plain(folded_bias->shape());
   auto attr = attr_with(post);
   memory::desc w_any(dims_of(ws), dt::f32, tag::any);
   auto make = [&](auto pd) -> std::unique_ptr<Kernel> {
     auto k = finish(pd, out, post);
     k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
     k->bind_constant(DNNL_ARG_WEIGHTS, constant_memory(wt, plain(ws), pd.weights_desc()));
-    if (bias_md) k->bind_constant(DNNL_ARG_BIAS, constant_memory(constant_of(g, n.inputs[2]), *bias_md));
+    if (bias_md) k->bind_constant(DNNL_ARG_BIAS, constant_memory(*folded_bias, *bias_md));
     return k;
   };
   using P = dnnl::prop_kind;

@@ -77,6 +77,9 @@ const BackendSpec& onednn_backend() {
     };
     auto act = [&](PatternPtr in) { return op_any(kEltwise, {in})->where(f32)->where(eltwise_ok); };
     auto bin = [&](PatternPtr in) { return op_any(kBinary, {in, wildcard()})->where(f32)->where(binary_ok); };
+    // Conv + BatchNormalization: the BN is folded into the weights at compile time.
+    PatternPtr conv = op("Conv")->where(f32)->where(conv_ok);
+    heads.push_back(op("BatchNormalization", {conv, constant(), constant(), constant(), constant()})->where(f32)->where(norm_ok));
     for (const PatternPtr& h : heads) {
       for (PatternPtr p : {h, act(h), bin(h), act(bin(h)), bin(bin(h)), act(bin(bin(h)))}) s.patterns.push_back({"", p});
     }
