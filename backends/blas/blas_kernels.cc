@@ -1,4 +1,5 @@
 #include "backends/blas/blas_kernels.h"
+#include "core/conv_folding.h"
 
 #include <cblas.h>
 
@@ -64,8 +65,8 @@ class BlasKernel : public Kernel {
     else if (head.op_type == "MatMul") setup_matmul(g, head);
     else if (head.op_type == "Conv") setup_conv(g, head);
     else refuse("unsupported head op " + head.op_type);
-    ValueId current = head.outputs[0];
-    for (size_t i = 1; i < sub.node_list.size(); ++i) current = add_epilogue(g, g.node(sub.node_list[i]), current);
+    ValueId current = g.node(sub.node_list[first_epilogue_ - 1]).outputs[0];
+    for (size_t i = first_epilogue_; i < sub.node_list.size(); ++i) current = add_epilogue(g, g.node(sub.node_list[i]), current);
     if (current != sub.outputs[0]) refuse("the group is not a single chain");
   }
 
@@ -131,7 +132,9 @@ class BlasKernel : public Kernel {
     head_ = Head::Conv;
     data_input_ = input_index_of(g, sub_, n.inputs[0]);
     const Shape& x = g.value(n.inputs[0]).shape;
-    const Tensor& w = constant_of(g, n.inputs[1]);
+    FoldedConv folded = fold_conv(g, sub_);  // a following BatchNormalization folds into W and b
+    first_epilogue_ = folded.nodes_used;
+    const Tensor& w = folded.weight;
     bool one_d = x.size() == 3;
     if (x.size() != 4 && !one_d) refuse("only 1-D and 2-D convolutions");
     if (n.attr_string("auto_pad", "NOTSET") != "NOTSET") refuse("auto_pad (the spec only claims explicit pads)");
@@ -157,11 +160,7 @@ class BlasKernel : public Kernel {
     ow_ = out_shape_.back();
     weight_.assign(w.data<float>(), w.data<float>() + w.size());
     direct_ = kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1 && pt_ == 0 && pl_ == 0 && oh_ == h_ && ow_ == w_;
-    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
-      const Tensor& b = constant_of(g, n.inputs[2]);
-      Shape per_channel = {m_, 1};
-      init_ = expand(b.reshaped(per_channel), {out_shape_[0], m_, oh_ * ow_});
-    }
+    if (folded.bias) init_ = expand(folded.bias->reshaped({m_, 1}), {out_shape_[0], m_, oh_ * ow_});
   }
 
   ValueId add_epilogue(const Graph& g, const Node& n, ValueId current) {
@@ -277,6 +276,7 @@ class BlasKernel : public Kernel {
   Head head_ = Head::Gemm;
   Shape out_shape_;
   int data_input_ = 0, b_input_ = -1;
+  size_t first_epilogue_ = 1;  // node index where the epilogue starts (2 after a folded BatchNormalization)
   bool trans_a_ = false, trans_b_ = false, direct_ = false;
   float alpha_ = 1.0f;
   int64_t m_ = 0, n_ = 0, k_ = 0, batch_ = 1, a_batch_ = 1, b_batch_ = 1;

@@ -54,7 +54,8 @@ const BackendSpec& blas_backend() {
     PatternPtr gemm = op("Gemm")->where(f32)->where(gemm_ok);
     PatternPtr matmul = op("MatMul")->where(f32)->where(matmul_ok);
     PatternPtr matmul_bias = op("Add", {matmul, constant()});
-    for (PatternPtr head : {conv, gemm, matmul, matmul_bias}) {
+    PatternPtr conv_bn = op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
+    for (PatternPtr head : {conv, conv_bn, gemm, matmul, matmul_bias}) {
       PatternPtr residual = op("Add", {head, wildcard()});  // residual or bias operand
       for (PatternPtr body : {head, residual}) {
         s.patterns.push_back({"", body});

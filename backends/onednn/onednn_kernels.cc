@@ -1,4 +1,5 @@
 #include "backends/onednn/onednn_kernels.h"
+#include "core/conv_folding.h"
 
 #include <omp.h>
 
@@ -283,41 +284,13 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   return g;
 }
 
-// Conv followed by an inference BatchNormalization: fold the BN into weights and bias.
-bool folds_batch_norm(const Graph& g, const SubGraph& sub) {
-  if (sub.node_list.size() < 2) return false;
-  const Node& conv = g.node(sub.node_list[0]);
-  const Node& bn = g.node(sub.node_list[1]);
-  if (conv.op_type != "Conv" || bn.op_type != "BatchNormalization" || bn.inputs[0] != conv.outputs[0]) return false;
-  for (size_t i = 1; i < 5; ++i)
-    if (!g.value(bn.inputs[i]).constant) return false;
-  return true;
-}
-
 std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const Node& n, bool transposed) {
   const Shape& xs = g.value(n.inputs[0]).shape;
-  Tensor w = constant_of(g, n.inputs[1]);
-  std::optional<Tensor> folded_bias;
-  size_t first_post = 1;
-  if (!transposed && folds_batch_norm(g, sub)) {
-    const Node& bn = g.node(sub.node_list[1]);
-    auto vec = [&](size_t i) { return constant_of(g, bn.inputs[i]).to_double_vector(); };
-    auto scale = vec(1), shift = vec(2), mean = vec(3), var = vec(4);
-    double eps = bn.attr_float("epsilon", 1e-5f);
-    int64_t m = w.dim(0), per = w.size() / m;
-    w = w.clone();
-    Tensor b(DType::Float32, {m});
-    std::vector<double> old_b(static_cast<size_t>(m), 0.0);
-    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) old_b = constant_of(g, n.inputs[2]).to_double_vector();
-    for (int64_t oc = 0; oc < m; ++oc) {
-      double a = scale[static_cast<size_t>(oc)] / std::sqrt(var[static_cast<size_t>(oc)] + eps);
-      for (int64_t i = 0; i < per; ++i) w.data<float>()[oc * per + i] = static_cast<float>(w.data<float>()[oc * per + i] * a);
-      b.data<float>()[oc] = static_cast<float>((old_b[static_cast<size_t>(oc)] - mean[static_cast<size_t>(oc)]) * a +
-                                               shift[static_cast<size_t>(oc)]);
-    }
-    folded_bias = b;
-    first_post = 2;
-  }
+  // ConvTranspose never folds: fold_conv only merges a BN after a Conv.
+  FoldedConv folded = fold_conv(g, sub);
+  Tensor w = folded.weight;
+  std::optional<Tensor> folded_bias = folded.bias;
+  size_t first_post = folded.nodes_used;
   const Shape& ys = g.value(n.outputs[0]).shape;
   const Shape& out = g.value(sub.outputs.at(0)).shape;
   int64_t group = n.attr_int("group", 1);
@@ -344,7 +317,6 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   if (transposed && group == 1) ws.erase(ws.begin());
   ConvGeometry geo = conv_geometry(n, xs, w.shape(), ys, transposed);
   PostOps post = post_ops_for(g, sub, out, first_post);
-  if (!folded_bias && n.inputs.size() > 2 && n.inputs[2] != kNoValue) folded_bias = constant_of(g, n.inputs[2]);
   std::optional<memory::desc> bias_md;
   if (folded_bias) bias_md = plain(folded_bias->shape());
   auto attr = attr_with(post);

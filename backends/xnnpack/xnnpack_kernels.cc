@@ -1,4 +1,5 @@
 #include "backends/xnnpack/xnnpack_kernels.h"
+#include "core/conv_folding.h"
 
 #include <xnnpack.h>
 
@@ -164,7 +165,8 @@ class XnnKernel : public Kernel {
 std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const Node& n) {
   const Shape& xs = g.value(n.inputs[0]).shape;
   const Shape& ys = g.value(n.outputs[0]).shape;
-  const Tensor& w = constant_of(g, n.inputs[1]);
+  FoldedConv folded = fold_conv(g, sub);  // a following BatchNormalization folds into W and b
+  const Tensor& w = folded.weight;
   if (xs.size() != 4) refuse("only 2-D convolutions");
   int64_t group = n.attr_int("group", 1), m = w.dim(0), cg = w.dim(1), kh = w.dim(2), kw = w.dim(3), mg = m / group;
   auto strides = n.attr_ints("strides", {1, 1}), dils = n.attr_ints("dilations", {1, 1});
@@ -191,12 +193,9 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
         for (int64_t x = 0; x < kw; ++x)
           packed[static_cast<size_t>(((o * kh + y) * kw + x) * cg + c)] = w.data<float>()[((o * cg + c) * kh + y) * kw + x];
   std::vector<float> bias(static_cast<size_t>(m), 0.0f);
-  if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
-    const Tensor& b = constant_of(g, n.inputs[2]);
-    std::memcpy(bias.data(), b.raw(), b.bytes());
-  }
+  if (folded.bias) std::memcpy(bias.data(), folded.bias->raw(), folded.bias->bytes());
   float lo, hi;
-  trailing_clamp(g, sub, 1, lo, hi);
+  trailing_clamp(g, sub, folded.nodes_used, lo, hi);
   xnn_operator_t op = nullptr;
   check(xnn_create_convolution2d_nhwc_f32(
             static_cast<uint32_t>(begin[0]), static_cast<uint32_t>(end[1]), static_cast<uint32_t>(end[0]),
