@@ -29,6 +29,8 @@ const char* kUsage =
     "      runs and verifies it, prints predicted vs measured latency\n"
     "  costs [--backend B] [--json] [--export FILE] [--import FILE] [--cost-db PATH]\n"
     "      lists the cost database (default: $COLLAGE_COST_DB or ~/.local/share/collage-explorer/costs.sqlite)\n"
+    "  compare A.pb B.pb [--rtol R] [--atol A]\n"
+    "      element-wise agreement of two tensor files (exit 1 if any element is outside tolerance)\n"
     "Symbolic input dims default to 1; set them with --dim batch=8.\n";
 
 }  // namespace
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
     if (command == "candidates") return collage::cli::command_candidates(args);
     if (command == "tune") return collage::cli::command_tune(args);
     if (command == "costs") return collage::cli::command_costs(args);
+    if (command == "compare") return collage::cli::command_compare(args);
     std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const collage::Error& e) {

@@ -1,0 +1,73 @@
+// ONNX Runtime (CPU, onnxruntime-node) side of the benchmark: deterministic
+// inputs written as TensorProto files (so collage runs the very same data),
+// one intra-op thread, median latency over repeats, outputs written as .pb.
+// usage: node ort_run.js MODEL OUT_DIR REPEATS
+const ort = require('onnxruntime-node');
+const fs = require('fs');
+const path = require('path');
+
+function varint(n) {
+  const out = [];
+  let v = BigInt(n);
+  while (v >= 0x80n) { out.push(Number((v & 0x7fn) | 0x80n)); v >>= 7n; }
+  out.push(Number(v));
+  return Buffer.from(out);
+}
+function field(num, wire, payload) { return Buffer.concat([varint((num << 3) | wire), payload]); }
+// TensorProto: dims=1 (varint), data_type=2, name=8, raw_data=9.
+function tensorProto(name, type, dims, raw) {
+  const parts = dims.map(d => field(1, 0, varint(d)));
+  parts.push(field(2, 0, varint(type)));
+  parts.push(field(8, 2, Buffer.concat([varint(Buffer.byteLength(name)), Buffer.from(name)])));
+  parts.push(field(9, 2, Buffer.concat([varint(raw.length), raw])));
+  return Buffer.concat(parts);
+}
+function safe(name) { return name.replace(/[^A-Za-z0-9_.-]/g, '_'); }
+
+async function main() {
+  const [model, outDir, repeatsArg] = process.argv.slice(2);
+  const repeats = parseInt(repeatsArg || '20', 10);
+  fs.mkdirSync(outDir, { recursive: true });
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' });
+  // Shapes come from the model's inputs: symbolic dims are 1, as collage's default.
+  const meta = session.inputMetadata || {};
+  const feeds = {};
+  let seed = 12345;
+  const rand = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648 * 2 - 1; };
+  for (const name of session.inputNames) {
+    const m = Array.isArray(meta) ? meta.find(x => x.name === name) : meta[name];
+    const dims = (m && m.shape ? m.shape : []).map(d => (typeof d === 'number' ? d : 1));
+    const count = dims.reduce((a, b) => a * b, 1);
+    const isInt = m && m.type === 'int64';
+    if (isInt) {
+      const data = new BigInt64Array(count);
+      feeds[name] = new ort.Tensor('int64', data, dims);
+      fs.writeFileSync(path.join(outDir, 'in_' + safe(name) + '.pb'), tensorProto(name, 7, dims, Buffer.from(data.buffer)));
+    } else {
+      const data = new Float32Array(count);
+      for (let i = 0; i < count; i++) data[i] = rand();
+      feeds[name] = new ort.Tensor('float32', data, dims);
+      fs.writeFileSync(path.join(outDir, 'in_' + safe(name) + '.pb'), tensorProto(name, 1, dims, Buffer.from(data.buffer)));
+    }
+  }
+  let results = await session.run(feeds);  // warm-up
+  for (let i = 0; i < 2; i++) results = await session.run(feeds);
+  const ms = [];
+  for (let i = 0; i < repeats; i++) {
+    const t0 = process.hrtime.bigint();
+    results = await session.run(feeds);
+    ms.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  ms.sort((a, b) => a - b);
+  for (const name of session.outputNames) {
+    const t = results[name];
+    fs.writeFileSync(path.join(outDir, 'ort_' + safe(name) + '.pb'),
+                     tensorProto(name, 1, t.dims, Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength)));
+  }
+  const median = ms.length % 2 ? ms[(ms.length - 1) / 2] : (ms[ms.length / 2 - 1] + ms[ms.length / 2]) / 2;
+  console.log(`ort median ${median.toFixed(3)} ms, min ${ms[0].toFixed(3)} ms`);
+  console.log('inputs ' + session.inputNames.map(n => `${n}=${path.join(outDir, 'in_' + safe(n) + '.pb')}`).join(' '));
+  console.log('outputs ' + session.outputNames.map(safe).join(' '));
+}
+main().catch(e => { console.error(e); process.exit(1); });
