@@ -7,7 +7,7 @@ PACKAGES=(
   libsqlite3-dev libgtest-dev nlohmann-json3-dev
   qtbase5-dev libqt5charts5-dev libgraphviz-dev
   libdnnl-dev libopenblas-dev libxnnpack-dev libpthreadpool-dev
-  xvfb xauth
+  xvfb xauth bc
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
