@@ -31,6 +31,22 @@ int Args::get_int(const std::string& key, int fallback, int min, int max) const 
   return static_cast<int>(value);
 }
 
+double Args::get_double(const std::string& key, double fallback, double min, double max) const {
+  if (!options.count(key)) return fallback;
+  std::string text = get(key, "");
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !(value >= min && value <= max))
+    throw Error(ErrorKind::InvalidInput, key + " expects a number from " + std::to_string(min) + " to " +
+                                             std::to_string(max) + ", got '" + text + "'");
+  return value;
+}
+
 Args parse_args(const std::vector<std::string>& argv, const std::set<std::string>& value_options,
                 const std::set<std::string>& flag_options) {
   Args args;

@@ -18,6 +18,7 @@ struct Args {
   std::string get(const std::string& key, const std::string& fallback) const;
   const std::vector<std::string>& all(const std::string& key) const;
   int get_int(const std::string& key, int fallback, int min, int max) const;
+  double get_double(const std::string& key, double fallback, double min, double max) const;
 };
 
 // `value_options` take a value, `flag_options` do not; anything else is an error (InvalidInput).

@@ -17,8 +17,7 @@
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/kernel_signature.h"
-#include "core/measurer.h"
-#include "core/random_inputs.h"
+#include "core/tuner.h"
 
 namespace collage::cli {
 
@@ -131,46 +130,23 @@ int command_tune(const std::vector<std::string>& argv) {
 
   std::unique_ptr<CostDb> db;
   if (!args.has("--no-cost-db")) db = std::make_unique<CostDb>(args.get("--cost-db", CostDb::default_path()));
-  std::vector<Candidate> candidates = enumerate_candidates(graph, backends);
-  std::vector<Tensor> inputs = random_inputs(graph, 1);
-  MeasureOptions mopts;
-  mopts.threads = threads;
-  if (args.has("--min-time-ms")) mopts.min_time_ms = args.get_int("--min-time-ms", 30, 1, 100000);
-  Measurer measurer(graph, reference_values(graph, inputs, native::node_evaluator()), db.get(), mopts);
+  TuneOptions topts;
+  topts.measure.threads = threads;
+  topts.measure.min_time_ms = args.get_double("--min-time-ms", topts.measure.min_time_ms, 0.1, 1e6);
+  topts.search.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
+  topts.pins = pins;
   ConsoleProgress progress;
-  std::vector<MeasuredCandidate> measured = measurer.measure(candidates, backends, &progress);
-  size_t cached = 0, invalid = 0;
-  std::vector<double> cost;
-  for (const MeasuredCandidate& m : measured) {
-    cached += m.from_cache;
-    invalid += !m.cost.valid;
-    cost.push_back(m.cost.valid ? m.cost.median_ms : -1);
-  }
-  std::fprintf(stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid\n", candidates.size(),
-               candidates.size() - cached, cached, invalid);
+  TuneResult tuned = tune(graph, backends, native::node_evaluator(), topts, db.get(), &progress);
+  std::fprintf(stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid (%.1f s)\n",
+               tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000);
+  std::fprintf(stderr, "\rsearch: %zu states expanded in %.1f ms%s\n", tuned.search.states_expanded,
+               tuned.search.elapsed_ms, tuned.search.exact ? "" : " (beam fallback: not guaranteed optimal)");
+  const Placement& placement = tuned.placement;
+  const std::vector<Tensor>& inputs = tuned.inputs;
 
-  SearchOptions sopts;
-  sopts.epsilon_ms = args.has("--epsilon") ? std::stod(args.get("--epsilon", "0")) : measure_dispatch_overhead_ms();
-  SearchResult result = search_placement(graph, candidates, cost, pins, sopts, &progress);
-  std::fprintf(stderr, "\rsearch: %zu states expanded in %.1f ms%s\n", result.states_expanded, result.elapsed_ms,
-               result.exact ? "" : " (beam fallback: not guaranteed optimal)");
-
-  Placement placement;
-  placement.model_fingerprint = model_fingerprint(graph);
-  for (const BackendSpec* b : backends) placement.backend_versions[b->name] = b->version;
-  placement.threads = threads;
-  placement.device = device_fingerprint();
-  placement.epsilon_ms = sopts.epsilon_ms;
-  placement.predicted_ms = result.predicted_ms;
-  placement.pins = pins;
-  for (size_t k : result.kernels)
-    placement.kernels.push_back({[&] {
-                                   std::vector<NodeId> ids;
-                                   for (size_t i : candidates[k].nodes.indices()) ids.push_back(static_cast<NodeId>(i));
-                                   return ids;
-                                 }(),
-                                 candidates[k].backend, candidates[k].label, cost[k]});
-
+  std::printf("tune: %zu candidates (%zu measured, %zu from the cost DB, %zu invalid) in %.2f s; search %.2f ms\n",
+              tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
+              tuned.search.elapsed_ms);
   PlacementRun run = run_placement(graph, placement, backends, threads, repeat, inputs);
   std::map<std::string, std::pair<int, double>> per_backend;
   for (const PlacedKernel& k : placement.kernels) {

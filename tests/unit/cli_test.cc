@@ -138,6 +138,11 @@ TEST_F(CliTest, BadArgumentsExitTwo) {
   std::string wrong = (dir_ / "wrong.pb").string();
   write_tensor_file(Tensor(DType::Float32, {2, 2}), "x", wrong);
   expect_bad_input("run " + model + " --input x=" + wrong, "[1,4]");
+  expect_bad_input("tune " + model + " --epsilon fast", "--epsilon");
+  expect_bad_input("tune " + model + " --backends cuda", "cuda");
+  expect_bad_input("tune " + model + " --pin nowhere=native", "nowhere");
+  expect_bad_input("tune " + model + " --no-cost-db --pin 0=xnnpack", "pinned to 'xnnpack'");  // Mul by a constant: no XNNPACK kernel
+  expect_bad_input("run " + model + " --placement " + write("bad.json", "{\"format\": 3}"), "placement");
   EXPECT_EQ(cli("frobnicate").exit_code, 2);
 }
 
