@@ -97,8 +97,13 @@ KernelCost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
   for (int i = 0; i < options_.warmup_runs; ++i) kernel.run(args, alloc);
   std::vector<double> samples;
   auto start = Clock::now();
-  while (static_cast<int>(samples.size()) < options_.max_samples &&
-         (static_cast<int>(samples.size()) < options_.min_samples || ms_since(start) < options_.min_time_ms)) {
+  auto more = [&] {
+    int n = static_cast<int>(samples.size());
+    double spent = ms_since(start);
+    if (n >= options_.max_samples || (n >= 3 && spent >= options_.max_time_ms)) return false;
+    return n < options_.min_samples || spent < options_.min_time_ms;
+  };
+  while (more()) {
     auto t0 = Clock::now();
     kernel.run(args, alloc);
     samples.push_back(ms_since(t0));

@@ -110,6 +110,30 @@ B resnet3d(uint64_t seed) {
   return b;
 }
 
+// ResNeXt bottleneck: 1x1 -> grouped 3x3 (cardinality 8) -> 1x1, BN folded.
+B resnext_small(uint64_t seed) {
+  B b("resnext_small", 17, seed);
+  std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 64, 64});
+  { Scope s(b, "conv1"); x = b.relu(b.conv(x, 3, 64, 3, 2, 1)); }
+  int64_t cin = 64;
+  const int64_t widths[] = {64, 128, 256};
+  for (int layer = 0; layer < 3; ++layer)
+    for (int block = 0; block < 2; ++block) {
+      Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." + std::to_string(block));
+      int64_t w = widths[layer], out = w * 2, stride = block == 0 && layer > 0 ? 2 : 1;
+      std::string y;
+      { Scope c(b, "conv1"); y = b.relu(b.conv(x, cin, w, 1, 1, 0)); }
+      { Scope c(b, "conv2"); y = b.relu(b.conv(y, w, w, 3, stride, 1, 8)); }
+      { Scope c(b, "conv3"); y = b.conv(y, w, out, 1, 1, 0); }
+      std::string shortcut = x;
+      if (stride != 1 || cin != out) { Scope c(b, "downsample"); shortcut = b.conv(x, cin, out, 1, stride, 0); }
+      x = b.relu(b.op("Add", {y, shortcut}));
+      cin = out;
+    }
+  b.output(head(b, x, cin, 10), "logits", {std::string("batch"), 10});
+  return b;
+}
+
 // ---- MobileNetV2 -----------------------------------------------------------------
 std::string inverted_residual(B& b, const std::string& x, int64_t cin, int64_t cout, int64_t stride, int64_t t, bool bn) {
   int64_t hidden = cin * t;
@@ -264,6 +288,8 @@ const std::map<std::string, Factory>& factories() {
       {"bert_encoder", [](uint64_t s) { return encoder("bert_encoder", s, 128, 256, 4, 4, 1000); }},
       {"resnet3d", resnet3d},
       {"dcgan_generator", dcgan_generator},
+      {"deep_encoder", [](uint64_t s) { return encoder("deep_encoder", s, 32, 64, 4, 32, 100); }},
+      {"resnext_small", resnext_small},
   };
   return f;
 }
@@ -281,6 +307,8 @@ const std::vector<SampleInfo>& sample_list() {
       {"bert_encoder", "BERT-style encoder, 4 layers, hidden 256, seq 128", false},
       {"resnet3d", "R3D-style 3-D ResNet, 3x8x56x56", false},
       {"dcgan_generator", "DCGAN generator, z 100 -> 3x64x64 via ConvTranspose", false},
+      {"deep_encoder", "32-layer encoder, d=64, seq 32: a ~1000-node graph for search timing", false},
+      {"resnext_small", "ResNeXt-style grouped bottlenecks (cardinality 8), 3x64x64", false},
   };
   return list;
 }
