@@ -10,6 +10,9 @@ namespace collage {
 TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends, const NodeEvaluator& evaluator,
                 const TuneOptions& options, CostDb* db, ProgressObserver* observer) {
   TuneResult r;
+  // Thread settings such as OpenMP's are per calling thread: apply them here, where measuring happens.
+  for (const BackendSpec* b : backends)
+    if (b->set_threads) b->set_threads(options.measure.threads);
   r.candidates = enumerate_candidates(graph, backends);
   // Fail fast, before measuring, on pins no candidate could ever satisfy.
   for (const auto& [node, backend] : options.pins.pinned) {

@@ -525,6 +525,7 @@ std::string library_version() {
   return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
+// OpenMP's thread count is per calling thread: callers set it on the thread that runs kernels.
 void set_threads(int threads) { omp_set_num_threads(threads); }
 
 }  // namespace collage::onednn

@@ -1,0 +1,373 @@
+#include "app/explorer/main_window.h"
+
+#include <QApplication>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QToolBar>
+#include <fstream>
+#include <sstream>
+
+#include "backends/native/native_kernel.h"
+#include "backends/registry.h"
+#include "core/onnx_import.h"
+#include "widgets/backend_colors.h"
+#include "widgets/graph_view.h"
+#include "widgets/progress_chart.h"
+
+namespace collage {
+
+namespace {
+
+// Forwards core progress events to the GUI thread; cancellation via an atomic flag.
+class SignalObserver : public ProgressObserver {
+ public:
+  SignalObserver(MainWindow* window, std::atomic<bool>& cancel) : window_(window), cancel_(cancel) {}
+  void on_progress(const ProgressEvent& e) override {
+    emit window_->progress(static_cast<int>(e.stage), e.done, e.total, QString::fromStdString(e.message), e.best_ms,
+                           e.elapsed_ms);
+  }
+  bool cancel_requested() const override { return cancel_.load(); }
+
+ private:
+  MainWindow* window_;
+  std::atomic<bool>& cancel_;
+};
+
+QString cost_db_path() {
+  QByteArray env = qgetenv("COLLAGE_COST_DB");
+  return env.isEmpty() ? QString::fromStdString(CostDb::default_path()) : QString::fromUtf8(env);
+}
+
+}  // namespace
+
+MainWindow::MainWindow() {
+  setWindowTitle("Collage Explorer");
+  resize(1400, 900);
+  view_ = new GraphView(this);
+  setCentralWidget(view_);
+
+  auto dock = [this](const QString& title, QWidget* w, Qt::DockWidgetArea area) {
+    auto* d = new QDockWidget(title, this);
+    d->setObjectName(title);
+    d->setWidget(w);
+    addDockWidget(area, d);
+    return d;
+  };
+  inspector_ = new QTextBrowser(this);
+  dock("Inspector", inspector_, Qt::RightDockWidgetArea);
+  costs_ = new QTableWidget(0, 6, this);
+  costs_->setHorizontalHeaderLabels({"backend", "kernel", "nodes", "median ms", "samples", "status"});
+  costs_->setSortingEnabled(true);
+  costs_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  costs_->horizontalHeader()->setStretchLastSection(true);
+  dock("Candidate kernels", costs_, Qt::RightDockWidgetArea);
+  chart_ = new ProgressChart(this);
+  chart_->setMinimumHeight(180);
+  dock("Search progress", chart_, Qt::BottomDockWidgetArea);
+  log_ = new QPlainTextEdit(this);
+  log_->setReadOnly(true);
+  dock("Log", log_, Qt::BottomDockWidgetArea);
+
+  QToolBar* bar = addToolBar("Main");
+  bar->setObjectName("main-toolbar");
+  bar->addAction("Open…", this, [this] {
+    QString path = QFileDialog::getOpenFileName(this, "Open ONNX model", QString(), "ONNX models (*.onnx)");
+    if (!path.isEmpty()) open_model(path);
+  });
+  tune_action_ = bar->addAction("Tune", this, &MainWindow::start_tune);
+  stop_action_ = bar->addAction("Stop", this, [this] { cancel_ = true; });
+  stop_action_->setEnabled(false);
+  bar->addAction("Fit", view_, &GraphView::fit);
+  bar->addAction("Heatmap", this, [this](bool on) {
+    view_->set_coloring(on ? GraphView::Coloring::CostHeatmap : GraphView::Coloring::Backend);
+  })->setCheckable(true);
+  bar->addAction("Export placement…", this, &MainWindow::export_placement);
+  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  bar->addSeparator();
+  for (const BackendSpec* b : all_backends()) {
+    QPixmap swatch(12, 12);  // the toggles double as the colour legend
+    swatch.fill(backend_color(QString::fromStdString(b->name)));
+    QAction* a = bar->addAction(QIcon(swatch), QString::fromStdString(b->name));
+    a->setCheckable(true);
+    a->setChecked(true);
+    a->setToolTip(QString::fromStdString(b->name + " " + b->version));
+    backend_actions_.push_back(a);
+  }
+  bar->addSeparator();
+  bar->addWidget(new QLabel(" threads ", this));
+  threads_ = new QSpinBox(this);
+  threads_->setRange(1, 256);
+  bar->addWidget(threads_);
+
+  progress_ = new QProgressBar(this);
+  progress_->setMaximumWidth(300);
+  status_ = new QLabel("Open a model to begin.", this);
+  statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(progress_);
+
+  connect(this, &MainWindow::model_loaded, this, &MainWindow::on_model_loaded, Qt::QueuedConnection);
+  connect(this, &MainWindow::progress, this, &MainWindow::on_progress, Qt::QueuedConnection);
+  connect(this, &MainWindow::tune_finished, this, &MainWindow::on_tune_finished, Qt::QueuedConnection);
+  connect(view_, &GraphView::node_selected, this, &MainWindow::show_node);
+  connect(costs_, &QTableWidget::itemSelectionChanged, this, [this] {
+    auto rows = costs_->selectionModel()->selectedRows();
+    if (rows.isEmpty() || !tuned_) return;
+    size_t index = costs_->item(rows[0].row(), 0)->data(Qt::UserRole).toULongLong();
+    std::vector<NodeId> nodes;
+    for (size_t n : tuned_->candidates[index].nodes.indices()) nodes.push_back(static_cast<NodeId>(n));
+    view_->highlight(nodes);
+  });
+}
+
+MainWindow::~MainWindow() {
+  cancel_ = true;
+  join_worker();
+}
+
+void MainWindow::join_worker() {
+  if (worker_.joinable()) worker_.join();
+}
+
+void MainWindow::log(const QString& line) { log_->appendPlainText(line); }
+
+std::vector<const BackendSpec*> MainWindow::selected_backends() const {
+  std::vector<const BackendSpec*> out;
+  for (size_t i = 0; i < backend_actions_.size(); ++i)
+    if (backend_actions_[i]->isChecked()) out.push_back(all_backends()[i]);
+  if (std::find(out.begin(), out.end(), find_backend("native")) == out.end()) out.push_back(find_backend("native"));
+  return out;  // native always fills gaps
+}
+
+void MainWindow::open_model(const QString& path) {
+  cancel_ = true;  // a running tune stops within one candidate
+  join_worker();
+  model_path_ = path;
+  status_->setText("Importing " + path + "…");
+  progress_->setRange(0, 0);
+  tune_action_->setEnabled(false);
+  worker_ = std::thread([this, path] {
+    try {
+      ImportOptions options;
+      options.evaluator = native::node_evaluator();
+      auto graph = std::make_unique<Graph>(import_onnx_file(path.toStdString(), options));
+      GraphLayout layout = layout_graph(*graph);
+      QMetaObject::invokeMethod(this, [this, g = graph.release(), layout]() mutable {
+        graph_.reset(g);
+        layout_ = std::move(layout);
+      }, Qt::QueuedConnection);
+      emit model_loaded(true, QString());
+    } catch (const std::exception& e) {
+      emit model_loaded(false, QString::fromStdString(e.what()));
+    }
+  });
+}
+
+void MainWindow::on_model_loaded(bool ok, const QString& message) {
+  join_worker();
+  progress_->setRange(0, 1);
+  tune_action_->setEnabled(true);
+  if (!ok) {
+    status_->setText("Import failed");
+    log("error: " + message);
+    if (!screenshot_path_.isEmpty()) { maybe_screenshot(); return; }
+    QMessageBox::critical(this, "Cannot open model", message);
+    return;
+  }
+  tuned_.reset();
+  placement_.reset();
+  view_->set_graph(graph_.get(), layout_);
+  view_->fit();
+  costs_->setRowCount(0);
+  status_->setText(QString("%1: %2 nodes (%3 layout)").arg(model_path_).arg(graph_->num_nodes()).arg(QString::fromStdString(layout_.engine)));
+  log(status_->text());
+  setWindowTitle("Collage Explorer — " + model_path_);
+  if (!screenshot_path_.isEmpty() && screenshot_after_tune_) start_tune();
+  else maybe_screenshot();
+}
+
+void MainWindow::start_tune() {
+  if (!graph_ || worker_.joinable()) return;
+  cancel_ = false;
+  chart_->clear();
+  tune_action_->setEnabled(false);
+  stop_action_->setEnabled(true);
+  auto backends = selected_backends();
+  int threads = threads_->value();
+  set_backend_threads(threads);
+  log(QString("tuning with %1 backends, %2 thread(s), cost DB %3").arg(backends.size()).arg(threads).arg(cost_db_path()));
+  worker_ = std::thread([this, backends, threads] {
+    try {
+      CostDb db(cost_db_path().toStdString());
+      TuneOptions options;
+      options.measure.threads = threads;
+      options.search.epsilon_ms = -1;
+      if (placement_) options.pins = placement_->pins;
+      SignalObserver observer(this, cancel_);
+      auto result = std::make_shared<TuneResult>(tune(*graph_, backends, native::node_evaluator(), options, &db, &observer));
+      QMetaObject::invokeMethod(this, [this, result] { tuned_ = std::move(*result); }, Qt::QueuedConnection);
+      emit tune_finished(true, QString());
+    } catch (const std::exception& e) {
+      emit tune_finished(false, QString::fromStdString(e.what()));
+    }
+  });
+}
+
+void MainWindow::on_progress(int stage, qulonglong done, qulonglong total, const QString& message, double best_ms,
+                             double elapsed_ms) {
+  if (stage == static_cast<int>(ProgressEvent::Stage::Measure)) {
+    progress_->setRange(0, static_cast<int>(total));
+    progress_->setValue(static_cast<int>(done));
+    status_->setText(QString("measuring %1/%2: %3").arg(done).arg(total).arg(message));
+    if (done % 25 == 0 || done == total) log(status_->text());
+  } else {
+    status_->setText(QString("searching: %1 states").arg(done));
+    if (best_ms >= 0) chart_->add_point(elapsed_ms / 1000, best_ms);
+  }
+}
+
+void MainWindow::on_tune_finished(bool ok, const QString& message) {
+  join_worker();
+  tune_action_->setEnabled(true);
+  stop_action_->setEnabled(false);
+  if (!ok) {
+    log("tune stopped: " + message);
+    status_->setText("Tune stopped: " + message);
+    if (!screenshot_path_.isEmpty()) maybe_screenshot();
+    else if (!cancel_) QMessageBox::warning(this, "Tune failed", message);
+    return;
+  }
+  placement_ = tuned_->placement;
+  chart_->add_point(tuned_->search.elapsed_ms / 1000, tuned_->search.predicted_ms);
+  view_->set_placement(&*placement_);
+  fill_cost_table();
+  std::map<std::string, int> per_backend;
+  for (const PlacedKernel& k : placement_->kernels) per_backend[k.backend]++;
+  QString summary = QString("placement: %1 kernels, predicted %2 ms (").arg(placement_->kernels.size()).arg(placement_->predicted_ms, 0, 'f', 3);
+  for (const auto& [b, n] : per_backend) summary += QString("%1 %2, ").arg(QString::fromStdString(b)).arg(n);
+  summary.chop(2);
+  summary += QString("); %1 candidates, %2 measured now, %3 from the cost DB, %4 invalid")
+                 .arg(tuned_->candidates.size()).arg(tuned_->measured_now).arg(tuned_->from_cache).arg(tuned_->invalid);
+  status_->setText(summary);
+  log(summary);
+  maybe_screenshot();
+}
+
+void MainWindow::fill_cost_table() {
+  costs_->setSortingEnabled(false);
+  costs_->setRowCount(static_cast<int>(tuned_->candidates.size()));
+  for (size_t i = 0; i < tuned_->candidates.size(); ++i) {
+    const Candidate& c = tuned_->candidates[i];
+    const KernelCost& k = tuned_->costs[i].cost;
+    int row = static_cast<int>(i);
+    auto* b = new QTableWidgetItem(QString::fromStdString(c.backend));
+    b->setData(Qt::UserRole, static_cast<qulonglong>(i));
+    b->setBackground(backend_color(QString::fromStdString(c.backend)).lighter(150));
+    costs_->setItem(row, 0, b);
+    costs_->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(c.label)));
+    auto* nodes = new QTableWidgetItem();
+    nodes->setData(Qt::DisplayRole, static_cast<int>(c.nodes.popcount()));
+    costs_->setItem(row, 2, nodes);
+    auto* median = new QTableWidgetItem();
+    median->setData(Qt::DisplayRole, k.valid ? k.median_ms : -1.0);
+    costs_->setItem(row, 3, median);
+    auto* samples = new QTableWidgetItem();
+    samples->setData(Qt::DisplayRole, k.samples);
+    costs_->setItem(row, 4, samples);
+    costs_->setItem(row, 5, new QTableWidgetItem(k.valid ? "measured" : QString::fromStdString("invalid: " + k.reason)));
+  }
+  costs_->setSortingEnabled(true);
+  costs_->sortItems(3);
+}
+
+void MainWindow::show_node(int node) {
+  if (!graph_ || node < 0 || node >= graph_->num_nodes()) return;
+  const Node& n = graph_->node(node);
+  QString html = QString("<h3>%1</h3><p>%2 (opset %3), node %4</p>")
+                     .arg(QString::fromStdString(n.name).toHtmlEscaped(), QString::fromStdString(n.op_type))
+                     .arg(n.opset).arg(node);
+  for (ValueId v : n.inputs)
+    if (v != kNoValue)
+      html += QString("in <code>%1</code> %2 %3<br>").arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
+                                                        dtype_name(graph_->value(v).dtype),
+                                                        QString::fromStdString(shape_to_string(graph_->value(v).shape)));
+  for (ValueId v : n.outputs)
+    if (v != kNoValue)
+      html += QString("out <code>%1</code> %2 %3<br>").arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
+                                                         dtype_name(graph_->value(v).dtype),
+                                                         QString::fromStdString(shape_to_string(graph_->value(v).shape)));
+  if (tuned_) {
+    html += "<h4>Candidate kernels covering it</h4><table>";
+    for (size_t i = 0; i < tuned_->candidates.size(); ++i) {
+      const Candidate& c = tuned_->candidates[i];
+      if (!c.nodes.contains(static_cast<size_t>(node))) continue;
+      const KernelCost& k = tuned_->costs[i].cost;
+      html += QString("<tr><td>%1</td><td>%2</td><td>%3</td></tr>")
+                  .arg(QString::fromStdString(c.backend), QString::fromStdString(c.label))
+                  .arg(k.valid ? QString("%1 ms ± %2 (%3 samples)").arg(k.median_ms, 0, 'f', 4).arg(k.stddev_ms, 0, 'f', 4).arg(k.samples)
+                               : "invalid: " + QString::fromStdString(k.reason).toHtmlEscaped());
+    }
+    html += "</table>";
+  }
+  if (placement_)
+    for (const PlacedKernel& k : placement_->kernels)
+      if (std::find(k.nodes.begin(), k.nodes.end(), node) != k.nodes.end())
+        html += QString("<p><b>Assigned:</b> %1 %2, %3 ms</p>").arg(QString::fromStdString(k.backend), QString::fromStdString(k.label)).arg(k.cost_ms, 0, 'f', 4);
+  inspector_->setHtml(html);
+}
+
+void MainWindow::export_placement() {
+  if (!placement_ || !graph_) {
+    QMessageBox::information(this, "Export placement", "Tune the model (or load a placement) first.");
+    return;
+  }
+  QString path = QFileDialog::getSaveFileName(this, "Export placement", "placement.json", "JSON (*.json)");
+  if (path.isEmpty()) return;
+  std::ofstream out(path.toStdString(), std::ios::trunc);
+  out << placement_to_json(*placement_, *graph_) << "\n";
+  if (!out) QMessageBox::critical(this, "Export placement", "Cannot write " + path);
+  else log("placement written to " + path);
+}
+
+void MainWindow::load_placement(const QString& path) {
+  if (!graph_) return;
+  try {
+    std::ifstream in(path.toStdString());
+    if (!in) throw Error(ErrorKind::Io, "cannot open '" + path.toStdString() + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    placement_ = placement_from_json(text.str(), *graph_, all_backends());
+    view_->set_placement(&*placement_);
+    log("placement loaded from " + path);
+  } catch (const std::exception& e) {
+    QMessageBox::critical(this, "Cannot load placement", e.what());
+  }
+}
+
+void MainWindow::screenshot_when_ready(const QString& path, bool after_tune) {
+  screenshot_path_ = path;
+  screenshot_after_tune_ = after_tune;
+}
+
+void MainWindow::maybe_screenshot() {
+  if (screenshot_path_.isEmpty()) return;
+  QString path = screenshot_path_;
+  screenshot_path_.clear();
+  QTimer::singleShot(200, this, [this, path] {  // let the last repaint land
+    bool ok = grab().save(path, "PNG");
+    std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to", path.toStdString().c_str());
+    QApplication::exit(ok ? 0 : 2);
+  });
+}
+
+}  // namespace collage

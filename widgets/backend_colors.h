@@ -1,0 +1,17 @@
+// One colour per backend, shared by the graph view, legend and tables.
+#pragma once
+
+#include <QColor>
+#include <QString>
+
+namespace collage {
+
+inline QColor backend_color(const QString& backend) {
+  if (backend == "native") return QColor(0x9e, 0x9e, 0x9e);
+  if (backend == "onednn") return QColor(0x42, 0x85, 0xf4);
+  if (backend == "blas") return QColor(0xf4, 0xb4, 0x00);
+  if (backend == "xnnpack") return QColor(0x0f, 0x9d, 0x58);
+  return QColor::fromHsv(static_cast<int>(qHash(backend) % 360), 140, 220);
+}
+
+}  // namespace collage

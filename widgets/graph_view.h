@@ -1,0 +1,48 @@
+// The dataflow graph: nodes labelled by op type, coloured by assigned backend
+// (or a cost heatmap), each placed kernel outlined as one group. Zoom with the
+// wheel or +/-, pan by dragging, F fits the window.
+#pragma once
+
+#include <QGraphicsView>
+#include <map>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/placement.h"
+#include "widgets/graph_layout.h"
+
+namespace collage {
+
+class GraphView : public QGraphicsView {
+  Q_OBJECT
+
+ public:
+  enum class Coloring { Backend, CostHeatmap };
+
+  explicit GraphView(QWidget* parent = nullptr);
+  // `graph` must outlive the view (or the next set_graph).
+  void set_graph(const Graph* graph, const GraphLayout& layout);
+  void set_placement(const Placement* placement);  // nullptr: uncoloured
+  void set_coloring(Coloring coloring);
+  void highlight(const std::vector<NodeId>& nodes);  // selection from elsewhere (tables, find)
+  void fit();
+  int node_count() const { return static_cast<int>(node_items_.size()); }
+
+ signals:
+  void node_selected(int node);
+
+ protected:
+  void wheelEvent(QWheelEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
+
+ private:
+  void recolor();
+  const Graph* graph_ = nullptr;
+  const Placement* placement_ = nullptr;
+  Coloring coloring_ = Coloring::Backend;
+  std::vector<class QGraphicsRectItem*> node_items_;
+  std::vector<class QGraphicsItem*> group_items_;
+  GraphLayout layout_;
+};
+
+}  // namespace collage

@@ -1,0 +1,44 @@
+#include "widgets/progress_chart.h"
+
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QValueAxis>
+#include <algorithm>
+
+namespace collage {
+
+ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(parent) {
+  auto* chart = new QtCharts::QChart();  // owned by the view
+  series_ = new QtCharts::QLineSeries(chart);
+  series_->setName("best predicted latency (ms)");
+  chart->addSeries(series_);
+  x_axis_ = new QtCharts::QValueAxis(chart);
+  y_axis_ = new QtCharts::QValueAxis(chart);
+  x_axis_->setTitleText("seconds");
+  y_axis_->setTitleText("ms");
+  chart->addAxis(x_axis_, Qt::AlignBottom);
+  chart->addAxis(y_axis_, Qt::AlignLeft);
+  series_->attachAxis(x_axis_);
+  series_->attachAxis(y_axis_);
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  setChart(chart);
+  setRenderHint(QPainter::Antialiasing);
+  clear();
+}
+
+void ProgressChart::clear() {
+  series_->clear();
+  max_x_ = 1;
+  max_y_ = 1;
+  x_axis_->setRange(0, max_x_);
+  y_axis_->setRange(0, max_y_);
+}
+
+void ProgressChart::add_point(double seconds, double best_ms) {
+  series_->append(seconds, best_ms);
+  max_x_ = std::max(max_x_, seconds * 1.1);
+  max_y_ = std::max(max_y_, best_ms * 1.2);
+  x_axis_->setRange(0, max_x_);
+  y_axis_->setRange(0, max_y_);
+}
+
+}  // namespace collage
