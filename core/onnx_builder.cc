@@ -17,6 +17,17 @@ OnnxBuilder::OnnxBuilder(std::string graph_name, int opset, uint64_t seed) : rng
   model_.mutable_graph()->set_name(std::move(graph_name));
 }
 
+namespace {
+void set_dims(onnx::TypeProto_Tensor* tt, const std::vector<Dim>& dims) {
+  auto* shape = tt->mutable_shape();
+  for (const Dim& d : dims) {
+    auto* dim = shape->add_dim();
+    if (auto* v = std::get_if<int64_t>(&d)) dim->set_dim_value(*v);
+    else dim->set_dim_param(std::get<std::string>(d));
+  }
+}
+}  // namespace
+
 float OnnxBuilder::normal() {
   // splitmix64 + Box-Muller: identical on every platform, unlike std:: distributions.
   auto next = [&] {
@@ -34,12 +45,7 @@ std::string OnnxBuilder::input(const std::string& name, DType dtype, const std::
   vi->set_name(name);
   auto* tt = vi->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(static_cast<int>(dtype));
-  auto* shape = tt->mutable_shape();
-  for (const Dim& d : dims) {
-    auto* dim = shape->add_dim();
-    if (auto* v = std::get_if<int64_t>(&d)) dim->set_dim_value(*v);
-    else dim->set_dim_param(std::get<std::string>(d));
-  }
+  set_dims(tt, dims);
   return name;
 }
 
@@ -57,12 +63,7 @@ void OnnxBuilder::output(const std::string& value, const std::string& rename, co
   out->set_name(name);
   auto* tt = out->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(static_cast<int>(dtype));
-  auto* shape = tt->mutable_shape();
-  for (const Dim& d : dims) {
-    auto* dim = shape->add_dim();
-    if (auto* v = std::get_if<int64_t>(&d)) dim->set_dim_value(*v);
-    else dim->set_dim_param(std::get<std::string>(d));
-  }
+  set_dims(tt, dims);
 }
 
 std::string OnnxBuilder::initializer(const std::string& name, const Tensor& t) {

@@ -130,6 +130,14 @@ PatternPtr optional(std::vector<std::string> op_types, PatternPtr input, std::ve
   return p;
 }
 
+bool input_is_constant(const Graph& g, const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).constant.has_value();
+}
+
+bool input_absent_or_constant(const Graph& g, const Node& n, size_t i) {
+  return i >= n.inputs.size() || n.inputs[i] == kNoValue || input_is_constant(g, n, i);
+}
+
 NodePredicate attr_equals(const std::string& key, int64_t value, int64_t fallback) {
   return [=](const Graph&, const Node& n) { return n.attr_int(key, fallback) == value; };
 }

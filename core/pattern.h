@@ -62,6 +62,10 @@ PatternPtr alt(std::vector<PatternPtr> options);
 // Either op(op_types, {input, rest...}) or just `input`: "an optional activation".
 PatternPtr optional(std::vector<std::string> op_types, PatternPtr input, std::vector<PatternPtr> rest = {});
 
+// Input `i` of `n` is present and constant / absent or constant (weights, biases, bounds).
+bool input_is_constant(const Graph& g, const Node& n, size_t i);
+bool input_absent_or_constant(const Graph& g, const Node& n, size_t i);
+
 // Common predicates.
 NodePredicate attr_equals(const std::string& key, int64_t value, int64_t fallback);
 NodePredicate input_rank(size_t input, std::vector<size_t> ranks);

@@ -10,23 +10,15 @@ namespace collage {
 
 namespace {
 
-bool constant_input(const Graph& g, const Node& n, size_t i) {
-  return i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).constant.has_value();
-}
-
-bool optional_constant(const Graph& g, const Node& n, size_t i) {
-  return i >= n.inputs.size() || n.inputs[i] == kNoValue || constant_input(g, n, i);
-}
-
 // Conv: 1-D/2-D, constant weights (and bias), explicit pads.
 bool conv_ok(const Graph& g, const Node& n) {
   size_t rank = g.value(n.inputs[0]).shape.size();
-  return (rank == 3 || rank == 4) && constant_input(g, n, 1) && optional_constant(g, n, 2) &&
+  return (rank == 3 || rank == 4) && input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2) &&
          n.attr_string("auto_pad", "NOTSET") == "NOTSET";
 }
 
 // Gemm with constant B and C: the usual fully connected layer.
-bool gemm_ok(const Graph& g, const Node& n) { return constant_input(g, n, 1) && optional_constant(g, n, 2); }
+bool gemm_ok(const Graph& g, const Node& n) { return input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2); }
 
 // MatMul of rank >= 2 operands where each side is either batched like the output or not at all.
 bool matmul_ok(const Graph& g, const Node& n) {
@@ -40,7 +32,7 @@ bool matmul_ok(const Graph& g, const Node& n) {
          (a.size() == y.size() || batch(a) == 1) && (b.size() == y.size() || batch(b) == 1);
 }
 
-bool clip_const(const Graph& g, const Node& n) { return optional_constant(g, n, 1) && optional_constant(g, n, 2); }
+bool clip_const(const Graph& g, const Node& n) { return input_absent_or_constant(g, n, 1) && input_absent_or_constant(g, n, 2); }
 
 }  // namespace
 

@@ -11,17 +11,11 @@ namespace collage {
 
 namespace {
 
-bool is_constant(const Graph& g, const Node& n, size_t i) {
-  return i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).constant.has_value();
-}
-bool absent_or_constant(const Graph& g, const Node& n, size_t i) {
-  return i >= n.inputs.size() || n.inputs[i] == kNoValue || is_constant(g, n, i);
-}
 size_t rank_of(const Graph& g, ValueId v) { return g.value(v).shape.size(); }
 
 bool conv_ok(const Graph& g, const Node& n) {
   size_t r = rank_of(g, n.inputs[0]);
-  return r >= 3 && r <= 5 && is_constant(g, n, 1) && absent_or_constant(g, n, 2);
+  return r >= 3 && r <= 5 && input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
 }
 bool matmul_ok(const Graph& g, const Node& n) {
   return rank_of(g, n.inputs[0]) >= 2 && rank_of(g, n.inputs[1]) >= 2 &&
@@ -29,7 +23,7 @@ bool matmul_ok(const Graph& g, const Node& n) {
 }
 bool gemm_ok(const Graph& g, const Node& n) {
   return n.attr_int("transA", 0) == 0 && n.attr_float("alpha", 1.0f) == 1.0f && n.attr_float("beta", 1.0f) == 1.0f &&
-         is_constant(g, n, 1) && absent_or_constant(g, n, 2);
+         input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
 }
 bool pool_ok(const Graph& g, const Node& n) {
   size_t r = rank_of(g, n.inputs[0]);
@@ -40,7 +34,7 @@ bool pool_ok(const Graph& g, const Node& n) {
 bool norm_ok(const Graph& g, const Node& n) {
   if (n.outputs.size() != 1) return false;
   for (size_t i = 1; i < n.inputs.size(); ++i)
-    if (!absent_or_constant(g, n, i)) return false;
+    if (!input_absent_or_constant(g, n, i)) return false;
   if (n.op_type == "LayerNormalization") {
     int64_t axis = n.attr_int("axis", -1);
     return axis == -1 || axis == static_cast<int64_t>(rank_of(g, n.inputs[0])) - 1;

@@ -11,24 +11,18 @@ namespace collage {
 
 namespace {
 
-bool constant_at(const Graph& g, const Node& n, size_t i) {
-  return i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).constant.has_value();
-}
-bool absent_or_constant(const Graph& g, const Node& n, size_t i) {
-  return i >= n.inputs.size() || n.inputs[i] == kNoValue || constant_at(g, n, i);
-}
 size_t rank0(const Graph& g, const Node& n) { return g.value(n.inputs[0]).shape.size(); }
 
 bool conv_ok(const Graph& g, const Node& n) {
-  return rank0(g, n) == 4 && constant_at(g, n, 1) && absent_or_constant(g, n, 2);
+  return rank0(g, n) == 4 && input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
 }
 bool gemm_ok(const Graph& g, const Node& n) {
   return n.attr_int("transA", 0) == 0 && n.attr_float("alpha", 1.0f) == 1.0f && n.attr_float("beta", 1.0f) == 1.0f &&
-         constant_at(g, n, 1) && absent_or_constant(g, n, 2) &&
+         input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2) &&
          (n.inputs.size() < 3 || n.inputs[2] == kNoValue || g.value(n.inputs[2]).shape.size() <= 1);
 }
 bool matmul_ok(const Graph& g, const Node& n) {
-  return rank0(g, n) >= 2 && constant_at(g, n, 1) && g.value(n.inputs[1]).shape.size() == 2;
+  return rank0(g, n) >= 2 && input_is_constant(g, n, 1) && g.value(n.inputs[1]).shape.size() == 2;
 }
 bool bias_ok(const Graph& g, const Node& n) {  // Add of a per-output-channel constant
   for (ValueId v : n.inputs)
@@ -47,7 +41,7 @@ bool pool_ok(const Graph& g, const Node& n) {
 bool runtime_binary(const Graph& g, const Node& n) {
   return n.inputs.size() == 2 && !g.value(n.inputs[0]).constant && !g.value(n.inputs[1]).constant;
 }
-bool clip_const(const Graph& g, const Node& n) { return absent_or_constant(g, n, 1) && absent_or_constant(g, n, 2); }
+bool clip_const(const Graph& g, const Node& n) { return input_absent_or_constant(g, n, 1) && input_absent_or_constant(g, n, 2); }
 
 }  // namespace
 
