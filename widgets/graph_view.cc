@@ -3,7 +3,10 @@
 #include <QGraphicsPathItem>
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QContextMenuEvent>
+#include <QImage>
 #include <QKeyEvent>
+#include <QPainter>
 #include <QWheelEvent>
 #include <algorithm>
 
@@ -136,6 +139,39 @@ void GraphView::highlight(const std::vector<NodeId>& nodes) {
     if (n >= 0 && n < static_cast<NodeId>(node_items_.size())) node_items_[static_cast<size_t>(n)]->setSelected(true);
   if (!nodes.empty() && nodes[0] >= 0 && nodes[0] < static_cast<NodeId>(node_items_.size()))
     centerOn(node_items_[static_cast<size_t>(nodes[0])]);
+}
+
+std::vector<NodeId> GraphView::find(const QString& text) const {
+  std::vector<NodeId> hits;
+  if (!graph_ || text.isEmpty()) return hits;
+  for (NodeId id = 0; id < graph_->num_nodes(); ++id) {
+    const Node& n = graph_->node(id);
+    if (QString::fromStdString(n.name).contains(text, Qt::CaseInsensitive) ||
+        QString::fromStdString(n.op_type).contains(text, Qt::CaseInsensitive))
+      hits.push_back(id);
+  }
+  return hits;
+}
+
+bool GraphView::save_image(const QString& path) {
+  QRectF area = scene()->itemsBoundingRect().adjusted(-10, -10, 10, 10);
+  double scale = std::min(2.0, 16000.0 / std::max(area.width(), area.height()));  // keep huge graphs within QImage limits
+  QImage image((area.size() * scale).toSize(), QImage::Format_ARGB32);
+  image.fill(Qt::white);
+  QPainter painter(&image);
+  painter.setRenderHint(QPainter::Antialiasing);
+  scene()->render(&painter, QRectF(), area);
+  return image.save(path);
+}
+
+void GraphView::contextMenuEvent(QContextMenuEvent* event) {
+  QGraphicsItem* item = itemAt(event->pos());
+  while (item && item->parentItem()) item = item->parentItem();
+  for (int i = 0; i < static_cast<int>(node_items_.size()); ++i)
+    if (node_items_[static_cast<size_t>(i)] == item) {
+      emit node_context_menu(i, event->globalPos());
+      return;
+    }
 }
 
 void GraphView::fit() { fitInView(scene()->sceneRect(), Qt::KeepAspectRatio); }

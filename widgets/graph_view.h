@@ -27,13 +27,18 @@ class GraphView : public QGraphicsView {
   void highlight(const std::vector<NodeId>& nodes);  // selection from elsewhere (tables, find)
   void fit();
   int node_count() const { return static_cast<int>(node_items_.size()); }
+  // Nodes whose name or op type contains `text` (case-insensitive), in id order.
+  std::vector<NodeId> find(const QString& text) const;
+  bool save_image(const QString& path);  // PNG of the whole scene
 
  signals:
   void node_selected(int node);
+  void node_context_menu(int node, QPoint global_pos);
 
  protected:
   void wheelEvent(QWheelEvent* event) override;
   void keyPressEvent(QKeyEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
 
  private:
   void recolor();

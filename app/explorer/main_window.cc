@@ -1,6 +1,13 @@
 #include "app/explorer/main_window.h"
 
 #include <QApplication>
+#include <QCloseEvent>
+#include <QDragEnterEvent>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QSettings>
+#include <QShortcut>
+#include <chrono>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QHeaderView>
@@ -15,11 +22,13 @@
 #include <QTextBrowser>
 #include <QTimer>
 #include <QToolBar>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
+#include "core/executor.h"
 #include "core/onnx_import.h"
 #include "widgets/backend_colors.h"
 #include "widgets/graph_view.h"
@@ -47,6 +56,13 @@ class SignalObserver : public ProgressObserver {
 QString cost_db_path() {
   QByteArray env = qgetenv("COLLAGE_COST_DB");
   return env.isEmpty() ? QString::fromStdString(CostDb::default_path()) : QString::fromUtf8(env);
+}
+
+// Non-modal, so long work and tests never block on a dialog; Qt's parent owns it.
+void notify(QWidget* parent, QMessageBox::Icon icon, const QString& title, const QString& text) {
+  auto* box = new QMessageBox(icon, title, text, QMessageBox::Ok, parent);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
 }
 
 }  // namespace
@@ -79,6 +95,25 @@ MainWindow::MainWindow() {
   log_->setReadOnly(true);
   dock("Log", log_, Qt::BottomDockWidgetArea);
 
+  QMenu* file = menuBar()->addMenu("&File");
+  file->addAction("&Open…", this, [this] {
+    QString path = QFileDialog::getOpenFileName(this, "Open ONNX model", QString(), "ONNX models (*.onnx)");
+    if (!path.isEmpty()) open_model(path);
+  }, QKeySequence::Open);
+  recent_menu_ = file->addMenu("Open &recent");
+  file->addAction("Load &placement…", this, [this] {
+    QString path = QFileDialog::getOpenFileName(this, "Load placement", QString(), "JSON (*.json)");
+    if (!path.isEmpty()) load_placement(path);
+  });
+  file->addAction("&Export placement…", this, &MainWindow::export_placement);
+  file->addAction("Save view as &PNG…", this, [this] {
+    QString path = QFileDialog::getSaveFileName(this, "Save view", "graph.png", "PNG (*.png)");
+    if (!path.isEmpty() && !view_->save_image(path)) QMessageBox::critical(this, "Save view", "Cannot write " + path);
+  });
+  file->addAction("&Quit", this, &QWidget::close, QKeySequence::Quit);
+  rebuild_recent_menu();
+  setAcceptDrops(true);
+
   QToolBar* bar = addToolBar("Main");
   bar->setObjectName("main-toolbar");
   bar->addAction("Open…", this, [this] {
@@ -105,6 +140,15 @@ MainWindow::MainWindow() {
     backend_actions_.push_back(a);
   }
   bar->addSeparator();
+  bar->addAction("Re-search with pins", this, &MainWindow::start_tune);
+  find_box_ = new QLineEdit(this);
+  find_box_->setPlaceholderText("find node or op (Ctrl+F, Enter = next)");
+  find_box_->setMaximumWidth(260);
+  bar->addWidget(find_box_);
+  connect(find_box_, &QLineEdit::textChanged, this, [this] { find_index_ = 0; find_hits_.clear(); });
+  connect(find_box_, &QLineEdit::returnPressed, this, &MainWindow::find_next);
+  new QShortcut(QKeySequence::Find, this, [this] { find_box_->setFocus(); find_box_->selectAll(); });
+  bar->addSeparator();
   bar->addWidget(new QLabel(" threads ", this));
   threads_ = new QSpinBox(this);
   threads_->setRange(1, 256);
@@ -120,6 +164,11 @@ MainWindow::MainWindow() {
   connect(this, &MainWindow::progress, this, &MainWindow::on_progress, Qt::QueuedConnection);
   connect(this, &MainWindow::tune_finished, this, &MainWindow::on_tune_finished, Qt::QueuedConnection);
   connect(view_, &GraphView::node_selected, this, &MainWindow::show_node);
+  connect(view_, &GraphView::node_context_menu, this, &MainWindow::node_menu);
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+  threads_->setValue(settings.value("tune/threads", 1).toInt());
   connect(costs_, &QTableWidget::itemSelectionChanged, this, [this] {
     auto rows = costs_->selectionModel()->selectedRows();
     if (rows.isEmpty() || !tuned_) return;
@@ -181,7 +230,7 @@ void MainWindow::on_model_loaded(bool ok, const QString& message) {
     status_->setText("Import failed");
     log("error: " + message);
     if (!screenshot_path_.isEmpty()) { maybe_screenshot(); return; }
-    QMessageBox::critical(this, "Cannot open model", message);
+    notify(this, QMessageBox::Critical, "Cannot open model", message);
     return;
   }
   tuned_.reset();
@@ -192,6 +241,8 @@ void MainWindow::on_model_loaded(bool ok, const QString& message) {
   status_->setText(QString("%1: %2 nodes (%3 layout)").arg(model_path_).arg(graph_->num_nodes()).arg(QString::fromStdString(layout_.engine)));
   log(status_->text());
   setWindowTitle("Collage Explorer — " + model_path_);
+  add_recent(model_path_);
+  pins_ = Pins{};
   if (!screenshot_path_.isEmpty() && screenshot_after_tune_) start_tune();
   else maybe_screenshot();
 }
@@ -204,18 +255,47 @@ void MainWindow::start_tune() {
   stop_action_->setEnabled(true);
   auto backends = selected_backends();
   int threads = threads_->value();
+  Pins pins = pins_;
+  previous_predicted_ms_ = placement_ ? placement_->predicted_ms : -1;
   set_backend_threads(threads);
   log(QString("tuning with %1 backends, %2 thread(s), cost DB %3").arg(backends.size()).arg(threads).arg(cost_db_path()));
-  worker_ = std::thread([this, backends, threads] {
+  worker_ = std::thread([this, backends, threads, pins] {
     try {
       CostDb db(cost_db_path().toStdString());
       TuneOptions options;
       options.measure.threads = threads;
       options.search.epsilon_ms = -1;
-      if (placement_) options.pins = placement_->pins;
+      options.pins = pins;
       SignalObserver observer(this, cancel_);
       auto result = std::make_shared<TuneResult>(tune(*graph_, backends, native::node_evaluator(), options, &db, &observer));
-      QMetaObject::invokeMethod(this, [this, result] { tuned_ = std::move(*result); }, Qt::QueuedConnection);
+      // End-to-end: run the placement (median of repeats) and check it against the native reference.
+      CompileOptions copts;
+      copts.threads = threads;
+      Executor placed(*graph_, placement_steps(*graph_, result->placement, backends, copts));
+      Executor reference(*graph_, native::native_steps(*graph_));
+      auto got = placed.run(result->inputs), want = reference.run(result->inputs);
+      std::string mismatch;
+      for (size_t o = 0; o < got.size() && mismatch.empty(); ++o) {
+        auto a = got[o].to_double_vector(), b = want[o].to_double_vector();
+        for (size_t i = 0; i < a.size(); ++i)
+          if (!(std::fabs(a[i] - b[i]) <= 1e-3 + 1e-3 * std::fabs(b[i]))) {
+            mismatch = "output " + std::to_string(o) + " differs at " + std::to_string(i);
+            break;
+          }
+      }
+      std::vector<double> ms;
+      for (int i = 0; i < 10; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        placed.run(result->inputs);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      double median = 0.5 * (ms[4] + ms[5]);
+      QMetaObject::invokeMethod(this, [this, result, median, mismatch] {
+        tuned_ = std::move(*result);
+        measured_ms_ = median;
+        verification_ = mismatch;
+      }, Qt::QueuedConnection);
       emit tune_finished(true, QString());
     } catch (const std::exception& e) {
       emit tune_finished(false, QString::fromStdString(e.what()));
@@ -244,7 +324,7 @@ void MainWindow::on_tune_finished(bool ok, const QString& message) {
     log("tune stopped: " + message);
     status_->setText("Tune stopped: " + message);
     if (!screenshot_path_.isEmpty()) maybe_screenshot();
-    else if (!cancel_) QMessageBox::warning(this, "Tune failed", message);
+    else if (!cancel_) notify(this, QMessageBox::Warning, "Tune failed", message);
     return;
   }
   placement_ = tuned_->placement;
@@ -256,8 +336,16 @@ void MainWindow::on_tune_finished(bool ok, const QString& message) {
   QString summary = QString("placement: %1 kernels, predicted %2 ms (").arg(placement_->kernels.size()).arg(placement_->predicted_ms, 0, 'f', 3);
   for (const auto& [b, n] : per_backend) summary += QString("%1 %2, ").arg(QString::fromStdString(b)).arg(n);
   summary.chop(2);
-  summary += QString("); %1 candidates, %2 measured now, %3 from the cost DB, %4 invalid")
+  summary += QString("); measured %1 ms, additive error %2%; %3 candidates, %4 measured now, %5 from the cost DB, %6 invalid")
+                 .arg(measured_ms_, 0, 'f', 3)
+                 .arg(100 * (measured_ms_ - placement_->predicted_ms) / placement_->predicted_ms, 0, 'f', 1)
                  .arg(tuned_->candidates.size()).arg(tuned_->measured_now).arg(tuned_->from_cache).arg(tuned_->invalid);
+  if (previous_predicted_ms_ >= 0)
+    summary += QString("; Δ predicted vs previous placement %1 ms").arg(placement_->predicted_ms - previous_predicted_ms_, 0, 'f', 3);
+  if (!verification_.empty()) {
+    summary += " — DOES NOT MATCH the native reference: " + QString::fromStdString(verification_);
+    notify(this, QMessageBox::Critical, "Placement disagrees with the reference", QString::fromStdString(verification_));
+  }
   status_->setText(summary);
   log(summary);
   maybe_screenshot();
@@ -347,10 +435,104 @@ void MainWindow::load_placement(const QString& path) {
     std::stringstream text;
     text << in.rdbuf();
     placement_ = placement_from_json(text.str(), *graph_, all_backends());
+    pins_ = placement_->pins;  // pins persist with the placement
     view_->set_placement(&*placement_);
     log("placement loaded from " + path);
   } catch (const std::exception& e) {
-    QMessageBox::critical(this, "Cannot load placement", e.what());
+    notify(this, QMessageBox::Critical, "Cannot load placement", e.what());
+  }
+}
+
+int MainWindow::node_id(const std::string& name) const {
+  if (graph_)
+    for (NodeId n = 0; n < graph_->num_nodes(); ++n)
+      if (graph_->node(n).name == name) return n;
+  return -1;
+}
+
+void MainWindow::set_pin(int node, const QString& backend) {
+  pins_.pinned[node] = backend.toStdString();
+  pins_.forbidden.erase(node);
+  log(QString("pin node %1 to %2").arg(node).arg(backend));
+}
+
+void MainWindow::set_forbid(int node, const QString& backend) {
+  pins_.forbidden[node].insert(backend.toStdString());
+  log(QString("forbid %2 on node %1").arg(node).arg(backend));
+}
+
+void MainWindow::clear_pins(int node) {
+  pins_.pinned.erase(node);
+  pins_.forbidden.erase(node);
+  log(QString("pins cleared on node %1").arg(node));
+}
+
+void MainWindow::node_menu(int node, QPoint global_pos) {
+  if (!graph_) return;
+  QMenu menu(this);
+  menu.addSection(QString::fromStdString(graph_->node(node).describe()));
+  QMenu* run_on = menu.addMenu("Run on");
+  QMenu* pin = menu.addMenu("Pin to");
+  QMenu* forbid = menu.addMenu("Forbid");
+  for (const BackendSpec* b : all_backends()) {
+    QString name = QString::fromStdString(b->name);
+    // "Run on" reassigns at once: pin, then re-search (fast with a warm cost DB).
+    run_on->addAction(name, this, [this, node, name] { set_pin(node, name); start_tune(); });
+    pin->addAction(name, this, [this, node, name] { set_pin(node, name); });
+    forbid->addAction(name, this, [this, node, name] { set_forbid(node, name); });
+  }
+  menu.addAction("Clear pins", this, [this, node] { clear_pins(node); });
+  menu.addSeparator();
+  menu.addAction("Re-search with pins", this, &MainWindow::start_tune);
+  menu.exec(global_pos);
+}
+
+void MainWindow::find_next() {
+  if (find_hits_.empty()) find_hits_ = view_->find(find_box_->text());
+  if (find_hits_.empty()) {
+    status_->setText("no node matches '" + find_box_->text() + "'");
+    return;
+  }
+  NodeId hit = find_hits_[find_index_++ % find_hits_.size()];
+  view_->highlight({hit});
+  show_node(hit);
+  status_->setText(QString("match %1 of %2").arg((find_index_ - 1) % find_hits_.size() + 1).arg(find_hits_.size()));
+}
+
+void MainWindow::add_recent(const QString& path) {
+  QSettings settings;
+  QStringList recent = settings.value("recent").toStringList();
+  recent.removeAll(path);
+  recent.prepend(path);
+  while (recent.size() > 8) recent.removeLast();
+  settings.setValue("recent", recent);
+  rebuild_recent_menu();
+}
+
+void MainWindow::rebuild_recent_menu() {
+  recent_menu_->clear();
+  for (const QString& path : QSettings().value("recent").toStringList())
+    recent_menu_->addAction(path, this, [this, path] { open_model(path); });
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+  settings.setValue("tune/threads", threads_->value());
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const auto urls = event->mimeData()->urls();
+  if (!urls.isEmpty() && urls[0].isLocalFile()) {
+    QString path = urls[0].toLocalFile();
+    if (path.endsWith(".json")) load_placement(path);
+    else open_model(path);
   }
 }
 

@@ -20,6 +20,8 @@ class QTableWidget;
 class QTextBrowser;
 class QAction;
 class QSpinBox;
+class QLineEdit;
+class QMenu;
 
 namespace collage {
 
@@ -38,6 +40,12 @@ class MainWindow : public QMainWindow {
   void start_tune();
   // Saves the whole window as PNG once the model is shown (and tuned, if asked), then quits.
   void screenshot_when_ready(const QString& path, bool after_tune);
+  const Pins& pins() const { return pins_; }
+  const std::optional<Placement>& placement() const { return placement_; }
+  int node_id(const std::string& name) const;  // -1 if absent
+  void set_pin(int node, const QString& backend);      // only this backend may cover the node
+  void set_forbid(int node, const QString& backend);   // this backend may not
+  void clear_pins(int node);
 
  signals:
   void model_loaded(bool ok, QString message);
@@ -52,6 +60,13 @@ class MainWindow : public QMainWindow {
   void fill_cost_table();
   void export_placement();
   void log(const QString& line);
+  void node_menu(int node, QPoint global_pos);
+  void find_next();
+  void add_recent(const QString& path);
+  void rebuild_recent_menu();
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
   void join_worker();
   void maybe_screenshot();
   std::vector<const BackendSpec*> selected_backends() const;
@@ -73,6 +88,14 @@ class MainWindow : public QMainWindow {
   GraphLayout layout_;
   std::optional<TuneResult> tuned_;
   std::optional<Placement> placement_;
+  Pins pins_;
+  double previous_predicted_ms_ = -1;
+  double measured_ms_ = -1;       // end-to-end latency of the tuned placement
+  std::string verification_;      // empty when it matched the native reference
+  QLineEdit* find_box_;
+  std::vector<NodeId> find_hits_;
+  size_t find_index_ = 0;
+  QMenu* recent_menu_;
   std::thread worker_;
   std::atomic<bool> cancel_{false};
   QString screenshot_path_;

@@ -3,6 +3,7 @@
 // coloured placement.
 #include <QSignalSpy>
 #include <QtTest>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -33,7 +34,6 @@ class ExplorerTest : public QObject {
     auto path = std::filesystem::temp_directory_path() / "explorer_truncated.onnx";
     std::ofstream(path, std::ios::binary) << "\x08\x07\x12";
     collage::MainWindow window;
-    window.screenshot_when_ready((std::filesystem::temp_directory_path() / "unused.png").c_str(), false);
     QSignalSpy loaded(&window, &collage::MainWindow::model_loaded);
     window.open_model(QString::fromStdString(path.string()));
     QVERIFY(loaded.wait(30000));
@@ -52,6 +52,32 @@ class ExplorerTest : public QObject {
     window.start_tune();
     QVERIFY(tuned.wait(120000));
     QCOMPARE(tuned.takeFirst().at(0).toBool(), true);
+    QCoreApplication::processEvents();
+    QVERIFY(window.placement().has_value());
+
+    // Pin the first conv to BLAS and re-search: the placement honours it.
+    int conv = window.node_id("/conv1/Conv");
+    QVERIFY(conv >= 0);
+    window.set_pin(conv, "blas");
+    window.start_tune();
+    QVERIFY(tuned.wait(120000));
+    QCOMPARE(tuned.takeFirst().at(0).toBool(), true);
+    QCoreApplication::processEvents();
+    bool on_blas = false;
+    for (const auto& k : window.placement()->kernels)
+      if (std::find(k.nodes.begin(), k.nodes.end(), conv) != k.nodes.end()) on_blas = k.backend == "blas";
+    QVERIFY(on_blas);
+    QCOMPARE(window.placement()->pins.pinned.at(conv), std::string("blas"));
+
+    // An impossible pin explains itself instead of producing a placement.
+    int flatten = window.node_id("/Flatten");
+    QVERIFY(flatten >= 0);
+    window.set_pin(flatten, "xnnpack");
+    window.start_tune();
+    QVERIFY(tuned.wait(120000));
+    auto failed = tuned.takeFirst();
+    QCOMPARE(failed.at(0).toBool(), false);
+    QVERIFY(failed.at(1).toString().contains("pinned to 'xnnpack'"));
   }
 };
 
