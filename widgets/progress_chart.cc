@@ -6,8 +6,9 @@
 
 namespace collage {
 
-ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(parent) {
-  auto* chart = new QtCharts::QChart();  // owned by the view
+// Passing the chart to the base constructor: setChart() would release (not delete) the default chart.
+ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(new QtCharts::QChart(), parent) {
+  QtCharts::QChart* chart = this->chart();
   series_ = new QtCharts::QLineSeries(chart);
   series_->setName("best predicted latency (ms)");
   chart->addSeries(series_);
@@ -20,7 +21,6 @@ ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(parent) {
   series_->attachAxis(x_axis_);
   series_->attachAxis(y_axis_);
   chart->legend()->setAlignment(Qt::AlignBottom);
-  setChart(chart);
   setRenderHint(QPainter::Antialiasing);
   clear();
 }
