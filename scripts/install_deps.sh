@@ -5,7 +5,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev
   libsqlite3-dev libgtest-dev nlohmann-json3-dev
-  qtbase5-dev libqt5charts5-dev libgraphviz-dev
+  qtbase5-dev libqt5charts5-dev libqt5svg5-dev libgraphviz-dev
   libdnnl-dev libopenblas-dev libxnnpack-dev libpthreadpool-dev
   xvfb xauth bc
 )

@@ -5,6 +5,7 @@
 #include <QGraphicsSimpleTextItem>
 #include <QContextMenuEvent>
 #include <QImage>
+#include <QSvgGenerator>
 #include <QKeyEvent>
 #include <QPainter>
 #include <QWheelEvent>
@@ -155,6 +156,16 @@ std::vector<NodeId> GraphView::find(const QString& text) const {
 
 bool GraphView::save_image(const QString& path) {
   QRectF area = scene()->itemsBoundingRect().adjusted(-10, -10, 10, 10);
+  if (path.endsWith(".svg", Qt::CaseInsensitive)) {
+    QSvgGenerator svg;
+    svg.setFileName(path);
+    svg.setSize(area.size().toSize());
+    svg.setViewBox(QRectF(QPointF(0, 0), area.size()));
+    svg.setTitle("Collage Explorer graph");
+    QPainter painter(&svg);
+    scene()->render(&painter, QRectF(QPointF(0, 0), area.size()), area);
+    return painter.end();
+  }
   double scale = std::min(2.0, 16000.0 / std::max(area.width(), area.height()));  // keep huge graphs within QImage limits
   QImage image((area.size() * scale).toSize(), QImage::Format_ARGB32);
   image.fill(Qt::white);
@@ -174,7 +185,15 @@ void GraphView::contextMenuEvent(QContextMenuEvent* event) {
     }
 }
 
-void GraphView::fit() { fitInView(scene()->sceneRect(), Qt::KeepAspectRatio); }
+void GraphView::fit() {
+  QRectF r = scene()->sceneRect();
+  // Deep graphs (transformers) are thousands of ranks tall: show their top at a
+  // readable scale instead of a hairline, and let the user scroll.
+  double aspect = viewport()->height() > 0 ? double(viewport()->width()) / viewport()->height() : 1.0;
+  double max_height = std::max(r.width(), 400.0) / aspect * 1.5;
+  if (r.height() > max_height) r.setHeight(max_height);
+  fitInView(r, Qt::KeepAspectRatio);
+}
 
 void GraphView::wheelEvent(QWheelEvent* event) {
   double factor = event->angleDelta().y() > 0 ? 1.2 : 1 / 1.2;

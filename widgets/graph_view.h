@@ -29,7 +29,7 @@ class GraphView : public QGraphicsView {
   int node_count() const { return static_cast<int>(node_items_.size()); }
   // Nodes whose name or op type contains `text` (case-insensitive), in id order.
   std::vector<NodeId> find(const QString& text) const;
-  bool save_image(const QString& path);  // PNG of the whole scene
+  bool save_image(const QString& path);  // the whole scene; SVG if the name ends in .svg, else PNG
 
  signals:
   void node_selected(int node);

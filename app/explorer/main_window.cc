@@ -4,6 +4,7 @@
 #include <QCloseEvent>
 #include <QDragEnterEvent>
 #include <QLineEdit>
+#include <QVBoxLayout>
 #include <QMimeData>
 #include <QSettings>
 #include <QShortcut>
@@ -29,6 +30,7 @@
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/executor.h"
+#include "core/graph_analysis.h"
 #include "core/onnx_import.h"
 #include "widgets/backend_colors.h"
 #include "widgets/graph_view.h"
@@ -87,7 +89,21 @@ MainWindow::MainWindow() {
   costs_->setSortingEnabled(true);
   costs_->setSelectionBehavior(QAbstractItemView::SelectRows);
   costs_->horizontalHeader()->setStretchLastSection(true);
-  dock("Candidate kernels", costs_, Qt::RightDockWidgetArea);
+  auto* cost_panel = new QWidget(this);
+  auto* cost_layout = new QVBoxLayout(cost_panel);
+  cost_layout->setContentsMargins(0, 0, 0, 0);
+  cost_filter_ = new QLineEdit(cost_panel);
+  cost_filter_->setPlaceholderText("filter: backend, kernel or status");
+  cost_layout->addWidget(cost_filter_);
+  cost_layout->addWidget(costs_);
+  connect(cost_filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    for (int r = 0; r < costs_->rowCount(); ++r) {
+      bool match = text.isEmpty();
+      for (int c : {0, 1, 5}) match |= costs_->item(r, c) && costs_->item(r, c)->text().contains(text, Qt::CaseInsensitive);
+      costs_->setRowHidden(r, !match);
+    }
+  });
+  dock("Candidate kernels", cost_panel, Qt::RightDockWidgetArea);
   chart_ = new ProgressChart(this);
   chart_->setMinimumHeight(180);
   dock("Search progress", chart_, Qt::BottomDockWidgetArea);
@@ -106,8 +122,8 @@ MainWindow::MainWindow() {
     if (!path.isEmpty()) load_placement(path);
   });
   file->addAction("&Export placement…", this, &MainWindow::export_placement);
-  file->addAction("Save view as &PNG…", this, [this] {
-    QString path = QFileDialog::getSaveFileName(this, "Save view", "graph.png", "PNG (*.png)");
+  file->addAction("Save &view as PNG or SVG…", this, [this] {
+    QString path = QFileDialog::getSaveFileName(this, "Save view", "graph.png", "PNG (*.png);;SVG (*.svg)");
     if (!path.isEmpty() && !view_->save_image(path)) QMessageBox::critical(this, "Save view", "Cannot write " + path);
   });
   file->addAction("&Quit", this, &QWidget::close, QKeySequence::Quit);
@@ -205,6 +221,7 @@ void MainWindow::open_model(const QString& path) {
   status_->setText("Importing " + path + "…");
   progress_->setRange(0, 0);
   tune_action_->setEnabled(false);
+  open_started_ = std::chrono::steady_clock::now();
   worker_ = std::thread([this, path] {
     try {
       ImportOptions options;
@@ -238,7 +255,9 @@ void MainWindow::on_model_loaded(bool ok, const QString& message) {
   view_->set_graph(graph_.get(), layout_);
   view_->fit();
   costs_->setRowCount(0);
-  status_->setText(QString("%1: %2 nodes (%3 layout)").arg(model_path_).arg(graph_->num_nodes()).arg(QString::fromStdString(layout_.engine)));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - open_started_).count();
+  status_->setText(QString("%1: %2 nodes (%3 layout), shown in %4 s")
+                       .arg(model_path_).arg(graph_->num_nodes()).arg(QString::fromStdString(layout_.engine)).arg(seconds, 0, 'f', 2));
   log(status_->text());
   setWindowTitle("Collage Explorer — " + model_path_);
   add_recent(model_path_);
@@ -380,10 +399,32 @@ void MainWindow::fill_cost_table() {
 
 void MainWindow::show_node(int node) {
   if (!graph_ || node < 0 || node >= graph_->num_nodes()) return;
+  if (tuned_) {  // the table shows the candidates covering the selected node
+    for (int r = 0; r < costs_->rowCount(); ++r) {
+      size_t index = costs_->item(r, 0)->data(Qt::UserRole).toULongLong();
+      costs_->setRowHidden(r, !tuned_->candidates[index].nodes.contains(static_cast<size_t>(node)));
+    }
+    cost_filter_->setPlaceholderText(QString("showing candidates of node %1; type to filter all").arg(node));
+  }
   const Node& n = graph_->node(node);
   QString html = QString("<h3>%1</h3><p>%2 (opset %3), node %4</p>")
                      .arg(QString::fromStdString(n.name).toHtmlEscaped(), QString::fromStdString(n.op_type))
                      .arg(n.opset).arg(node);
+  NodeCost cost = node_cost(*graph_, node);
+  html += QString("<p>%1 MFLOPs, %2 KB read, %3 KB written</p>").arg(cost.flops / 1e6, 0, 'f', 3)
+              .arg(cost.bytes_read / 1024, 0, 'f', 1).arg(cost.bytes_written / 1024, 0, 'f', 1);
+  for (const auto& [key, a] : n.attrs) {
+    QString value;
+    switch (a.kind) {
+      case AttrKind::Int: value = QString::number(a.i); break;
+      case AttrKind::Float: value = QString::number(a.f); break;
+      case AttrKind::String: value = QString::fromStdString(a.s).toHtmlEscaped(); break;
+      case AttrKind::Ints: for (int64_t x : a.ints) value += QString::number(x) + " "; break;
+      case AttrKind::Floats: for (float x : a.floats) value += QString::number(x) + " "; break;
+      default: value = "…";
+    }
+    html += QString("<code>%1</code> = %2<br>").arg(QString::fromStdString(key), value);
+  }
   for (ValueId v : n.inputs)
     if (v != kNoValue)
       html += QString("in <code>%1</code> %2 %3<br>").arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),

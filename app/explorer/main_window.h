@@ -5,6 +5,7 @@
 
 #include <QMainWindow>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -96,6 +97,8 @@ class MainWindow : public QMainWindow {
   std::vector<NodeId> find_hits_;
   size_t find_index_ = 0;
   QMenu* recent_menu_;
+  QLineEdit* cost_filter_;
+  std::chrono::steady_clock::time_point open_started_;
   std::thread worker_;
   std::atomic<bool> cancel_{false};
   QString screenshot_path_;
