@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job: install, build, then the explorer pipeline on the bundled sample model:
-# import -> candidates -> measure (SQLite cost DB) -> search -> verified placement.
+# The main job: install, build, run the pipeline on the bundled sample model with the
+# embedded SQLite cost DB (import -> candidates -> measure -> search -> verified
+# placement), then open the explorer on it. Without a display the explorer runs
+# under xvfb-run and saves a screenshot instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
@@ -13,3 +15,8 @@ export COLLAGE_COST_DB="${COLLAGE_COST_DB:-$out/costs.sqlite}"
 ./build/app/collage candidates "$model"
 ./build/app/collage tune "$model" -o "$out/placement.json"
 ./build/app/collage run "$model" --placement "$out/placement.json" --repeat 10 --output-dir "$out/outputs"
+if [ -n "${DISPLAY:-}" ]; then
+  ./build/app/collage-explorer "$model" --placement "$out/placement.json"
+else
+  xvfb-run -a -s "-screen 0 1400x900x24" ./build/app/collage-explorer "$model" --tune --screenshot "$out/explorer.png"
+fi
