@@ -46,10 +46,16 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
   });
 }
 
+GraphView::~GraphView() { scene()->blockSignals(true); }  // items die with the scene: no selection signals then
+
 void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
+  node_items_.clear();  // before clear(): deleting selected items emits selectionChanged
+  scene()->blockSignals(true);
   scene()->clear();
+  scene()->blockSignals(false);
   node_items_.clear();
   group_items_.clear();
+  edge_count_ = 0;
   graph_ = graph;
   layout_ = layout;
   placement_ = nullptr;
@@ -66,6 +72,7 @@ void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
       for (size_t i = 1; i < e.points.size(); ++i) path.lineTo(QPointF(e.points[i].first, e.points[i].second));
     }
     scene()->addPath(path, edge_pen)->setZValue(0);
+    ++edge_count_;
   }
   QFont font;
   font.setPointSizeF(8);
@@ -140,6 +147,13 @@ void GraphView::highlight(const std::vector<NodeId>& nodes) {
     if (n >= 0 && n < static_cast<NodeId>(node_items_.size())) node_items_[static_cast<size_t>(n)]->setSelected(true);
   if (!nodes.empty() && nodes[0] >= 0 && nodes[0] < static_cast<NodeId>(node_items_.size()))
     centerOn(node_items_[static_cast<size_t>(nodes[0])]);
+}
+
+int GraphView::group_count() const { return static_cast<int>(group_items_.size() / 2); }  // outline + label each
+
+QColor GraphView::node_fill(NodeId node) const {
+  return node >= 0 && node < static_cast<NodeId>(node_items_.size()) ? node_items_[static_cast<size_t>(node)]->brush().color()
+                                                                      : QColor();
 }
 
 std::vector<NodeId> GraphView::find(const QString& text) const {

@@ -20,6 +20,7 @@ class GraphView : public QGraphicsView {
   enum class Coloring { Backend, CostHeatmap };
 
   explicit GraphView(QWidget* parent = nullptr);
+  ~GraphView() override;
   // `graph` must outlive the view (or the next set_graph).
   void set_graph(const Graph* graph, const GraphLayout& layout);
   void set_placement(const Placement* placement);  // nullptr: uncoloured
@@ -27,6 +28,9 @@ class GraphView : public QGraphicsView {
   void highlight(const std::vector<NodeId>& nodes);  // selection from elsewhere (tables, find)
   void fit();
   int node_count() const { return static_cast<int>(node_items_.size()); }
+  int edge_count() const { return edge_count_; }
+  int group_count() const;  // outlined multi-node kernels
+  QColor node_fill(NodeId node) const;
   // Nodes whose name or op type contains `text` (case-insensitive), in id order.
   std::vector<NodeId> find(const QString& text) const;
   bool save_image(const QString& path);  // the whole scene; SVG if the name ends in .svg, else PNG
@@ -48,6 +52,7 @@ class GraphView : public QGraphicsView {
   std::vector<class QGraphicsRectItem*> node_items_;
   std::vector<class QGraphicsItem*> group_items_;
   GraphLayout layout_;
+  int edge_count_ = 0;
 };
 
 }  // namespace collage

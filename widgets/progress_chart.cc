@@ -33,6 +33,8 @@ void ProgressChart::clear() {
   y_axis_->setRange(0, max_y_);
 }
 
+int ProgressChart::point_count() const { return series_->count(); }
+
 void ProgressChart::add_point(double seconds, double best_ms) {
   series_->append(seconds, best_ms);
   max_x_ = std::max(max_x_, seconds * 1.1);

@@ -17,6 +17,7 @@ class ProgressChart : public QtCharts::QChartView {
   explicit ProgressChart(QWidget* parent = nullptr);
   void clear();
   void add_point(double seconds, double best_ms);
+  int point_count() const;
 
  private:
   QtCharts::QLineSeries* series_;

@@ -461,11 +461,22 @@ void MainWindow::export_placement() {
     return;
   }
   QString path = QFileDialog::getSaveFileName(this, "Export placement", "placement.json", "JSON (*.json)");
-  if (path.isEmpty()) return;
+  if (!path.isEmpty() && !save_placement(path)) notify(this, QMessageBox::Critical, "Export placement", "Cannot write " + path);
+}
+
+bool MainWindow::save_placement(const QString& path) {
+  if (!placement_ || !graph_) return false;
   std::ofstream out(path.toStdString(), std::ios::trunc);
   out << placement_to_json(*placement_, *graph_) << "\n";
-  if (!out) QMessageBox::critical(this, "Export placement", "Cannot write " + path);
-  else log("placement written to " + path);
+  if (!out) return false;
+  log("placement written to " + path);
+  return true;
+}
+
+std::vector<NodeId> MainWindow::find_all(const QString& text) {
+  std::vector<NodeId> hits = view_->find(text);
+  view_->highlight(hits);
+  return hits;
 }
 
 void MainWindow::load_placement(const QString& path) {
@@ -535,7 +546,8 @@ void MainWindow::find_next() {
     return;
   }
   NodeId hit = find_hits_[find_index_++ % find_hits_.size()];
-  view_->highlight({hit});
+  if (find_index_ == 1) view_->highlight(find_hits_);  // first Enter: highlight all matches
+  else view_->highlight({hit});
   show_node(hit);
   status_->setText(QString("match %1 of %2").arg((find_index_ - 1) % find_hits_.size() + 1).arg(find_hits_.size()));
 }

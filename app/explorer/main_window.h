@@ -47,6 +47,11 @@ class MainWindow : public QMainWindow {
   void set_pin(int node, const QString& backend);      // only this backend may cover the node
   void set_forbid(int node, const QString& backend);   // this backend may not
   void clear_pins(int node);
+  void stop() { cancel_ = true; }
+  bool save_placement(const QString& path);  // false (and a logged reason) on failure
+  std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
+  GraphView* graph_view() const { return view_; }
+  ProgressChart* progress_chart() const { return chart_; }
 
  signals:
   void model_loaded(bool ok, QString message);

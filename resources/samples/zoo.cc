@@ -291,6 +291,7 @@ const std::map<std::string, Factory>& factories() {
       {"deep_encoder", [](uint64_t s) { return encoder("deep_encoder", s, 32, 64, 4, 32, 100); }},
       {"resnext_small", resnext_small},
       {"encoder_10k", [](uint64_t s) { return encoder("encoder_10k", s, 8, 16, 2, 310, 50); }},
+      {"encoder_5k", [](uint64_t s) { return encoder("encoder_5k", s, 8, 16, 2, 155, 50); }},
   };
   return f;
 }
@@ -311,6 +312,7 @@ const std::vector<SampleInfo>& sample_list() {
       {"deep_encoder", "32-layer encoder, d=64, seq 32: a ~1000-node graph for search timing", false},
       {"resnext_small", "ResNeXt-style grouped bottlenecks (cardinality 8), 3x64x64", false},
       {"encoder_10k", "310-layer tiny encoder: a ~10,000-node graph for explorer scaling", false},
+      {"encoder_5k", "155-layer tiny encoder: a ~5,000-node graph for explorer tests", false},
   };
   return list;
 }

@@ -1,66 +1,143 @@
-// QtTest (offscreen): the explorer opens the bundled model, lays out and draws
-// every node, reports a broken file instead of crashing, and tunes into a
-// coloured placement.
+// QtTest (offscreen): the explorer opens the bundled model, draws every node and
+// edge, finds nodes, reports a broken file instead of crashing, tunes into a
+// coloured placement, honours and explains pins, round-trips placements, stops
+// on request, and keeps the event loop responsive while working.
 #include <QSignalSpy>
+#include <QTimer>
 #include <QtTest>
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
 #include "app/explorer/main_window.h"
+#include "backends/native/native_kernel.h"
+#include "core/graph_analysis.h"
+#include "core/onnx_import.h"
+#include "resources/samples/zoo.h"
+#include "widgets/backend_colors.h"
 #include "widgets/graph_view.h"
+#include "widgets/progress_chart.h"
 
 #ifndef COLLAGE_SAMPLE_MODEL
 #error "COLLAGE_SAMPLE_MODEL must name the bundled model"
 #endif
 
+namespace {
+
+namespace fs = std::filesystem;
+using collage::MainWindow;
+
+bool wait_for(QSignalSpy& spy, int ms) { return spy.count() > 0 || spy.wait(ms); }  // the worker may emit before we wait
+
+collage::Graph import_sample() {
+  collage::ImportOptions o;
+  o.evaluator = collage::native::node_evaluator();
+  return collage::import_onnx_file(COLLAGE_SAMPLE_MODEL, o);
+}
+
+// Records the longest gap between 10 ms timer ticks: how long the GUI thread was blocked.
+struct GapMeter {
+  QTimer timer;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  double longest_ms = 0;
+  GapMeter() {
+    QObject::connect(&timer, &QTimer::timeout, [this] {
+      auto now = std::chrono::steady_clock::now();
+      longest_ms = std::max(longest_ms, std::chrono::duration<double, std::milli>(now - last).count());
+      last = now;
+    });
+    timer.start(10);
+  }
+};
+
+}  // namespace
+
 class ExplorerTest : public QObject {
   Q_OBJECT
 
  private slots:
-  void opens_and_draws_the_bundled_model() {
-    collage::MainWindow window;
-    QSignalSpy loaded(&window, &collage::MainWindow::model_loaded);
+  void initTestCase() {
+    qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+  }
+
+  void draws_every_node_and_edge_and_finds_nodes() {
+    MainWindow window;
+    QSignalSpy loaded(&window, &MainWindow::model_loaded);
     window.open_model(COLLAGE_SAMPLE_MODEL);
-    QVERIFY(loaded.count() > 0 || loaded.wait(30000));  // the worker may emit before we wait
+    QVERIFY(wait_for(loaded, 30000));
     QCOMPARE(loaded.takeFirst().at(0).toBool(), true);
     QCoreApplication::processEvents();
-    auto* view = window.findChild<collage::GraphView*>();
-    QVERIFY(view);
-    QCOMPARE(view->node_count(), 52);  // resnet_small: `collage info` reports 52 nodes
+    collage::Graph g = import_sample();
+    collage::NodeEdges e = collage::node_edges(g);
+    int edges = 0;
+    for (const auto& s : e.succs) edges += static_cast<int>(s.size());
+    QCOMPARE(window.graph_view()->node_count(), g.num_nodes());
+    QCOMPARE(window.graph_view()->edge_count(), edges);
+    auto hits = window.find_all("/fc/Gemm");
+    QCOMPARE(hits.size(), size_t{1});
+    QCOMPARE(g.node(hits[0]).name, std::string("/fc/Gemm"));
+    QCOMPARE(window.find_all("BatchNormalization").size(), size_t{15});  // `collage info` counts 15
   }
 
   void reports_a_truncated_model() {
-    auto path = std::filesystem::temp_directory_path() / "explorer_truncated.onnx";
+    auto path = fs::temp_directory_path() / "explorer_truncated.onnx";
     std::ofstream(path, std::ios::binary) << "\x08\x07\x12";
-    collage::MainWindow window;
-    QSignalSpy loaded(&window, &collage::MainWindow::model_loaded);
+    MainWindow window;
+    QSignalSpy loaded(&window, &MainWindow::model_loaded);
     window.open_model(QString::fromStdString(path.string()));
-    QVERIFY(loaded.count() > 0 || loaded.wait(30000));  // the worker may emit before we wait
-    QCOMPARE(loaded.takeFirst().at(0).toBool(), false);
-    std::filesystem::remove(path);
+    QVERIFY(wait_for(loaded, 30000));
+    auto args = loaded.takeFirst();
+    QCOMPARE(args.at(0).toBool(), false);
+    QVERIFY(args.at(1).toString().contains("not a valid ONNX model"));
+    fs::remove(path);
   }
 
-  void tunes_into_a_placement() {
-    qputenv("COLLAGE_COST_DB", QByteArray((std::filesystem::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
-    collage::MainWindow window;
-    QSignalSpy loaded(&window, &collage::MainWindow::model_loaded);
-    QSignalSpy tuned(&window, &collage::MainWindow::tune_finished);
+  void tunes_pins_explains_and_round_trips() {
+    MainWindow window;
+    QSignalSpy loaded(&window, &MainWindow::model_loaded);
+    QSignalSpy tuned(&window, &MainWindow::tune_finished);
+    QSignalSpy progress(&window, &MainWindow::progress);
     window.open_model(COLLAGE_SAMPLE_MODEL);
-    QVERIFY(loaded.count() > 0 || loaded.wait(30000));  // the worker may emit before we wait
+    QVERIFY(wait_for(loaded, 30000));
     QCoreApplication::processEvents();
+    GapMeter gaps;
     window.start_tune();
-    QVERIFY(tuned.count() > 0 || tuned.wait(120000));
+    QVERIFY(wait_for(tuned, 120000));
     QCOMPARE(tuned.takeFirst().at(0).toBool(), true);
     QCoreApplication::processEvents();
-    QVERIFY(window.placement().has_value());
+    qInfo("longest event-loop gap while tuning: %.1f ms", gaps.longest_ms);
+    QVERIFY2(gaps.longest_ms < 1000, "the GUI thread blocked while tuning");
+    QVERIFY(progress.count() > 0);
+    QVERIFY(window.progress_chart()->point_count() > 0);
+    // Colours and outlines follow the placement.
+    const auto& placement = *window.placement();
+    int fused = 0;
+    for (const auto& k : placement.kernels) {
+      fused += k.nodes.size() > 1;
+      for (collage::NodeId n : k.nodes)
+        QCOMPARE(window.graph_view()->node_fill(n), collage::backend_color(QString::fromStdString(k.backend)));
+    }
+    QCOMPARE(window.graph_view()->group_count(), fused);
+
+    // Export, reload: identical.
+    auto saved = fs::temp_directory_path() / "explorer_test_placement.json";
+    QVERIFY(window.save_placement(QString::fromStdString(saved.string())));
+    auto before = placement.kernels;
+    window.load_placement(QString::fromStdString(saved.string()));
+    QCOMPARE(window.placement()->kernels.size(), before.size());
+    for (size_t i = 0; i < before.size(); ++i) {
+      QCOMPARE(window.placement()->kernels[i].nodes, before[i].nodes);
+      QCOMPARE(window.placement()->kernels[i].backend, before[i].backend);
+    }
+    fs::remove(saved);
 
     // Pin the first conv to BLAS and re-search: the placement honours it.
     int conv = window.node_id("/conv1/Conv");
     QVERIFY(conv >= 0);
     window.set_pin(conv, "blas");
     window.start_tune();
-    QVERIFY(tuned.count() > 0 || tuned.wait(120000));
+    QVERIFY(wait_for(tuned, 120000));
     QCOMPARE(tuned.takeFirst().at(0).toBool(), true);
     QCoreApplication::processEvents();
     bool on_blas = false;
@@ -74,10 +151,52 @@ class ExplorerTest : public QObject {
     QVERIFY(flatten >= 0);
     window.set_pin(flatten, "xnnpack");
     window.start_tune();
-    QVERIFY(tuned.count() > 0 || tuned.wait(120000));
+    QVERIFY(wait_for(tuned, 120000));
     auto failed = tuned.takeFirst();
     QCOMPARE(failed.at(0).toBool(), false);
     QVERIFY(failed.at(1).toString().contains("pinned to 'xnnpack'"));
+  }
+
+  void stop_cancels_a_cold_tune() {
+    qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_cold.sqlite").c_str()));
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(fs::temp_directory_path() / (std::string("explorer_test_cold.sqlite") + suffix));
+    MainWindow window;
+    QSignalSpy loaded(&window, &MainWindow::model_loaded);
+    QSignalSpy tuned(&window, &MainWindow::tune_finished);
+    QSignalSpy progress(&window, &MainWindow::progress);
+    window.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(wait_for(loaded, 30000));
+    QCoreApplication::processEvents();
+    window.start_tune();
+    QVERIFY(wait_for(progress, 30000));  // measuring has begun
+    auto t0 = std::chrono::steady_clock::now();
+    window.stop();
+    QVERIFY(wait_for(tuned, 30000));
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    qInfo("stop took %.0f ms", ms);
+    auto args = tuned.takeFirst();
+    QCOMPARE(args.at(0).toBool(), false);
+    QVERIFY(args.at(1).toString().contains("cancelled"));
+    QVERIFY(ms < 1000);
+    qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+  }
+
+  void stays_responsive_while_a_5000_node_graph_is_laid_out() {
+    auto path = fs::temp_directory_path() / "explorer_test_5k.onnx";
+    collage::samples::build_sample("encoder_5k").save(path.string());
+    MainWindow window;
+    QSignalSpy loaded(&window, &MainWindow::model_loaded);
+    GapMeter gaps;
+    auto t0 = std::chrono::steady_clock::now();
+    window.open_model(QString::fromStdString(path.string()));
+    QVERIFY(wait_for(loaded, 60000));
+    QCoreApplication::processEvents();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    qInfo("%d nodes shown in %.2f s; longest event-loop gap %.1f ms", window.graph_view()->node_count(), seconds,
+          gaps.longest_ms);
+    QVERIFY(window.graph_view()->node_count() >= 5000);
+    QVERIFY2(gaps.longest_ms < 3000, "the GUI thread blocked while laying out");
+    fs::remove(path);
   }
 };
 
