@@ -11,11 +11,15 @@ ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(new QtChart
   QtCharts::QChart* chart = this->chart();
   series_ = new QtCharts::QLineSeries(chart);
   series_->setName("best predicted latency (ms)");
+  series_->setPointsVisible(true);
   chart->addSeries(series_);
   x_axis_ = new QtCharts::QValueAxis(chart);
   y_axis_ = new QtCharts::QValueAxis(chart);
   x_axis_->setTitleText("seconds");
   y_axis_->setTitleText("ms");
+  x_axis_->setLabelFormat("%.1f");
+  y_axis_->setLabelFormat("%.1f");
+  setMinimumWidth(420);
   chart->addAxis(x_axis_, Qt::AlignBottom);
   chart->addAxis(y_axis_, Qt::AlignLeft);
   series_->attachAxis(x_axis_);
