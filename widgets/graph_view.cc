@@ -71,7 +71,17 @@ void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
     } else {
       for (size_t i = 1; i < e.points.size(); ++i) path.lineTo(QPointF(e.points[i].first, e.points[i].second));
     }
-    scene()->addPath(path, edge_pen)->setZValue(0);
+    auto* item = scene()->addPath(path, edge_pen);
+    item->setZValue(0);
+    QString tip;  // the tensors flowing along this edge, for hover
+    for (ValueId v : graph_->node(e.from).outputs)
+      if (v != kNoValue)
+        for (NodeId c : graph_->value(v).consumers)
+          if (c == e.to)
+            tip += QString("%1 %2 %3<br>").arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
+                                               dtype_name(graph_->value(v).dtype),
+                                               QString::fromStdString(shape_to_string(graph_->value(v).shape)));
+    item->setToolTip(tip);
     ++edge_count_;
   }
   QFont font;

@@ -20,6 +20,14 @@ ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(new QtChart
   x_axis_->setLabelFormat("%.1f");
   y_axis_->setLabelFormat("%.1f");
   setMinimumWidth(420);
+  QFont small;
+  small.setPointSizeF(7);  // docked charts are short: default fonts elide every tick label
+  for (QtCharts::QValueAxis* axis : {x_axis_, y_axis_}) {
+    axis->setLabelsFont(small);
+    axis->setTitleFont(small);
+  }
+  chart->legend()->setFont(small);
+  chart->setMargins(QMargins(2, 2, 2, 2));
   chart->addAxis(x_axis_, Qt::AlignBottom);
   chart->addAxis(y_axis_, Qt::AlignLeft);
   series_->attachAxis(x_axis_);

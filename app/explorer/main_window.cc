@@ -161,8 +161,12 @@ MainWindow::MainWindow() {
   find_box_->setPlaceholderText("find node or op (Ctrl+F, Enter = next)");
   find_box_->setMaximumWidth(260);
   bar->addWidget(find_box_);
+  bar->addAction("◀", this, [this] { find_step(-1); })->setToolTip("previous match (Shift+F3)");
+  bar->addAction("▶", this, [this] { find_step(+1); })->setToolTip("next match (F3)");
+  new QShortcut(QKeySequence(Qt::Key_F3), this, [this] { find_step(+1); });
+  new QShortcut(QKeySequence("Shift+F3"), this, [this] { find_step(-1); });
   connect(find_box_, &QLineEdit::textChanged, this, [this] { find_index_ = 0; find_hits_.clear(); });
-  connect(find_box_, &QLineEdit::returnPressed, this, &MainWindow::find_next);
+  connect(find_box_, &QLineEdit::returnPressed, this, [this] { find_step(+1); });
   new QShortcut(QKeySequence::Find, this, [this] { find_box_->setFocus(); find_box_->selectAll(); });
   bar->addSeparator();
   bar->addWidget(new QLabel(" threads ", this));
@@ -539,17 +543,23 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
   menu.exec(global_pos);
 }
 
-void MainWindow::find_next() {
-  if (find_hits_.empty()) find_hits_ = view_->find(find_box_->text());
+void MainWindow::find_step(int direction) {
+  bool fresh = find_hits_.empty();
+  if (fresh) find_hits_ = view_->find(find_box_->text());
   if (find_hits_.empty()) {
     status_->setText("no node matches '" + find_box_->text() + "'");
     return;
   }
-  NodeId hit = find_hits_[find_index_++ % find_hits_.size()];
-  if (find_index_ == 1) view_->highlight(find_hits_);  // first Enter: highlight all matches
-  else view_->highlight({hit});
-  show_node(hit);
-  status_->setText(QString("match %1 of %2").arg((find_index_ - 1) % find_hits_.size() + 1).arg(find_hits_.size()));
+  const size_t n = find_hits_.size();
+  if (fresh) {
+    find_index_ = 0;
+    view_->highlight(find_hits_);  // first search: highlight every match, centre the first
+  } else {
+    find_index_ = (find_index_ + n + static_cast<size_t>(direction > 0 ? 1 : n - 1)) % n;
+    view_->highlight({find_hits_[find_index_]});
+  }
+  show_node(find_hits_[find_index_]);
+  status_->setText(QString("match %1 of %2").arg(find_index_ + 1).arg(n));
 }
 
 void MainWindow::add_recent(const QString& path) {

@@ -67,7 +67,7 @@ class MainWindow : public QMainWindow {
   void export_placement();
   void log(const QString& line);
   void node_menu(int node, QPoint global_pos);
-  void find_next();
+  void find_step(int direction);  // +1 next, -1 previous; the first call highlights all matches
   void add_recent(const QString& path);
   void rebuild_recent_menu();
   void closeEvent(QCloseEvent* event) override;
