@@ -34,7 +34,7 @@ QString node_tooltip(const Graph& g, NodeId id) {
 GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
   setScene(new QGraphicsScene(this));  // owned by the view (Qt parent)
   setRenderHint(QPainter::Antialiasing);
-  setDragMode(QGraphicsView::ScrollHandDrag);
+  setDragMode(QGraphicsView::ScrollHandDrag);  // Ctrl+click adds nodes to the selection
   setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
   setBackgroundBrush(QColor(0xfa, 0xfa, 0xfa));
   connect(scene(), &QGraphicsScene::selectionChanged, this, [this] {
@@ -164,6 +164,13 @@ int GraphView::group_count() const { return static_cast<int>(group_items_.size()
 QColor GraphView::node_fill(NodeId node) const {
   return node >= 0 && node < static_cast<NodeId>(node_items_.size()) ? node_items_[static_cast<size_t>(node)]->brush().color()
                                                                       : QColor();
+}
+
+std::vector<NodeId> GraphView::selected_nodes() const {
+  std::vector<NodeId> out;
+  for (size_t i = 0; i < node_items_.size(); ++i)
+    if (node_items_[i]->isSelected()) out.push_back(static_cast<NodeId>(i));
+  return out;
 }
 
 std::vector<NodeId> GraphView::find(const QString& text) const {

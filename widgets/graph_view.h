@@ -31,6 +31,7 @@ class GraphView : public QGraphicsView {
   int edge_count() const { return edge_count_; }
   int group_count() const;  // outlined multi-node kernels
   QColor node_fill(NodeId node) const;
+  std::vector<NodeId> selected_nodes() const;
   // Nodes whose name or op type contains `text` (case-insensitive), in id order.
   std::vector<NodeId> find(const QString& text) const;
   bool save_image(const QString& path);  // the whole scene; SVG if the name ends in .svg, else PNG

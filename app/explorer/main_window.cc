@@ -354,10 +354,14 @@ void MainWindow::on_tune_finished(bool ok, const QString& message) {
   chart_->add_point(tuned_->search.elapsed_ms / 1000, tuned_->search.predicted_ms);
   view_->set_placement(&*placement_);
   fill_cost_table();
-  std::map<std::string, int> per_backend;
-  for (const PlacedKernel& k : placement_->kernels) per_backend[k.backend]++;
+  std::map<std::string, std::pair<int, double>> per_backend;  // kernels, predicted ms
+  for (const PlacedKernel& k : placement_->kernels) {
+    per_backend[k.backend].first++;
+    per_backend[k.backend].second += k.cost_ms;
+  }
   QString summary = QString("placement: %1 kernels, predicted %2 ms (").arg(placement_->kernels.size()).arg(placement_->predicted_ms, 0, 'f', 3);
-  for (const auto& [b, n] : per_backend) summary += QString("%1 %2, ").arg(QString::fromStdString(b)).arg(n);
+  for (const auto& [b, stats] : per_backend)
+    summary += QString("%1: %2 kernels %3 ms, ").arg(QString::fromStdString(b)).arg(stats.first).arg(stats.second, 0, 'f', 3);
   summary.chop(2);
   summary += QString("); measured %1 ms, additive error %2%; %3 candidates, %4 measured now, %5 from the cost DB, %6 invalid")
                  .arg(measured_ms_, 0, 'f', 3)
@@ -525,19 +529,26 @@ void MainWindow::clear_pins(int node) {
 
 void MainWindow::node_menu(int node, QPoint global_pos) {
   if (!graph_) return;
+  // The menu acts on the selection when the clicked node is part of it (Ctrl+click selects several).
+  std::vector<NodeId> nodes = view_->selected_nodes();
+  if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes = {node};
   QMenu menu(this);
-  menu.addSection(QString::fromStdString(graph_->node(node).describe()));
+  menu.addSection(nodes.size() == 1 ? QString::fromStdString(graph_->node(node).describe())
+                                    : QString("%1 selected nodes").arg(nodes.size()));
   QMenu* run_on = menu.addMenu("Run on");
   QMenu* pin = menu.addMenu("Pin to");
   QMenu* forbid = menu.addMenu("Forbid");
   for (const BackendSpec* b : all_backends()) {
     QString name = QString::fromStdString(b->name);
     // "Run on" reassigns at once: pin, then re-search (fast with a warm cost DB).
-    run_on->addAction(name, this, [this, node, name] { set_pin(node, name); start_tune(); });
-    pin->addAction(name, this, [this, node, name] { set_pin(node, name); });
-    forbid->addAction(name, this, [this, node, name] { set_forbid(node, name); });
+    run_on->addAction(name, this, [this, nodes, name] {
+      for (NodeId n : nodes) set_pin(n, name);
+      start_tune();
+    });
+    pin->addAction(name, this, [this, nodes, name] { for (NodeId n : nodes) set_pin(n, name); });
+    forbid->addAction(name, this, [this, nodes, name] { for (NodeId n : nodes) set_forbid(n, name); });
   }
-  menu.addAction("Clear pins", this, [this, node] { clear_pins(node); });
+  menu.addAction("Clear pins", this, [this, nodes] { for (NodeId n : nodes) clear_pins(n); });
   menu.addSeparator();
   menu.addAction("Re-search with pins", this, &MainWindow::start_tune);
   menu.exec(global_pos);
