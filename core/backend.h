@@ -21,11 +21,6 @@ struct CompileOptions {
   int threads = 1;  // applied to every library's thread pool (see README: threads)
 };
 
-struct NamedPattern {
-  std::string label;  // "Conv+Add+Relu"
-  PatternPtr pattern;
-};
-
 // Compiles a sub-graph for its exact shapes. The kernel's inputs are
 // `subgraph.inputs` in order, its outputs `subgraph.outputs`; constants are read
 // from the graph at compile time (weights are reordered once, here).
@@ -37,7 +32,7 @@ struct BackendSpec {
   std::string version;
   std::string device = "cpu";
   BackendKind kind = BackendKind::OpLevel;
-  std::vector<NamedPattern> patterns;
+  std::vector<PatternPtr> patterns;  // candidate labels come from the matched ops ("Conv+Add+Relu")
   std::vector<std::shared_ptr<const PatternRule>> rules;
   GroupLimits limits;
   CompileFn compile;

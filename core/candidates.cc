@@ -16,9 +16,9 @@ std::vector<Candidate> enumerate_candidates(const Graph& graph, const std::vecto
       if (make_subgraph(graph, nodes).exits.size() > spec->limits.max_exits) return;
       out.push_back({nodes, spec->name, label});
     };
-    for (const NamedPattern& p : spec->patterns)
+    for (const PatternPtr& p : spec->patterns)
       for (NodeId n = 0; n < graph.num_nodes(); ++n)
-        for (const IndexSet& m : p.pattern->match(graph, n)) add(m, subgraph_label(graph, m));
+        for (const IndexSet& m : p->match(graph, n)) add(m, subgraph_label(graph, m));
     for (const auto& rule : spec->rules)
       for (const IndexSet& g : generate_groups(graph, *rule, spec->limits)) add(g, subgraph_label(graph, g));
   }

@@ -50,9 +50,9 @@ const BackendSpec& blas_backend() {
     for (PatternPtr head : {conv, conv_bn, gemm, matmul, matmul_bias}) {
       PatternPtr residual = op("Add", {head, wildcard()});  // residual or bias operand
       for (PatternPtr body : {head, residual}) {
-        s.patterns.push_back({"", body});
-        s.patterns.push_back({"", op_any({"Relu", "Sigmoid", "Tanh", "LeakyRelu"}, {body})});
-        s.patterns.push_back({"", op("Clip", {body})->where(clip_const)});
+        s.patterns.push_back(body);
+        s.patterns.push_back(op_any({"Relu", "Sigmoid", "Tanh", "LeakyRelu"}, {body}));
+        s.patterns.push_back(op("Clip", {body})->where(clip_const));
       }
     }
     s.limits.max_nodes = 4;

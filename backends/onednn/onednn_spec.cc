@@ -75,13 +75,13 @@ const BackendSpec& onednn_backend() {
     PatternPtr conv = op("Conv")->where(f32)->where(conv_ok);
     heads.push_back(op("BatchNormalization", {conv, constant(), constant(), constant(), constant()})->where(f32)->where(norm_ok));
     for (const PatternPtr& h : heads) {
-      for (PatternPtr p : {h, act(h), bin(h), act(bin(h)), bin(bin(h)), act(bin(bin(h)))}) s.patterns.push_back({"", p});
+      for (PatternPtr p : {h, act(h), bin(h), act(bin(h)), bin(bin(h)), act(bin(bin(h)))}) s.patterns.push_back(p);
     }
-    s.patterns.push_back({"", op_any({"Softmax", "LogSoftmax"})->where(f32)});
-    s.patterns.push_back({"", op_any({"BatchNormalization", "LayerNormalization"})->where(f32)->where(norm_ok)});
-    s.patterns.push_back({"", eltwise});
-    s.patterns.push_back({"", binary});
-    s.patterns.push_back({"", act(binary)});
+    s.patterns.push_back(op_any({"Softmax", "LogSoftmax"})->where(f32));
+    s.patterns.push_back(op_any({"BatchNormalization", "LayerNormalization"})->where(f32)->where(norm_ok));
+    s.patterns.push_back(eltwise);
+    s.patterns.push_back(binary);
+    s.patterns.push_back(act(binary));
     s.limits.max_nodes = 4;
     s.compile = &onednn::compile;
     s.set_threads = &onednn::set_threads;

@@ -62,10 +62,10 @@ const BackendSpec& xnnpack_backend() {
     PatternPtr binary = op_any({"Add", "Mul"})->where(f32)->where(runtime_binary);
     PatternPtr conv_bn = op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
     for (PatternPtr head : {conv, conv_bn, gemm, matmul, matmul_bias, pool, binary}) {
-      s.patterns.push_back({"", head});
-      s.patterns.push_back({"", clamp(head)});
+      s.patterns.push_back(head);
+      s.patterns.push_back(clamp(head));
     }
-    s.patterns.push_back({"", clamp(wildcard())});
+    s.patterns.push_back(clamp(wildcard()));
     s.limits.max_nodes = 3;
     s.compile = &xnnpack::compile;
     s.set_threads = &xnnpack::set_threads;

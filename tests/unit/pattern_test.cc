@@ -165,7 +165,7 @@ TEST(SubGraphValidity, GroupThatWouldCreateACycleIsRejected) {
   EXPECT_TRUE(convex.is_convex(set_of(g, {"a", "b"})));
   BackendSpec spec;
   spec.name = "test";
-  spec.patterns.push_back({"Add(Relu)", op("Add", {op("Relu"), wildcard()})});  // matches {a, c}
+  spec.patterns.push_back(op("Add", {op("Relu"), wildcard()}));  // matches {a, c}
   auto candidates = enumerate_candidates(g, {&spec});
   for (const Candidate& c : candidates) EXPECT_NE(c.nodes, set_of(g, {"a", "c"}));
   SubGraph sub = make_subgraph(g, set_of(g, {"a", "b"}));
