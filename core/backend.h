@@ -36,6 +36,8 @@ struct BackendSpec {
   std::vector<std::shared_ptr<const PatternRule>> rules;
   GroupLimits limits;
   CompileFn compile;
+  // Graph-level backends: may this node be part of a region the backend runs whole?
+  std::function<bool(const Graph&, const Node&)> supports_node;
   // Sets the library's thread count (process-wide for OpenMP/OpenBLAS); may be empty.
   std::function<void(int threads)> set_threads;
 };

@@ -1,0 +1,137 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backends/native/native_kernel.h"
+#include "backends/native/native_spec.h"
+#include "core/refine.h"
+#include "core/random_inputs.h"
+#include "onnx_test_model.h"
+
+namespace collage {
+namespace {
+
+using testing::import_model;
+using testing::OnnxTestModel;
+
+// A graph-level stand-in that takes Relu, Neg and Add and runs regions with the native kernels.
+BackendSpec graphy() {
+  BackendSpec s;
+  s.name = "graphy";
+  s.version = "test";
+  s.kind = BackendKind::GraphLevel;
+  s.supports_node = [](const Graph&, const Node& n) { return n.op_type == "Relu" || n.op_type == "Neg" || n.op_type == "Add"; };
+  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) { return native::make_fused_kernel(g, sub); };
+  return s;
+}
+
+Placement one_kernel_per_node(const Graph& g) {
+  Placement p;
+  p.model_fingerprint = model_fingerprint(g);
+  for (NodeId n = 0; n < g.num_nodes(); ++n) p.kernels.push_back({{n}, "native", g.node(n).op_type, 1.0});
+  p.predicted_ms = g.num_nodes();
+  return p;
+}
+
+// The stated test fitness: a native kernel costs its op-level cost (1 ms); a
+// graph-level region of m nodes costs 0.3 + 0.5 m, so offloading pays and
+// merging regions pays more.
+double test_fitness(const Placement& p) {
+  double total = 0;
+  for (const PlacedKernel& k : p.kernels)
+    total += k.backend == "graphy" ? 0.3 + 0.5 * static_cast<double>(k.nodes.size()) : k.cost_ms;
+  return total;
+}
+
+// Relu, Neg, Exp, Relu, Neg, Sigmoid, Relu, Neg, plus a skip edge: two runs of offloadable ops.
+Graph mixed_chain() {
+  OnnxTestModel m(17);
+  m.input("x", {2, 8});
+  const char* ops[] = {"Relu", "Neg", "Exp", "Relu", "Neg", "Sigmoid", "Relu", "Neg"};
+  std::string prev = "x";
+  for (int i = 0; i < 8; ++i) {
+    std::string out = "v" + std::to_string(i);
+    m.node(ops[i], {prev}, {out});
+    prev = out;
+  }
+  m.node("Add", {"v1", prev}, {"y"});
+  m.output("y");
+  return import_model(m);
+}
+
+TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  std::vector<std::string> gene_backend;
+  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  ASSERT_EQ(genes.size(), 7u);  // the Relu, Neg and Add kernels
+  double best = 1e9;
+  for (uint32_t bits = 0; bits < (1u << genes.size()); ++bits) {
+    std::vector<uint8_t> genome(genes.size());
+    for (size_t i = 0; i < genes.size(); ++i) genome[i] = (bits >> i) & 1;
+    best = std::min(best, test_fitness(decode_genome(g, seed, genes, gene_backend, genome)));
+  }
+  RefineOptions options;
+  options.population = 12;
+  options.max_generations = 60;
+  options.patience = 20;
+  RefineResult r = refine_placement(g, seed, {&gl}, test_fitness, options);
+  EXPECT_NEAR(r.best_fitness, best, 1e-9);
+  EXPECT_LE(r.best_fitness, r.seed_fitness);
+  EXPECT_NEAR(r.seed_fitness, 9.0, 1e-9);  // 9 native kernels of 1 ms
+  EXPECT_LE(r.evaluations, 128);           // cached: never more than the distinct genomes
+  EXPECT_EQ(r.history.size(), static_cast<size_t>(r.generations));
+  RefineResult again = refine_placement(g, seed, {&gl}, test_fitness, options);
+  EXPECT_EQ(again.best_genome, r.best_genome);  // deterministic for a seed
+}
+
+TEST(Refine, AdjacentKernelsMergeAndCyclicMergesSplit) {
+  // a(Relu) -> b(Exp) -> c(Add) and a -> c: a and c touch, but {a, c} would leave
+  // through b and re-enter, so they must stay apart; c and d merge.
+  OnnxTestModel m(17);
+  m.input("x", {4});
+  m.node("Relu", {"x"}, {"a"});
+  m.node("Exp", {"a"}, {"b"});
+  m.node("Add", {"a", "b"}, {"c"});
+  m.node("Neg", {"c"}, {"d"});
+  m.output("d");
+  Graph g = import_model(m);
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  std::vector<std::string> gene_backend;
+  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  ASSERT_EQ(genes.size(), 3u);  // a, c, d
+  Placement p = decode_genome(g, seed, genes, gene_backend, {1, 1, 1});
+  int regions = 0;
+  size_t largest = 0;
+  for (const PlacedKernel& k : p.kernels)
+    if (k.backend == "graphy") {
+      ++regions;
+      largest = std::max(largest, k.nodes.size());
+    }
+  EXPECT_EQ(regions, 2);   // {a} alone; {c, d} merged
+  EXPECT_EQ(largest, 2u);
+}
+
+TEST(Refine, EveryDecodedPlacementMatchesTheNativeReference) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  std::vector<std::string> gene_backend;
+  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  auto inputs = random_inputs(g, 9);
+  Executor reference(g, native::native_steps(g));
+  auto want = reference.run(inputs);
+  for (uint32_t bits = 0; bits < (1u << genes.size()); bits += 5) {
+    std::vector<uint8_t> genome(genes.size());
+    for (size_t i = 0; i < genes.size(); ++i) genome[i] = (bits >> i) & 1;
+    Placement p = decode_genome(g, seed, genes, gene_backend, genome);
+    Executor ex(g, placement_steps(g, p, {&native_backend(), &gl}, CompileOptions{}));
+    auto got = ex.run(inputs);
+    ASSERT_EQ(got[0].to_double_vector(), want[0].to_double_vector()) << "genome " << bits;
+  }
+}
+
+}  // namespace
+}  // namespace collage
