@@ -6,6 +6,7 @@
 #include "backends/native/native_spec.h"
 #include "backends/onednn/onednn_spec.h"
 #include "backends/xnnpack/xnnpack_spec.h"
+#include "backends/xnnpack_graph/xnnpack_graph.h"
 
 namespace collage {
 
@@ -15,6 +16,7 @@ const std::vector<const BackendSpec*>& all_backends() {
       &onednn_backend(),
       &blas_backend(),
       &xnnpack_backend(),
+      &xnnpack_graph_backend(),
   };
   return backends;
 }

@@ -4,6 +4,11 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
+#include "backends/xnnpack_graph/xnnpack_graph.h"
+#include "core/onnx_import.h"
+#include "resources/samples/zoo.h"
+
+#include <filesystem>
 #include "core/refine.h"
 #include "core/random_inputs.h"
 #include "onnx_test_model.h"
@@ -130,6 +135,37 @@ TEST(Refine, EveryDecodedPlacementMatchesTheNativeReference) {
     Executor ex(g, placement_steps(g, p, {&native_backend(), &gl}, CompileOptions{}));
     auto got = ex.run(inputs);
     ASSERT_EQ(got[0].to_double_vector(), want[0].to_double_vector()) << "genome " << bits;
+  }
+}
+
+// Regions of every size that the genome can produce on the CNN samples run on
+// XNNPACK's subgraph runtime and agree with the native reference.
+TEST(XnnpackGraph, RegionsOnTheSamplesMatchTheNativeReference) {
+  for (const char* name : {"inception_small", "resnet_small", "mobilenet_small"}) {
+    auto path = std::filesystem::temp_directory_path() / (std::string(name) + "_xg" + std::to_string(::getpid()) + ".onnx");
+    samples::build_sample(name).save(path.string());
+    ImportOptions io;
+    io.evaluator = native::node_evaluator();
+    Graph g = import_onnx_file(path.string(), io);
+    std::filesystem::remove(path);
+    Placement seed = one_kernel_per_node(g);
+    std::vector<std::string> gene_backend;
+    auto genes = offloadable_kernels(g, seed, {&xnnpack_graph_backend()}, gene_backend);
+    ASSERT_GT(genes.size(), 5u) << name;
+    auto inputs = random_inputs(g, 4);
+    Executor reference(g, native::native_steps(g));
+    auto want = reference.run(inputs);
+    uint64_t state = 7;
+    for (int trial = 0; trial < 6; ++trial) {
+      std::vector<uint8_t> genome(genes.size());
+      for (auto& bit : genome) bit = trial == 0 ? 1 : (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 63;
+      Placement p = decode_genome(g, seed, genes, gene_backend, genome);
+      Executor ex(g, placement_steps(g, p, {&native_backend(), &xnnpack_graph_backend()}, CompileOptions{}));
+      auto got = ex.run(inputs);
+      auto a = got[0].to_double_vector(), b = want[0].to_double_vector();
+      for (size_t i = 0; i < a.size(); ++i)
+        ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-3 * std::fabs(b[i])) << name << " trial " << trial;
+    }
   }
 }
 

@@ -1,0 +1,234 @@
+#include "backends/xnnpack_graph/xnnpack_graph.h"
+
+#include <xnnpack.h>
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "core/conv_folding.h"
+
+namespace collage {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& why) { throw Error(ErrorKind::Unsupported, "xnnpack-graph: " + why); }
+void check(xnn_status s, const char* what) {
+  if (s != xnn_status_success) refuse(std::string(what) + " failed (status " + std::to_string(s) + ")");
+}
+
+bool const_in(const Graph& g, const Node& n, size_t i) {
+  return i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).constant.has_value();
+}
+
+// What a region may contain: 4-D float tensors except FC, constant weights.
+bool supported(const Graph& g, const Node& n) {
+  auto rank = [&](ValueId v) { return g.value(v).shape.size(); };
+  for (ValueId v : n.inputs)
+    if (v != kNoValue && g.value(v).dtype != DType::Float32) return false;
+  const std::string& op = n.op_type;
+  if (op == "Conv")
+    return rank(n.inputs[0]) == 4 && const_in(g, n, 1) && input_absent_or_constant(g, n, 2);
+  if (op == "Relu") return rank(n.inputs[0]) == 4 || rank(n.inputs[0]) == 2;
+  if (op == "Clip") return (rank(n.inputs[0]) == 4 || rank(n.inputs[0]) == 2) && input_absent_or_constant(g, n, 1) &&
+                           input_absent_or_constant(g, n, 2);
+  if (op == "Add" || op == "Mul")
+    return rank(n.inputs[0]) == 4 && rank(n.inputs[1]) == 4 && !g.value(n.inputs[0]).constant &&
+           !g.value(n.inputs[1]).constant;
+  if (op == "MaxPool") return rank(n.inputs[0]) == 4 && n.outputs.size() == 1 && n.attr_string("auto_pad", "NOTSET") == "NOTSET";
+  if (op == "GlobalAveragePool") return rank(n.inputs[0]) == 4;
+  return false;
+}
+
+void initialize() {
+  static std::once_flag once;
+  static xnn_status status;
+  std::call_once(once, [] { status = xnn_initialize(nullptr); });
+  check(status, "xnn_initialize");
+}
+
+void to_nhwc(const float* in, float* out, int64_t n, int64_t c, int64_t hw) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) out[(b * hw + p) * c + ch] = in[(b * c + ch) * hw + p];
+}
+void to_nchw(const float* in, float* out, int64_t n, int64_t c, int64_t hw) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) out[(b * c + ch) * hw + p] = in[(b * hw + p) * c + ch];
+}
+
+// NHWC dims of an NCHW shape (other ranks unchanged).
+std::vector<size_t> xnn_dims(const Shape& s) {
+  if (s.size() == 4) return {size_t(s[0]), size_t(s[2]), size_t(s[3]), size_t(s[1])};
+  return std::vector<size_t>(s.begin(), s.end());
+}
+
+class RegionKernel : public Kernel {
+ public:
+  RegionKernel(const Graph& g, const SubGraph& sub) : sub_(sub) {
+    initialize();
+    uint32_t external = static_cast<uint32_t>(sub.inputs.size() + sub.outputs.size());
+    xnn_subgraph_t raw = nullptr;
+    check(xnn_create_subgraph(external, 0, &raw), "create subgraph");
+    std::unique_ptr<xnn_subgraph, decltype(&xnn_delete_subgraph)> subgraph(raw, &xnn_delete_subgraph);
+    std::map<ValueId, uint32_t> ids;
+    auto define = [&](ValueId v, uint32_t external_id, uint32_t flags) {
+      std::vector<size_t> dims = xnn_dims(g.value(v).shape);
+      uint32_t id = 0;
+      check(xnn_define_tensor_value(subgraph.get(), xnn_datatype_fp32, dims.size(), dims.data(), nullptr, external_id,
+                                    flags, &id), "define tensor");
+      ids[v] = id;
+      return id;
+    };
+    for (size_t i = 0; i < sub.inputs.size(); ++i) define(sub.inputs[i], static_cast<uint32_t>(i), XNN_VALUE_FLAG_EXTERNAL_INPUT);
+    for (size_t i = 0; i < sub.outputs.size(); ++i)
+      define(sub.outputs[i], static_cast<uint32_t>(sub.inputs.size() + i), XNN_VALUE_FLAG_EXTERNAL_OUTPUT);
+    auto value_id = [&](ValueId v) {
+      auto it = ids.find(v);
+      return it != ids.end() ? it->second : define(v, XNN_INVALID_VALUE_ID, 0);
+    };
+    for (NodeId id : sub.node_list) add_node(g, g.node(id), subgraph.get(), value_id);
+    xnn_runtime_t runtime = nullptr;
+    check(xnn_create_runtime_v2(subgraph.get(), nullptr, 0, &runtime), "create runtime");
+    runtime_.reset(runtime);
+    for (ValueId v : sub.inputs) in_shapes_.push_back(g.value(v).shape);
+    for (ValueId v : sub.outputs) out_shapes_.push_back(g.value(v).shape);
+  }
+
+  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
+    std::lock_guard<std::mutex> lock(mutex_);  // a runtime owns its intermediate buffers
+    std::vector<xnn_external_value> externals;
+    staging_.resize(in_shapes_.size() + out_shapes_.size());
+    for (size_t i = 0; i < in_shapes_.size(); ++i) {
+      const Shape& s = in_shapes_[i];
+      const float* src = inputs[i]->data<float>();
+      if (s.size() == 4) {  // NCHW -> NHWC at the region boundary
+        staging_[i].resize(static_cast<size_t>(shape_size(s)));
+        to_nhwc(src, staging_[i].data(), s[0], s[1], s[2] * s[3]);
+        src = staging_[i].data();
+      }
+      externals.push_back({static_cast<uint32_t>(i), const_cast<float*>(src)});
+    }
+    std::vector<Tensor> outs;
+    for (size_t o = 0; o < out_shapes_.size(); ++o) {
+      outs.push_back(alloc.allocate(DType::Float32, out_shapes_[o]));
+      float* dst = outs.back().data<float>();
+      if (out_shapes_[o].size() == 4) {
+        staging_[in_shapes_.size() + o].resize(static_cast<size_t>(shape_size(out_shapes_[o])));
+        dst = staging_[in_shapes_.size() + o].data();
+      }
+      externals.push_back({static_cast<uint32_t>(in_shapes_.size() + o), dst});
+    }
+    check(xnn_setup_runtime(runtime_.get(), externals.size(), externals.data()), "setup runtime");
+    check(xnn_invoke_runtime(runtime_.get()), "invoke runtime");
+    for (size_t o = 0; o < out_shapes_.size(); ++o) {
+      const Shape& s = out_shapes_[o];
+      if (s.size() == 4) to_nchw(staging_[in_shapes_.size() + o].data(), outs[o].data<float>(), s[0], s[1], s[2] * s[3]);
+    }
+    return outs;
+  }
+
+ private:
+  template <class IdOf>
+  void add_node(const Graph& g, const Node& n, xnn_subgraph_t sg, IdOf&& value_id) {
+    const std::string& op = n.op_type;
+    uint32_t out = value_id(n.outputs[0]);
+    if (op == "Conv") {
+      const Shape& x = g.value(n.inputs[0]).shape;
+      const Shape& y = g.value(n.outputs[0]).shape;
+      IndexSet one(g.nodes.size());
+      one.add(static_cast<size_t>(&n - &g.nodes[0]));
+      FoldedConv f = fold_conv(g, make_subgraph(g, one));
+      const Tensor& w = f.weight;
+      int64_t group = n.attr_int("group", 1), m = w.dim(0), cg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+      auto st = n.attr_ints("strides", {1, 1}), dl = n.attr_ints("dilations", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
+      std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+      int64_t begin[2] = {pads[0], pads[1]}, end[2];
+      for (int d = 0; d < 2; ++d) {
+        int64_t span = ((d ? kw : kh) - 1) * dl[static_cast<size_t>(d)] + 1;
+        if (auto_pad == "VALID") begin[d] = 0;
+        if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+          int64_t total = std::max<int64_t>(0, (y[static_cast<size_t>(d) + 2] - 1) * st[static_cast<size_t>(d)] + span - x[static_cast<size_t>(d) + 2]);
+          begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        }
+        end[d] = std::max<int64_t>(0, (y[static_cast<size_t>(d) + 2] - 1) * st[static_cast<size_t>(d)] + span - x[static_cast<size_t>(d) + 2] - begin[d]);
+      }
+      // Weights OIHW -> [g][M/g][kh][kw][C/g]; buffers live as long as the kernel.
+      weights_.emplace_back(static_cast<size_t>(w.size()));
+      std::vector<float>& packed = weights_.back();
+      for (int64_t o = 0; o < m; ++o)
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t i = 0; i < kh * kw; ++i) packed[static_cast<size_t>((o * kh * kw + i) * cg + c)] = w.data<float>()[(o * cg + c) * kh * kw + i];
+      weights_.emplace_back(static_cast<size_t>(m), 0.0f);
+      if (f.bias) std::memcpy(weights_.back().data(), f.bias->raw(), f.bias->bytes());
+      std::vector<size_t> wd = {size_t(m), size_t(kh), size_t(kw), size_t(cg)}, bd = {size_t(m)};
+      uint32_t wid = 0, bid = 0;
+      check(xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, wd.data(), packed.data(), XNN_INVALID_VALUE_ID, 0, &wid), "weights");
+      check(xnn_define_tensor_value(sg, xnn_datatype_fp32, 1, bd.data(), weights_.back().data(), XNN_INVALID_VALUE_ID, 0, &bid), "bias");
+      check(xnn_define_convolution_2d(sg, uint32_t(begin[0]), uint32_t(end[1]), uint32_t(end[0]), uint32_t(begin[1]), uint32_t(kh),
+                                      uint32_t(kw), uint32_t(st[0]), uint32_t(st[1]), uint32_t(dl[0]), uint32_t(dl[1]), uint32_t(group),
+                                      size_t(cg), size_t(m / group), -INFINITY, INFINITY, value_id(n.inputs[0]), wid, bid, out, 0),
+            "define convolution");
+    } else if (op == "Relu" || op == "Clip") {
+      float lo = op == "Relu" ? 0.0f : -INFINITY, hi = INFINITY;
+      if (op == "Clip" && n.inputs.size() > 1 && n.inputs[1] != kNoValue) lo = float(g.value(n.inputs[1]).constant->to_double_vector()[0]);
+      if (op == "Clip" && n.inputs.size() > 2 && n.inputs[2] != kNoValue) hi = float(g.value(n.inputs[2]).constant->to_double_vector()[0]);
+      check(xnn_define_clamp(sg, lo, hi, value_id(n.inputs[0]), out, 0), "define clamp");
+    } else if (op == "Add" || op == "Mul") {
+      auto define = op == "Add" ? xnn_define_add2 : xnn_define_multiply2;
+      check(define(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), value_id(n.inputs[1]), out, 0), "define binary");
+    } else if (op == "MaxPool") {
+      const Shape& x = g.value(n.inputs[0]).shape;
+      const Shape& y = g.value(n.outputs[0]).shape;
+      auto ks = n.attr_ints("kernel_shape"), st = n.attr_ints("strides", {1, 1}), dl = n.attr_ints("dilations", {1, 1});
+      auto pads = n.attr_ints("pads", {0, 0, 0, 0});
+      int64_t end[2];
+      for (size_t d = 0; d < 2; ++d) end[d] = std::max<int64_t>(0, (y[d + 2] - 1) * st[d] + (ks[d] - 1) * dl[d] + 1 - x[d + 2] - pads[d]);
+      check(xnn_define_max_pooling_2d(sg, uint32_t(pads[0]), uint32_t(end[1]), uint32_t(end[0]), uint32_t(pads[1]), uint32_t(ks[0]),
+                                      uint32_t(ks[1]), uint32_t(st[0]), uint32_t(st[1]), uint32_t(dl[0]), uint32_t(dl[1]), -INFINITY,
+                                      INFINITY, value_id(n.inputs[0]), out, 0),
+            "define max pooling");
+    } else if (op == "GlobalAveragePool") {
+      check(xnn_define_global_average_pooling_2d(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), out, 0), "define global pool");
+    } else {
+      refuse("no subgraph definition for " + op);
+    }
+  }
+
+  struct RuntimeDeleter {
+    void operator()(xnn_runtime* r) const { xnn_delete_runtime(r); }
+  };
+  SubGraph sub_;
+  std::unique_ptr<xnn_runtime, RuntimeDeleter> runtime_;
+  std::vector<Shape> in_shapes_, out_shapes_;
+  std::deque<std::vector<float>> weights_;  // deque: references stay valid as it grows
+  std::vector<std::vector<float>> staging_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+const BackendSpec& xnnpack_graph_backend() {
+  static const BackendSpec spec = [] {
+    BackendSpec s;
+    s.name = "xnnpack-graph";
+    s.version = "0.0~git20220216";
+    s.kind = BackendKind::GraphLevel;
+    s.supports_node = &supported;
+    // Its single-op candidates also feed the op-level search, as in Collage.
+    s.patterns.push_back(op_any({"Conv", "Relu", "Clip", "Add", "Mul", "MaxPool", "GlobalAveragePool"})->where(supported));
+    s.limits.max_nodes = 64;
+    s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
+      for (NodeId n : sub.node_list)
+        if (!supported(g, g.node(n))) refuse(g.node(n).describe() + " is outside what a region may hold");
+      return std::make_unique<RegionKernel>(g, sub);
+    };
+    return s;
+  }();
+  return spec;
+}
+
+}  // namespace collage
