@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include <unistd.h>
@@ -178,7 +179,14 @@ int command_tune(const std::vector<std::string>& argv) {
     copts.threads = threads;
     // Fitness: measured end-to-end latency, median of 7 runs after one warm-up.
     FitnessFn fitness = [&](const Placement& p) {
-      Executor ex(graph, placement_steps(graph, p, backends, copts));
+      std::unique_ptr<Executor> built;
+      try {
+        built = std::make_unique<Executor>(graph, placement_steps(graph, p, backends, copts));
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Unsupported) throw;
+        return std::numeric_limits<double>::infinity();  // a region the library cannot build loses
+      }
+      Executor& ex = *built;
       ex.run(inputs);
       std::vector<double> ms;
       for (int i = 0; i < 7; ++i) {

@@ -91,6 +91,8 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
       if (!touches || !convex.is_convex(joined)) continue;
       std::vector<IndexSet> trial = sets;
       for (size_t q = 0; q < regions.size(); ++q) trial.push_back(q == r ? joined : regions[q]);
+      for (size_t later = k + 1; later < op_level.kernels.size(); ++later)  // not yet placed: count as they are
+        if (offloaded_to[later] >= 0) trial.push_back(set_of(graph, op_level.kernels[later].nodes));
       if (!partition_is_acyclic(graph, trial)) continue;
       regions[r] = joined;
       region_cost[r] += op_level.kernels[k].cost_ms;

@@ -39,6 +39,10 @@ bool supported(const Graph& g, const Node& n) {
            !g.value(n.inputs[1]).constant;
   if (op == "MaxPool") return rank(n.inputs[0]) == 4 && n.outputs.size() == 1 && n.attr_string("auto_pad", "NOTSET") == "NOTSET";
   if (op == "GlobalAveragePool") return rank(n.inputs[0]) == 4;
+  // Folded into the producing Conv when both sit in the region (checked at compile time).
+  if (op == "BatchNormalization")
+    return rank(n.inputs[0]) == 4 && n.outputs.size() == 1 && const_in(g, n, 1) && const_in(g, n, 2) &&
+           const_in(g, n, 3) && const_in(g, n, 4);
   return false;
 }
 
@@ -90,7 +94,7 @@ class RegionKernel : public Kernel {
       auto it = ids.find(v);
       return it != ids.end() ? it->second : define(v, XNN_INVALID_VALUE_ID, 0);
     };
-    for (NodeId id : sub.node_list) add_node(g, g.node(id), subgraph.get(), value_id);
+    for (NodeId id : sub.node_list) add_node(g, g.node(id), sub, subgraph.get(), value_id);
     xnn_runtime_t runtime = nullptr;
     check(xnn_create_runtime_v2(subgraph.get(), nullptr, 0, &runtime), "create runtime");
     runtime_.reset(runtime);
@@ -132,16 +136,34 @@ class RegionKernel : public Kernel {
   }
 
  private:
+  // The BatchNormalization that directly follows `conv` inside the region, if any.
+  static const Node* folded_batch_norm(const Graph& g, const Node& conv, const SubGraph& sub) {
+    const Value& y = g.value(conv.outputs[0]);
+    if (y.consumers.size() != 1 || y.is_graph_output) return nullptr;
+    NodeId c = y.consumers[0];
+    const Node& bn = g.node(c);
+    return bn.op_type == "BatchNormalization" && sub.nodes.contains(static_cast<size_t>(c)) ? &bn : nullptr;
+  }
+
   template <class IdOf>
-  void add_node(const Graph& g, const Node& n, xnn_subgraph_t sg, IdOf&& value_id) {
+  void add_node(const Graph& g, const Node& n, const SubGraph& region, xnn_subgraph_t sg, IdOf&& value_id) {
     const std::string& op = n.op_type;
-    uint32_t out = value_id(n.outputs[0]);
+    if (op == "BatchNormalization") {
+      NodeId producer = g.value(n.inputs[0]).producer;
+      if (producer == kNoNode || !region.nodes.contains(static_cast<size_t>(producer)) ||
+          g.node(producer).op_type != "Conv" || folded_batch_norm(g, g.node(producer), region) != &n)
+        refuse(n.describe() + ": a BatchNormalization must follow a Conv in the same region");
+      return;  // folded into that Conv
+    }
+    const Node* bn = op == "Conv" ? folded_batch_norm(g, n, region) : nullptr;
+    uint32_t out = value_id(bn ? bn->outputs[0] : n.outputs[0]);
     if (op == "Conv") {
       const Shape& x = g.value(n.inputs[0]).shape;
       const Shape& y = g.value(n.outputs[0]).shape;
-      IndexSet one(g.nodes.size());
-      one.add(static_cast<size_t>(&n - &g.nodes[0]));
-      FoldedConv f = fold_conv(g, make_subgraph(g, one));
+      IndexSet nodes(g.nodes.size());
+      nodes.add(static_cast<size_t>(&n - &g.nodes[0]));
+      if (bn) nodes.add(static_cast<size_t>(bn - &g.nodes[0]));
+      FoldedConv f = fold_conv(g, make_subgraph(g, nodes));  // folds the BN when present
       const Tensor& w = f.weight;
       int64_t group = n.attr_int("group", 1), m = w.dim(0), cg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
       auto st = n.attr_ints("strides", {1, 1}), dl = n.attr_ints("dilations", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
@@ -220,6 +242,7 @@ const BackendSpec& xnnpack_graph_backend() {
     s.supports_node = &supported;
     // Its single-op candidates also feed the op-level search, as in Collage.
     s.patterns.push_back(op_any({"Conv", "Relu", "Clip", "Add", "Mul", "MaxPool", "GlobalAveragePool"})->where(supported));
+    s.patterns.push_back(op("BatchNormalization", {op("Conv")->where(supported)})->where(supported));
     s.limits.max_nodes = 64;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
       for (NodeId n : sub.node_list)

@@ -160,7 +160,17 @@ TEST(XnnpackGraph, RegionsOnTheSamplesMatchTheNativeReference) {
       std::vector<uint8_t> genome(genes.size());
       for (auto& bit : genome) bit = trial == 0 ? 1 : (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 63;
       Placement p = decode_genome(g, seed, genes, gene_backend, genome);
-      Executor ex(g, placement_steps(g, p, {&native_backend(), &xnnpack_graph_backend()}, CompileOptions{}));
+      std::vector<ExecStep> steps;
+      try {
+        steps = placement_steps(g, p, {&native_backend(), &xnnpack_graph_backend()}, CompileOptions{});
+      } catch (const Error& e) {
+        // A region with a BatchNormalization but not its Conv is declined (the GA scores it +inf);
+        // offloading everything must always build.
+        ASSERT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
+        ASSERT_NE(trial, 0) << e.what();
+        continue;
+      }
+      Executor ex(g, std::move(steps));
       auto got = ex.run(inputs);
       auto a = got[0].to_double_vector(), b = want[0].to_double_vector();
       for (size_t i = 0; i < a.size(); ++i)
