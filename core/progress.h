@@ -13,7 +13,8 @@ struct ProgressEvent {
   size_t done = 0;
   size_t total = 0;           // 0 when unknown (search)
   std::string message;        // current kernel, or a summary line
-  double best_ms = -1;        // best predicted latency so far (search)
+  double best_ms = -1;        // best predicted latency so far (search) / best fitness (refine)
+  double mean_ms = -1;        // mean fitness of the generation (refine)
   double elapsed_ms = 0;
 };
 

@@ -178,6 +178,7 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
       e.done = static_cast<size_t>(gen + 1);
       e.total = static_cast<size_t>(options.max_generations);
       e.best_ms = r.best_fitness;
+      e.mean_ms = mean;
       e.message = "generation " + std::to_string(gen + 1) + ", mean " + std::to_string(mean) + " ms";
       e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       observer->on_progress(e);

@@ -13,6 +13,12 @@ ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(new QtChart
   series_->setName("best predicted latency (ms)");
   series_->setPointsVisible(true);
   chart->addSeries(series_);
+  best_generation_ = new QtCharts::QLineSeries(chart);
+  best_generation_->setName("refine: best per generation");
+  mean_generation_ = new QtCharts::QLineSeries(chart);
+  mean_generation_->setName("refine: mean per generation");
+  chart->addSeries(best_generation_);
+  chart->addSeries(mean_generation_);
   x_axis_ = new QtCharts::QValueAxis(chart);
   y_axis_ = new QtCharts::QValueAxis(chart);
   x_axis_->setTitleText("seconds");
@@ -30,8 +36,10 @@ ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(new QtChart
   chart->setMargins(QMargins(2, 2, 2, 2));
   chart->addAxis(x_axis_, Qt::AlignBottom);
   chart->addAxis(y_axis_, Qt::AlignLeft);
-  series_->attachAxis(x_axis_);
-  series_->attachAxis(y_axis_);
+  for (QtCharts::QLineSeries* s : {series_, best_generation_, mean_generation_}) {
+    s->attachAxis(x_axis_);
+    s->attachAxis(y_axis_);
+  }
   chart->legend()->setAlignment(Qt::AlignBottom);
   setRenderHint(QPainter::Antialiasing);
   clear();
@@ -39,13 +47,26 @@ ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(new QtChart
 
 void ProgressChart::clear() {
   series_->clear();
+  best_generation_->clear();
+  mean_generation_->clear();
   max_x_ = 1;
   max_y_ = 1;
   x_axis_->setRange(0, max_x_);
   y_axis_->setRange(0, max_y_);
 }
 
-int ProgressChart::point_count() const { return series_->count(); }
+int ProgressChart::point_count() const {
+  return series_->count() + best_generation_->count() + mean_generation_->count();
+}
+
+void ProgressChart::add_generation(int generation, double best_ms, double mean_ms) {
+  best_generation_->append(generation, best_ms);
+  mean_generation_->append(generation, mean_ms);
+  max_x_ = std::max(max_x_, generation * 1.1);
+  max_y_ = std::max(max_y_, std::max(best_ms, mean_ms) * 1.2);
+  x_axis_->setRange(0, max_x_);
+  y_axis_->setRange(0, max_y_);
+}
 
 void ProgressChart::add_point(double seconds, double best_ms) {
   series_->append(seconds, best_ms);

@@ -1,4 +1,4 @@
-// collage-explorer [MODEL] [--tune] [--placement FILE] [--screenshot PATH]
+// collage-explorer [MODEL] [--tune [--refine]] [--placement FILE] [--screenshot PATH]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -14,14 +14,16 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addPositionalArgument("model", "ONNX model to open");
   QCommandLineOption tune({"t", "tune"}, "Tune after opening the model.");
+  QCommandLineOption refine("refine", "After tuning, run the graph-level search (with --screenshot).");
   QCommandLineOption placement("placement", "Placement JSON to load.", "file");
   QCommandLineOption screenshot("screenshot", "Save the window as PNG when ready, then exit.", "path");
-  parser.addOptions({tune, placement, screenshot});
+  parser.addOptions({tune, refine, placement, screenshot});
   parser.process(app);
   collage::MainWindow window;
   window.show();
   const QStringList args = parser.positionalArguments();
-  if (parser.isSet(screenshot)) window.screenshot_when_ready(parser.value(screenshot), parser.isSet(tune));
+  if (parser.isSet(screenshot))
+    window.screenshot_when_ready(parser.value(screenshot), parser.isSet(tune), parser.isSet(refine));
   if (!args.isEmpty()) {
     window.open_model(args[0]);
     if (parser.isSet(tune) && !parser.isSet(screenshot)) {

@@ -24,6 +24,7 @@
 #include <QTimer>
 #include <QToolBar>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -32,6 +33,7 @@
 #include "core/executor.h"
 #include "core/graph_analysis.h"
 #include "core/onnx_import.h"
+#include "core/refine.h"
 #include "widgets/backend_colors.h"
 #include "widgets/graph_view.h"
 #include "widgets/progress_chart.h"
@@ -46,7 +48,7 @@ class SignalObserver : public ProgressObserver {
   SignalObserver(MainWindow* window, std::atomic<bool>& cancel) : window_(window), cancel_(cancel) {}
   void on_progress(const ProgressEvent& e) override {
     emit window_->progress(static_cast<int>(e.stage), e.done, e.total, QString::fromStdString(e.message), e.best_ms,
-                           e.elapsed_ms);
+                           e.elapsed_ms, e.mean_ms);
   }
   bool cancel_requested() const override { return cancel_.load(); }
 
@@ -137,6 +139,8 @@ MainWindow::MainWindow() {
     if (!path.isEmpty()) open_model(path);
   });
   tune_action_ = bar->addAction("Tune", this, &MainWindow::start_tune);
+  refine_action_ = bar->addAction("Refine", this, &MainWindow::start_refine);
+  refine_action_->setToolTip("graph-level search: offload regions to graph-level backends, judged by measured latency");
   stop_action_ = bar->addAction("Stop", this, [this] { cancel_ = true; });
   stop_action_->setEnabled(false);
   bar->addAction("Fit", view_, &GraphView::fit);
@@ -183,6 +187,7 @@ MainWindow::MainWindow() {
   connect(this, &MainWindow::model_loaded, this, &MainWindow::on_model_loaded, Qt::QueuedConnection);
   connect(this, &MainWindow::progress, this, &MainWindow::on_progress, Qt::QueuedConnection);
   connect(this, &MainWindow::tune_finished, this, &MainWindow::on_tune_finished, Qt::QueuedConnection);
+  connect(this, &MainWindow::refine_finished, this, &MainWindow::on_refine_finished, Qt::QueuedConnection);
   connect(view_, &GraphView::node_selected, this, &MainWindow::show_node);
   connect(view_, &GraphView::node_context_menu, this, &MainWindow::node_menu);
   QSettings settings;
@@ -327,7 +332,13 @@ void MainWindow::start_tune() {
 }
 
 void MainWindow::on_progress(int stage, qulonglong done, qulonglong total, const QString& message, double best_ms,
-                             double elapsed_ms) {
+                             double elapsed_ms, double mean_ms) {
+  if (stage == static_cast<int>(ProgressEvent::Stage::Refine)) {
+    chart_->add_generation(static_cast<int>(done), best_ms, mean_ms);
+    status_->setText(QString("refining: generation %1, best %2 ms, mean %3 ms").arg(done).arg(best_ms, 0, 'f', 3).arg(mean_ms, 0, 'f', 3));
+    log(status_->text());
+    return;
+  }
   if (stage == static_cast<int>(ProgressEvent::Stage::Measure)) {
     progress_->setRange(0, static_cast<int>(total));
     progress_->setValue(static_cast<int>(done));
@@ -375,6 +386,84 @@ void MainWindow::on_tune_finished(bool ok, const QString& message) {
   }
   status_->setText(summary);
   log(summary);
+  if (!screenshot_path_.isEmpty() && screenshot_after_refine_) start_refine();
+  else maybe_screenshot();
+}
+
+void MainWindow::start_refine() {
+  if (!graph_ || !placement_ || worker_.joinable()) {
+    if (!placement_) notify(this, QMessageBox::Information, "Refine", "Tune first: refinement starts from the op-level placement.");
+    return;
+  }
+  std::vector<const BackendSpec*> backends = selected_backends(), graph_level;
+  for (const BackendSpec* b : backends)
+    if (b->kind == BackendKind::GraphLevel) graph_level.push_back(b);
+  if (graph_level.empty()) {
+    notify(this, QMessageBox::Information, "Refine", "Select a graph-level backend (xnnpack-graph) first.");
+    return;
+  }
+  cancel_ = false;
+  tune_action_->setEnabled(false);
+  refine_action_->setEnabled(false);
+  stop_action_->setEnabled(true);
+  Placement start = *placement_;
+  std::vector<Tensor> inputs = tuned_ ? tuned_->inputs : std::vector<Tensor>{};
+  int threads = threads_->value();
+  log("refining with measured fitness (median of 5 runs per genome)");
+  worker_ = std::thread([this, start, backends, graph_level, inputs, threads] {
+    try {
+      for (const BackendSpec* b : backends)
+        if (b->set_threads) b->set_threads(threads);
+      CompileOptions copts;
+      copts.threads = threads;
+      FitnessFn fitness = [&](const Placement& p) {
+        std::unique_ptr<Executor> ex;
+        try {
+          ex = std::make_unique<Executor>(*graph_, placement_steps(*graph_, p, backends, copts));
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::Unsupported) throw;
+          return std::numeric_limits<double>::infinity();
+        }
+        ex->run(inputs);
+        std::vector<double> ms;
+        for (int i = 0; i < 5; ++i) {
+          auto t0 = std::chrono::steady_clock::now();
+          ex->run(inputs);
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        return ms[2];
+      };
+      RefineOptions options;
+      options.time_budget_s = 120;
+      SignalObserver observer(this, cancel_);
+      auto result = std::make_shared<RefineResult>(refine_placement(*graph_, start, graph_level, fitness, options, &observer));
+      QMetaObject::invokeMethod(this, [this, result] {
+        placement_ = result->best;
+        log(QString("refined: op-level %1 ms -> %2 ms measured fitness (%3x), %4 generations, %5 evaluations")
+                .arg(result->seed_fitness, 0, 'f', 3).arg(result->best_fitness, 0, 'f', 3)
+                .arg(result->seed_fitness / result->best_fitness, 0, 'f', 2).arg(result->generations).arg(result->evaluations));
+      }, Qt::QueuedConnection);
+      emit refine_finished(true, QString());
+    } catch (const std::exception& e) {
+      emit refine_finished(false, QString::fromStdString(e.what()));
+    }
+  });
+}
+
+void MainWindow::on_refine_finished(bool ok, const QString& message) {
+  join_worker();
+  tune_action_->setEnabled(true);
+  refine_action_->setEnabled(true);
+  stop_action_->setEnabled(false);
+  if (!ok) {
+    log("refine stopped: " + message);
+    status_->setText("Refine stopped: " + message);
+    maybe_screenshot();
+    return;
+  }
+  view_->set_placement(&*placement_);  // recolour with the regions
+  status_->setText(QString("refined placement: %1 kernels").arg(placement_->kernels.size()));
   maybe_screenshot();
 }
 
@@ -610,9 +699,10 @@ void MainWindow::dropEvent(QDropEvent* event) {
   }
 }
 
-void MainWindow::screenshot_when_ready(const QString& path, bool after_tune) {
+void MainWindow::screenshot_when_ready(const QString& path, bool after_tune, bool after_refine) {
   screenshot_path_ = path;
-  screenshot_after_tune_ = after_tune;
+  screenshot_after_tune_ = after_tune || after_refine;
+  screenshot_after_refine_ = after_refine;
 }
 
 void MainWindow::maybe_screenshot() {

@@ -39,8 +39,9 @@ class MainWindow : public QMainWindow {
   void open_model(const QString& path);
   void load_placement(const QString& path);
   void start_tune();
+  void start_refine();  // graph-level search from the current placement (fitness measured)
   // Saves the whole window as PNG once the model is shown (and tuned, if asked), then quits.
-  void screenshot_when_ready(const QString& path, bool after_tune);
+  void screenshot_when_ready(const QString& path, bool after_tune, bool after_refine = false);
   const Pins& pins() const { return pins_; }
   const std::optional<Placement>& placement() const { return placement_; }
   int node_id(const std::string& name) const;  // -1 if absent
@@ -55,12 +56,16 @@ class MainWindow : public QMainWindow {
 
  signals:
   void model_loaded(bool ok, QString message);
-  void progress(int stage, qulonglong done, qulonglong total, QString message, double best_ms, double elapsed_ms);
+  void progress(int stage, qulonglong done, qulonglong total, QString message, double best_ms, double elapsed_ms,
+                double mean_ms);
   void tune_finished(bool ok, QString message);
+  void refine_finished(bool ok, QString message);
 
  private:
   void on_model_loaded(bool ok, const QString& message);
-  void on_progress(int stage, qulonglong done, qulonglong total, const QString& message, double best_ms, double elapsed_ms);
+  void on_progress(int stage, qulonglong done, qulonglong total, const QString& message, double best_ms, double elapsed_ms,
+                   double mean_ms);
+  void on_refine_finished(bool ok, const QString& message);
   void on_tune_finished(bool ok, const QString& message);
   void show_node(int node);
   void fill_cost_table();
@@ -87,6 +92,7 @@ class MainWindow : public QMainWindow {
   QSpinBox* threads_;
   QAction* tune_action_;
   QAction* stop_action_;
+  QAction* refine_action_;
   std::vector<QAction*> backend_actions_;
 
   QString model_path_;
@@ -108,6 +114,7 @@ class MainWindow : public QMainWindow {
   std::atomic<bool> cancel_{false};
   QString screenshot_path_;
   bool screenshot_after_tune_ = false;
+  bool screenshot_after_refine_ = false;
 };
 
 }  // namespace collage

@@ -132,6 +132,18 @@ class ExplorerTest : public QObject {
     }
     fs::remove(saved);
 
+    // Graph-level refinement: generations reach the chart, the result recolours the graph.
+    QSignalSpy refined(&window, &MainWindow::refine_finished);
+    int points = window.progress_chart()->point_count();
+    window.start_refine();
+    QVERIFY(wait_for(refined, 120000));
+    QCOMPARE(refined.takeFirst().at(0).toBool(), true);
+    QCoreApplication::processEvents();
+    QVERIFY(window.progress_chart()->point_count() > points);
+    for (const auto& k : window.placement()->kernels)
+      for (collage::NodeId n : k.nodes)
+        QCOMPARE(window.graph_view()->node_fill(n), collage::backend_color(QString::fromStdString(k.backend)));
+
     // Pin the first conv to BLAS and re-search: the placement honours it.
     int conv = window.node_id("/conv1/Conv");
     QVERIFY(conv >= 0);
