@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <unordered_map>
 
@@ -162,7 +163,11 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
     std::vector<double> fit;
     for (const auto& g : population) fit.push_back(evaluate(g));
     size_t best = static_cast<size_t>(std::min_element(fit.begin(), fit.end()) - fit.begin());
-    double mean = std::accumulate(fit.begin(), fit.end(), 0.0) / static_cast<double>(fit.size());
+    double sum = 0;  // mean over buildable genomes (unbuildable ones score +inf)
+    int finite = 0;
+    for (double f : fit)
+      if (std::isfinite(f)) sum += f, ++finite;
+    double mean = finite ? sum / finite : fit[best];
     r.history.emplace_back(fit[best], mean);
     r.generations = gen + 1;
     if (fit[best] < r.best_fitness) {

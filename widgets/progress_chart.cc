@@ -21,7 +21,7 @@ ProgressChart::ProgressChart(QWidget* parent) : QtCharts::QChartView(new QtChart
   chart->addSeries(mean_generation_);
   x_axis_ = new QtCharts::QValueAxis(chart);
   y_axis_ = new QtCharts::QValueAxis(chart);
-  x_axis_->setTitleText("seconds");
+  x_axis_->setTitleText("seconds (search) / generation (refine)");
   y_axis_->setTitleText("ms");
   x_axis_->setLabelFormat("%.1f");
   y_axis_->setLabelFormat("%.1f");
