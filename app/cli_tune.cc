@@ -197,7 +197,8 @@ int command_tune(const std::vector<std::string>& argv) {
       return median_of(ms);
     };
     auto t0 = std::chrono::steady_clock::now();
-    RefineResult refined = refine_placement(graph, placement, graph_level, fitness, ropts, &progress);
+    RefineResult refined = refine_placement(graph, placement, graph_level, cached_fitness(fitness, db.get(), graph, threads),
+                                            ropts, &progress);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     final_placement = refined.best;
     PlacementRun after = run_placement(graph, final_placement, backends, threads, repeat, inputs);

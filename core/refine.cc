@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 
+#include "core/kernel_signature.h"
 #include "core/subgraph.h"
 
 namespace collage {
@@ -120,6 +122,35 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
   out.predicted_ms = 0;
   for (const PlacedKernel& k : out.kernels) out.predicted_ms += k.cost_ms + out.epsilon_ms;
   return out;
+}
+
+FitnessFn cached_fitness(FitnessFn fitness, CostDb* db, const Graph& graph, int threads) {
+  if (!db) return fitness;
+  std::string model = model_fingerprint(graph);
+  return [fitness = std::move(fitness), db, model, threads](const Placement& p) {
+    // Keyed like kernel costs: a canonical text of the whole placement.
+    std::string signature = "placement|" + model + "|";
+    for (const PlacedKernel& k : p.kernels) {
+      auto version = p.backend_versions.find(k.backend);
+      signature += k.backend + "@" + (version == p.backend_versions.end() ? "" : version->second) + ":";
+      for (NodeId n : k.nodes) signature += std::to_string(n) + ",";
+      signature += ";";
+    }
+    CostKey key{signature, threads, device_fingerprint()};
+    if (auto hit = db->find(key)) return hit->cost.valid ? hit->cost.median_ms : std::numeric_limits<double>::infinity();
+    double ms = fitness(p);
+    CostRecord record;
+    record.key = key;
+    record.backend = "placement";
+    record.backend_version = "1";
+    record.label = "refine genome (" + std::to_string(p.kernels.size()) + " kernels)";
+    record.cost.valid = std::isfinite(ms);
+    record.cost.reason = record.cost.valid ? "" : "a region could not be built";
+    record.cost.median_ms = std::isfinite(ms) ? ms : 0;
+    record.cost.samples = 1;
+    db->put(record);
+    return ms;
+  };
 }
 
 RefineResult refine_placement(const Graph& graph, const Placement& op_level,

@@ -12,6 +12,7 @@
 #include <map>
 #include <vector>
 
+#include "core/cost_db.h"
 #include "core/placement.h"
 #include "core/progress.h"
 
@@ -50,6 +51,10 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
 std::vector<size_t> offloadable_kernels(const Graph& graph, const Placement& op_level,
                                         const std::vector<const BackendSpec*>& graph_level,
                                         std::vector<std::string>& gene_backend);
+
+// Wraps `fitness` with the cost DB: a placement measured once (same model, kernels,
+// backends, threads, device) is never measured again, across runs. `db` may be null.
+FitnessFn cached_fitness(FitnessFn fitness, CostDb* db, const Graph& graph, int threads);
 
 RefineResult refine_placement(const Graph& graph, const Placement& op_level,
                               const std::vector<const BackendSpec*>& graph_level, const FitnessFn& fitness,

@@ -437,7 +437,9 @@ void MainWindow::start_refine() {
       RefineOptions options;
       options.time_budget_s = 120;
       SignalObserver observer(this, cancel_);
-      auto result = std::make_shared<RefineResult>(refine_placement(*graph_, start, graph_level, fitness, options, &observer));
+      CostDb db(cost_db_path().toStdString());
+      auto result = std::make_shared<RefineResult>(
+          refine_placement(*graph_, start, graph_level, cached_fitness(fitness, &db, *graph_, threads), options, &observer));
       QMetaObject::invokeMethod(this, [this, result] {
         placement_ = result->best;
         log(QString("refined: op-level %1 ms -> %2 ms measured fitness (%3x), %4 generations, %5 evaluations")

@@ -91,6 +91,30 @@ TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {
   EXPECT_EQ(again.best_genome, r.best_genome);  // deterministic for a seed
 }
 
+TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  auto path = (std::filesystem::temp_directory_path() / ("refine_db_" + std::to_string(::getpid()))).string();
+  int calls = 0;
+  FitnessFn counting = [&](const Placement& p) { ++calls; return test_fitness(p); };
+  RefineOptions options;
+  RefineResult first, second;
+  {
+    CostDb db(path);
+    first = refine_placement(g, seed, {&gl}, cached_fitness(counting, &db, g, 1), options);
+  }
+  int first_calls = calls;
+  EXPECT_EQ(first_calls, first.evaluations);
+  {
+    CostDb db(path);  // a later run on the same model measures nothing it has seen
+    second = refine_placement(g, seed, {&gl}, cached_fitness(counting, &db, g, 1), options);
+  }
+  EXPECT_EQ(calls, first_calls);
+  EXPECT_EQ(second.best_genome, first.best_genome);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
 TEST(Refine, AdjacentKernelsMergeAndCyclicMergesSplit) {
   // a(Relu) -> b(Exp) -> c(Add) and a -> c: a and c touch, but {a, c} would leave
   // through b and re-enter, so they must stay apart; c and d merge.
