@@ -1,4 +1,6 @@
 #include "backends/onednn/onednn_kernels.h"
+
+#include "backends/onednn/onednn_fusion.h"
 #include "core/conv_folding.h"
 
 #include <omp.h>
@@ -9,6 +11,7 @@
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <variant>
 
 namespace collage::onednn {
 
@@ -25,7 +28,8 @@ dnnl::engine& cpu() {
   return e;
 }
 
-memory::dims dims_of(const Shape& s) { return memory::dims(s.begin(), s.end()); }
+// Scalars are [1] to oneDNN, which has no rank-0 memory.
+memory::dims dims_of(const Shape& s) { return s.empty() ? memory::dims{1} : memory::dims(s.begin(), s.end()); }
 
 tag plain_tag(size_t rank) {
   switch (rank) {
@@ -39,57 +43,12 @@ tag plain_tag(size_t rank) {
   }
 }
 
-memory::desc plain(const Shape& s) { return memory::desc(dims_of(s), dt::f32, plain_tag(s.size())); }
+memory::desc plain(const Shape& s) { return memory::desc(dims_of(s), dt::f32, plain_tag(std::max<size_t>(1, s.size()))); }
 memory::desc any(const Shape& s) { return memory::desc(dims_of(s), dt::f32, tag::any); }
 
 const Tensor& constant_of(const Graph& g, ValueId v) {
   if (v == kNoValue || !g.value(v).constant) refuse("expected a constant input");
   return *g.value(v).constant;
-}
-
-struct Eltwise {
-  dnnl::algorithm alg;
-  float alpha = 0, beta = 0;
-};
-
-std::optional<Eltwise> eltwise_of(const Graph& g, const Node& n) {
-  using A = dnnl::algorithm;
-  const std::string& op = n.op_type;
-  if (op == "Relu") return Eltwise{A::eltwise_relu};
-  if (op == "LeakyRelu") return Eltwise{A::eltwise_relu, n.attr_float("alpha", 0.01f)};
-  if (op == "Elu") return Eltwise{A::eltwise_elu, n.attr_float("alpha", 1.0f)};
-  if (op == "Sigmoid") return Eltwise{A::eltwise_logistic};
-  if (op == "Tanh") return Eltwise{A::eltwise_tanh};
-  if (op == "Exp") return Eltwise{A::eltwise_exp};
-  if (op == "Log") return Eltwise{A::eltwise_log};
-  if (op == "Sqrt") return Eltwise{A::eltwise_sqrt};
-  if (op == "Abs") return Eltwise{A::eltwise_abs};
-  if (op == "Neg") return Eltwise{A::eltwise_linear, -1.0f, 0.0f};
-  if (op == "HardSwish") return Eltwise{A::eltwise_hardswish};
-  if (op == "Gelu") return Eltwise{n.attr_string("approximate", "none") == "tanh" ? A::eltwise_gelu_tanh : A::eltwise_gelu_erf};
-  if (op == "Clip") {
-    auto bound = [&](size_t i, float fallback) {
-      if (i >= n.inputs.size() || n.inputs[i] == kNoValue) return fallback;
-      const Value& v = g.value(n.inputs[i]);
-      if (!v.constant || v.constant->size() != 1) return NAN;
-      return static_cast<float>(v.constant->to_double_vector()[0]);
-    };
-    float lo = bound(1, -FLT_MAX), hi = bound(2, FLT_MAX);
-    if (std::isnan(lo) || std::isnan(hi)) return std::nullopt;
-    return Eltwise{A::eltwise_clip_v2, lo, hi};
-  }
-  return std::nullopt;
-}
-
-std::optional<dnnl::algorithm> binary_of(const std::string& op) {
-  using A = dnnl::algorithm;
-  if (op == "Add") return A::binary_add;
-  if (op == "Sub") return A::binary_sub;
-  if (op == "Mul") return A::binary_mul;
-  if (op == "Div") return A::binary_div;
-  if (op == "Max") return A::binary_max;
-  if (op == "Min") return A::binary_min;
-  return std::nullopt;
 }
 
 // `s` padded with leading 1s to `rank`.
@@ -125,8 +84,9 @@ class PrimitiveKernel : public Kernel {
     runtime_.push_back(std::move(r));
   }
 
-  void bind_output(const memory::desc& produced) {
-    out_user_ = memory(plain(out_shape_), cpu(), DNNL_MEMORY_NONE);
+  // `as` views the output with the rank the primitive was created for.
+  void bind_output(const memory::desc& produced, const Shape& as) {
+    out_user_ = memory(plain(as), cpu(), DNNL_MEMORY_NONE);
     if (produced != out_user_.get_desc()) {
       out_internal_ = memory(produced, cpu());
       out_reorder_ = dnnl::reorder(*out_internal_, out_user_);
@@ -189,56 +149,87 @@ int input_index(const Graph& g, const SubGraph& sub, ValueId v) {
   return static_cast<int>(it - sub.inputs.begin());
 }
 
-// Post-ops for the nodes after the head: element-wise ops and binary ops whose
+// Post-ops for the units after the head: eltwise stages, and binary ops whose
 // other operand is a runtime input or a constant broadcastable to the output.
 struct PostOps {
   dnnl::post_ops ops;
-  std::vector<std::pair<int, memory>> constant_args;             // arg id -> memory
-  std::vector<std::tuple<int, int, memory::desc>> runtime_args;  // arg id, input index, desc
+  std::vector<std::pair<int, memory>> constant_args;  // arg id -> memory
+  // arg id, input index, plain layout of the input, layout the primitive reads
+  std::vector<std::tuple<int, int, memory::desc, memory::desc>> runtime_args;
+  bool full_operand = false;  // some binary operand has the result's full shape
 };
 
-// `first` is the first node after the head (a folded BatchNormalization counts as head).
-PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape, size_t first = 1) {
+void append(PostOps& p, const std::vector<Eltwise>& stages) {
+  for (const Eltwise& e : stages) p.ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+}
+
+// `units[first...]` applied to the head's result `current`; `pending` stages come first
+// (the rest of a multi-stage eltwise head, or the sign/reciprocal of a swapped binary head).
+// `full_layout`: the layout for operands of the result's full shape (the head's
+// blocked destination layout; plain when absent).
+PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape, const std::vector<Unit>& units,
+                     size_t first, ValueId current, const std::vector<Eltwise>& pending = {}, size_t min_rank = 0,
+                     const std::optional<memory::desc>& full_layout = std::nullopt) {
   PostOps p;
-  ValueId current = g.node(sub.node_list[first - 1]).outputs[0];
-  int index = 0;
-  for (size_t i = first; i < sub.node_list.size(); ++i, ++index) {
-    const Node& n = g.node(sub.node_list[i]);
-    if (auto e = eltwise_of(g, n)) {
-      if (n.inputs[0] != current) refuse(n.op_type + " is not on the chain");
-      p.ops.append_eltwise(1.0f, e->alg, e->alpha, e->beta);
-    } else if (auto b = binary_of(n.op_type)) {
-      bool first = n.inputs[0] == current;
-      if (!first && n.inputs[1] != current) refuse("binary op not on the chain");
-      if (!first && n.op_type != "Add" && n.op_type != "Mul" && n.op_type != "Max" && n.op_type != "Min")
-        refuse("non-commutative binary op with the chain as second operand");
-      ValueId other = first ? n.inputs[1] : n.inputs[0];
-      const Value& ov = g.value(other);
-      if (ov.shape.size() > out_shape.size()) refuse("binary operand of higher rank");
-      Shape os = pad_rank(ov.shape, out_shape.size());
-      for (size_t d = 0; d < os.size(); ++d)
-        if (os[d] != 1 && os[d] != out_shape[d]) refuse("binary operand does not broadcast to the output");
-      memory::desc md = plain(os);
-      p.ops.append_binary(*b, md);
-      int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1;
-      if (ov.constant) p.constant_args.emplace_back(arg, constant_memory(*ov.constant, md));
-      else p.runtime_args.emplace_back(arg, input_index(g, sub, other), md);
-    } else {
-      refuse(n.op_type + " cannot be a post-op");
+  size_t rank = std::max(min_rank, out_shape.size());
+  append(p, pending);
+  for (size_t i = first; i < units.size(); ++i) {
+    const Unit& u = units[i];
+    // Post-ops write the head's destination: the chain may not grow by broadcasting.
+    if (g.value(current).shape != out_shape) refuse("the chain is broadcast to a larger shape");
+    if (!u.binary) {
+      if (u.in != current) refuse("element-wise op is not on the chain");
+      append(p, u.stages);
+      current = u.out;
+      continue;
     }
+    const Node& n = *u.binary;
+    bool chain_first = n.inputs[0] == current;
+    if (chain_first == (n.inputs[1] == current)) refuse(n.op_type + " must combine the chain with another value");
+    ValueId other = chain_first ? n.inputs[1] : n.inputs[0];
+    const Value& ov = g.value(other);
+    if (ov.producer != kNoNode && sub.nodes.contains(static_cast<size_t>(ov.producer)))
+      refuse(n.op_type + " operand computed inside the group");
+    if (ov.shape.size() > out_shape.size() || g.value(n.outputs[0]).shape != out_shape)
+      refuse("binary operand does not broadcast to the output");
+    Shape os = pad_rank(ov.shape, rank), full_shape = pad_rank(out_shape, rank);
+    for (size_t d = 0; d < os.size(); ++d)
+      if (os[d] != 1 && os[d] != full_shape[d]) refuse("binary operand does not broadcast to the output");
+    dnnl::algorithm alg = *binary_of(n.op_type);
+    // other - chain = -(chain - other); other / chain = other * chain^-1.
+    if (!chain_first && n.op_type == "Div") {
+      p.ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_pow, 1.0f, -1.0f);
+      alg = dnnl::algorithm::binary_mul;
+    }
+    memory::desc user = plain(os);
+    bool full = os == full_shape;
+    p.full_operand = p.full_operand || full;
+    memory::desc md = full && full_layout ? *full_layout : user;
+    int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.ops.len()) | DNNL_ARG_SRC_1;
+    p.ops.append_binary(alg, md);
+    if (!chain_first && n.op_type == "Sub") p.ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, -1.0f, 0.0f);
+    if (ov.constant) p.constant_args.emplace_back(arg, constant_memory(*ov.constant, user, md));
+    else p.runtime_args.emplace_back(arg, input_index(g, sub, other), user, md);
     current = n.outputs[0];
   }
-  if (current != sub.outputs.at(0) || sub.outputs.size() != 1) refuse("the group must be one chain with one output");
+  if (sub.outputs.size() != 1 || current != sub.outputs[0] || g.value(current).shape != out_shape) refuse("the group must be one chain with one output");
   return p;
 }
 
+// Post-ops for a primitive head node_list[0 .. first) producing `head_out`.
+PostOps post_ops_after(const Graph& g, const SubGraph& sub, size_t first,
+                       const std::optional<memory::desc>& full_layout = std::nullopt) {
+  ValueId head_out = g.node(sub.node_list.at(first - 1)).outputs.at(0);
+  return post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape, units_of(g, sub, first), 0, head_out, {}, 0, full_layout);
+}
+
 template <class PD>
-std::unique_ptr<PrimitiveKernel> finish(const PD& pd, const Shape& out_shape, const PostOps& post) {
+std::unique_ptr<PrimitiveKernel> finish(const PD& pd, const Shape& out_shape, const PostOps& post, size_t min_rank = 0) {
   auto k = std::make_unique<PrimitiveKernel>(dnnl::primitive(pd), out_shape);
-  k->bind_output(pd.dst_desc());
+  k->bind_output(pd.dst_desc(), pad_rank(out_shape, std::max(min_rank, out_shape.size())));
   k->set_scratchpad(pd.scratchpad_desc());
   for (const auto& [arg, mem] : post.constant_args) k->bind_constant(arg, mem);
-  for (const auto& [arg, input, md] : post.runtime_args) k->bind_input(arg, input, md, md);
+  for (const auto& [arg, input, user, want] : post.runtime_args) k->bind_input(arg, input, user, want);
   return k;
 }
 
@@ -261,6 +252,8 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   auto dils = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
   auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (strides.size() != s || dils.size() != s || pads.size() != 2 * s || w.size() != x.size() || y.size() != x.size())
+    refuse("convolution attribute sizes do not match the input rank");
   for (size_t d = 0; d < s; ++d) {
     int64_t in = x[d + 2], out = y[d + 2], span = (w[d + 2] - 1) * dils[d] + 1;
     int64_t l = pads[d], r = pads[d + s];
@@ -294,6 +287,8 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   const Shape& ys = g.value(n.outputs[0]).shape;
   const Shape& out = g.value(sub.outputs.at(0)).shape;
   int64_t group = n.attr_int("group", 1);
+  if (group < 1 || w.shape().size() != xs.size() || xs[1] % group != 0 || w.shape()[0] % group != 0)
+    refuse("group does not divide the channels");
   // oneDNN grouped weights: [g, oc/g, ic/g, k...] (conv) / [g, oc/g, ic/g, k...] from ONNX's [ic, oc/g, k...] (deconv).
   Shape ws = w.shape();
   Tensor wt = w;
@@ -316,99 +311,150 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   }
   if (transposed && group == 1) ws.erase(ws.begin());
   ConvGeometry geo = conv_geometry(n, xs, w.shape(), ys, transposed);
-  PostOps post = post_ops_for(g, sub, out, first_post);
   std::optional<memory::desc> bias_md;
   if (folded_bias) bias_md = plain(folded_bias->shape());
-  auto attr = attr_with(post);
   memory::desc w_any(dims_of(ws), dt::f32, tag::any);
-  auto make = [&](auto pd) -> std::unique_ptr<Kernel> {
+  auto build = [&](auto prim, const PostOps& post, const memory::desc& src, const memory::desc& dst) {
+    using Prim = decltype(prim);
+    using P = dnnl::prop_kind;
+    auto alg = transposed ? dnnl::algorithm::deconvolution_direct : dnnl::algorithm::convolution_direct;
+    auto d = bias_md ? typename Prim::desc(P::forward_inference, alg, src, w_any, *bias_md, dst, geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
+                     : typename Prim::desc(P::forward_inference, alg, src, w_any, dst, geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
+    return typename Prim::primitive_desc(d, attr_with(post), cpu());
+  };
+  auto make = [&](auto prim) -> std::unique_ptr<Kernel> {
+    PostOps post = post_ops_after(g, sub, first_post);
+    auto pd = build(prim, post, any(xs), any(out));
+    if (post.full_operand) {
+      // A full-shape operand in plain layout drives oneDNN 2.6 to its slow gemm
+      // convolution (~9x): read it in the layout the convolution picks on its own.
+      auto alone = build(prim, PostOps{}, any(xs), any(out));
+      PostOps blocked = post_ops_after(g, sub, first_post, alone.dst_desc());
+      try {
+        pd = build(prim, blocked, alone.src_desc(), alone.dst_desc());
+        post = std::move(blocked);
+      } catch (const dnnl::error&) {
+        // keep the plain-operand primitive
+      }
+    }
     auto k = finish(pd, out, post);
     k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
     k->bind_constant(DNNL_ARG_WEIGHTS, constant_memory(wt, plain(ws), pd.weights_desc()));
     if (bias_md) k->bind_constant(DNNL_ARG_BIAS, constant_memory(*folded_bias, *bias_md));
     return k;
   };
-  using P = dnnl::prop_kind;
-  if (!transposed) {
-    auto d = bias_md ? dnnl::convolution_forward::desc(P::forward_inference, dnnl::algorithm::convolution_direct, any(xs),
-                                                        w_any, *bias_md, any(out), geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
-                     : dnnl::convolution_forward::desc(P::forward_inference, dnnl::algorithm::convolution_direct, any(xs),
-                                                        w_any, any(out), geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
-    return make(dnnl::convolution_forward::primitive_desc(d, attr, cpu()));
-  }
-  auto d = bias_md ? dnnl::deconvolution_forward::desc(P::forward_inference, dnnl::algorithm::deconvolution_direct, any(xs),
-                                                        w_any, *bias_md, any(out), geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
-                   : dnnl::deconvolution_forward::desc(P::forward_inference, dnnl::algorithm::deconvolution_direct, any(xs),
-                                                        w_any, any(out), geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
-  return make(dnnl::deconvolution_forward::primitive_desc(d, attr, cpu()));
+  if (transposed) return make(dnnl::deconvolution_forward());
+  return make(dnnl::convolution_forward());
 }
 
 // ---- matmul / gemm ----------------------------------------------------------------
+Tensor scaled(const Tensor& t, float factor) {
+  Tensor out(DType::Float32, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) out.data<float>()[i] = t.data<float>()[i] * factor;
+  return out;
+}
+
+// MatMul (batch dims broadcast, either operand constant) and Gemm; Gemm's alpha
+// and beta are folded into a constant operand and C at compile time.
 std::unique_ptr<Kernel> compile_matmul(const Graph& g, const SubGraph& sub, const Node& n) {
   bool gemm = n.op_type == "Gemm";
-  if (gemm && (n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1.0f) != 1.0f || n.attr_float("beta", 1.0f) != 1.0f))
-    refuse("Gemm with transA/alpha/beta");
-  Shape as = g.value(n.inputs[0]).shape, bs = g.value(n.inputs[1]).shape;
-  const Shape& out = g.value(sub.outputs.at(0)).shape;
+  const Shape& as = g.value(n.inputs[0]).shape;
+  const Shape& bs = g.value(n.inputs[1]).shape;
   const Shape& ys = g.value(n.outputs[0]).shape;
-  if (as.size() < 2 || bs.size() < 2) refuse("1-D MatMul operands");
   size_t rank = ys.size();
-  as = pad_rank(as, rank);
-  Shape b_logical = pad_rank(bs, rank);
-  bool trans_b = gemm && n.attr_int("transB", 0) != 0;
-  if (trans_b) std::swap(b_logical[rank - 1], b_logical[rank - 2]);
-  PostOps post = post_ops_for(g, sub, out);
-  auto attr = attr_with(post);
+  if (as.size() < 2 || bs.size() < 2 || as.size() > rank || bs.size() > rank) refuse("1-D MatMul operands");
+  if (gemm && rank != 2) refuse("Gemm operands must be 2-D");
+  float alpha = gemm ? n.attr_float("alpha", 1.0f) : 1.0f, beta = gemm ? n.attr_float("beta", 1.0f) : 1.0f;
+  // Stored layout, rank-padded; a transposed Gemm operand is read through swapped strides.
+  auto layout = [&](const Shape& stored, bool trans) {
+    Shape s = pad_rank(stored, rank);
+    return trans ? memory::desc({s[1], s[0]}, dt::f32, tag::ba) : plain(s);
+  };
+  memory::desc a_user = layout(as, gemm && n.attr_int("transA", 0) != 0);
+  memory::desc b_user = layout(bs, gemm && n.attr_int("transB", 0) != 0);
+  const Value& av = g.value(n.inputs[0]);
   const Value& bv = g.value(n.inputs[1]);
-  memory::desc b_user = plain(pad_rank(bs, rank));
-  if (trans_b) b_user = memory::desc(dims_of(b_logical), dt::f32, tag::ba);  // [N, K] storage read as [K, N]
-  memory::desc b_want = bv.constant ? memory::desc(dims_of(b_logical), dt::f32, tag::any) : b_user;
+  std::optional<Tensor> a_const, b_const;
+  if (av.constant) a_const = *av.constant;
+  if (bv.constant) b_const = *bv.constant;
+  if (alpha != 1.0f) {
+    if (b_const) b_const = scaled(*b_const, alpha);
+    else if (a_const) a_const = scaled(*a_const, alpha);
+    else refuse("Gemm alpha with two runtime operands");
+  }
+  std::optional<Tensor> bias;
+  if (gemm && n.inputs.size() > 2 && n.inputs[2] != kNoValue && beta != 0.0f) bias = scaled(constant_of(g, n.inputs[2]), beta);
   std::optional<memory::desc> bias_md;
-  if (gemm && n.inputs.size() > 2 && n.inputs[2] != kNoValue) bias_md = plain(pad_rank(constant_of(g, n.inputs[2]).shape(), rank));
-  auto d = bias_md ? dnnl::matmul::desc(plain(as), b_want, *bias_md, plain(ys)) : dnnl::matmul::desc(plain(as), b_want, plain(ys));
-  dnnl::matmul::primitive_desc pd(d, attr, cpu());
-  auto k = finish(pd, out, post);
-  k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(as), pd.src_desc());
-  if (bv.constant) k->bind_constant(DNNL_ARG_WEIGHTS, constant_memory(*bv.constant, b_user, pd.weights_desc()));
+  if (bias) bias_md = plain(pad_rank(bias->shape(), rank));
+  memory::desc a_want = a_const ? memory::desc(a_user.dims(), dt::f32, tag::any) : a_user;
+  memory::desc b_want = b_const ? memory::desc(b_user.dims(), dt::f32, tag::any) : b_user;
+  PostOps post = post_ops_after(g, sub, 1);
+  auto d = bias_md ? dnnl::matmul::desc(a_want, b_want, *bias_md, plain(ys)) : dnnl::matmul::desc(a_want, b_want, plain(ys));
+  dnnl::matmul::primitive_desc pd(d, attr_with(post), cpu());
+  auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
+  if (a_const) k->bind_constant(DNNL_ARG_SRC, constant_memory(*a_const, a_user, pd.src_desc()));
+  else k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), a_user, pd.src_desc());
+  if (b_const) k->bind_constant(DNNL_ARG_WEIGHTS, constant_memory(*b_const, b_user, pd.weights_desc()));
   else k->bind_input(DNNL_ARG_WEIGHTS, input_index(g, sub, n.inputs[1]), b_user, pd.weights_desc());
-  if (bias_md) k->bind_constant(DNNL_ARG_BIAS, constant_memory(constant_of(g, n.inputs[2]), *bias_md));
+  if (bias) k->bind_constant(DNNL_ARG_BIAS, constant_memory(*bias, *bias_md));
   return k;
 }
 
 // ---- single-op primitives ----------------------------------------------------------------
-std::unique_ptr<Kernel> compile_pool(const Graph& g, const SubGraph& sub, const Node& n) {
+struct PoolGeometry {
+  dnnl::algorithm alg;
+  memory::dims kernel, strides, dilates, pad_l, pad_r;
+};
+
+// The oneDNN pooling that computes `n` exactly, or the reason there is none.
+std::variant<PoolGeometry, std::string> pool_geometry(const Graph& g, const Node& n) {
+  if (n.inputs.empty() || n.outputs.empty() || n.outputs[0] == kNoValue) return "malformed pooling node";
   const Shape& xs = g.value(n.inputs[0]).shape;
   const Shape& ys = g.value(n.outputs[0]).shape;
+  if (xs.size() < 3 || xs.size() > 5 || ys.size() != xs.size()) return "pooling needs 1-3 spatial dims";
   size_t s = xs.size() - 2;
-  memory::dims kernel, strides, dil, pl, pr;
   bool global = n.op_type.rfind("Global", 0) == 0;
   auto ks = global ? std::vector<int64_t>(xs.begin() + 2, xs.end()) : n.attr_ints("kernel_shape");
   auto st = n.attr_ints("strides", std::vector<int64_t>(s, 1)), dl = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
   auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
+  if (ks.size() != s || st.size() != s || dl.size() != s || pads.size() != 2 * s) return "pooling attribute sizes";
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  using A = dnnl::algorithm;
+  PoolGeometry geo;
+  bool max = n.op_type.find("Max") != std::string::npos, include = !max && n.attr_int("count_include_pad", 0) != 0;
+  geo.alg = max ? A::pooling_max : include ? A::pooling_avg_include_padding : A::pooling_avg_exclude_padding;
   for (size_t d = 0; d < s; ++d) {
-    int64_t span = (ks[d] - 1) * dl[d] + 1, l = auto_pad == "VALID" ? 0 : pads[d];
+    if (ks[d] < 1 || st[d] < 1 || dl[d] < 1) return "non-positive kernel, stride or dilation";
+    int64_t span = (ks[d] - 1) * dl[d] + 1, l = auto_pad == "VALID" ? 0 : pads[d], r = auto_pad == "VALID" ? 0 : pads[d + s];
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t total = std::max<int64_t>(0, (ys[d + 2] - 1) * st[d] + span - xs[d + 2]);
       l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      r = total - l;
     }
-    kernel.push_back(ks[d]);
-    strides.push_back(st[d]);
-    dil.push_back(dl[d] - 1);
-    pl.push_back(l);
-    // ceil_mode and asymmetric pads: the right pad that yields exactly the graph's output size.
-    pr.push_back((ys[d + 2] - 1) * st[d] + span - xs[d + 2] - l);
+    // The right pad yielding exactly the graph's output size: larger than `r` in
+    // ceil mode, negative when floor mode leaves input rows unread.
+    int64_t pr = (ys[d + 2] - 1) * st[d] + span - xs[d + 2] - l;
+    // A last window lying wholly in the padding has no ONNX meaning oneDNN shares.
+    if ((ys[d + 2] - 1) * st[d] - l >= xs[d + 2] || l >= span) return "a pooling window lies wholly in the padding";
+    // oneDNN divides by the full kernel over any overhang; ONNX only counts the declared pads.
+    if (include && pr > r) return "count_include_pad with a ceil-mode overhang";
+    geo.kernel.push_back(ks[d]);
+    geo.strides.push_back(st[d]);
+    geo.dilates.push_back(dl[d] - 1);
+    geo.pad_l.push_back(l);
+    geo.pad_r.push_back(pr);
   }
-  using A = dnnl::algorithm;
-  A alg = n.op_type.find("Max") != std::string::npos ? A::pooling_max
-          : n.attr_int("count_include_pad", 0) ? A::pooling_avg_include_padding : A::pooling_avg_exclude_padding;
-  if (alg == A::pooling_avg_include_padding) {
-    // oneDNN counts the extra ceil-mode padding too; ONNX does not: claim only exact cases.
-    for (size_t d = 0; d < s; ++d)
-      if (pr[d] != pads[d + s] && auto_pad == "NOTSET") refuse("count_include_pad with ceil_mode overhang");
-  }
-  PostOps post = post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape);
-  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, plain(xs), any(ys), strides, kernel, dil, pl, pr);
+  return geo;
+}
+
+std::unique_ptr<Kernel> compile_pool(const Graph& g, const SubGraph& sub, const Node& n) {
+  auto geo = pool_geometry(g, n);
+  if (auto* why = std::get_if<std::string>(&geo)) refuse(*why);
+  const PoolGeometry& p = std::get<PoolGeometry>(geo);
+  const Shape& xs = g.value(n.inputs[0]).shape;
+  PostOps post = post_ops_after(g, sub, 1);
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, plain(xs), any(g.value(n.outputs[0]).shape),
+                                   p.strides, p.kernel, p.dilates, p.pad_l, p.pad_r);
   dnnl::pooling_v2_forward::primitive_desc pd(d, attr_with(post), cpu());
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
   k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
@@ -420,7 +466,7 @@ std::unique_ptr<Kernel> compile_softmax(const Graph& g, const SubGraph& sub, con
   int64_t axis = n.attr_int("axis", -1);
   if (axis < 0) axis += static_cast<int64_t>(xs.size());
   auto alg = n.op_type == "LogSoftmax" ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
-  PostOps post = post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape);
+  PostOps post = post_ops_after(g, sub, 1);
   dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, plain(xs), plain(xs), static_cast<int>(axis));
   dnnl::softmax_v2_forward::primitive_desc pd(d, attr_with(post), cpu());
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
@@ -431,7 +477,7 @@ std::unique_ptr<Kernel> compile_softmax(const Graph& g, const SubGraph& sub, con
 std::unique_ptr<Kernel> compile_norm(const Graph& g, const SubGraph& sub, const Node& n) {
   const Shape& xs = g.value(n.inputs[0]).shape;
   using F = dnnl::normalization_flags;
-  PostOps post = post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape);
+  PostOps post = post_ops_after(g, sub, 1);
   if (n.op_type == "BatchNormalization") {
     float eps = n.attr_float("epsilon", 1e-5f);
     dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, plain(xs), eps,
@@ -440,8 +486,10 @@ std::unique_ptr<Kernel> compile_norm(const Graph& g, const SubGraph& sub, const 
     auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
     k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
     const int args[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+    if (xs.size() < 2 || n.inputs.size() < 5) refuse("BatchNormalization needs rank >= 2 and four parameters");
     for (size_t i = 0; i < 4; ++i) {
       const Tensor& t = constant_of(g, n.inputs[i + 1]);
+      if (t.size() != xs[1]) refuse("BatchNormalization parameters must have C elements");
       k->bind_constant(args[i], constant_memory(t, plain(t.shape())));
     }
     return k;
@@ -457,37 +505,53 @@ std::unique_ptr<Kernel> compile_norm(const Graph& g, const SubGraph& sub, const 
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
   k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
   const Tensor& scale = constant_of(g, n.inputs[1]);
+  if (xs.empty() || scale.size() != xs.back()) refuse("LayerNormalization scale must cover the last axis");
   k->bind_constant(DNNL_ARG_SCALE, constant_memory(scale, plain({scale.size()})));
   if (has_bias) {
     const Tensor& b = constant_of(g, n.inputs[2]);
+    if (b.size() != xs.back()) refuse("LayerNormalization bias must cover the last axis");
     k->bind_constant(DNNL_ARG_SHIFT, constant_memory(b, plain({b.size()})));
   }
   return k;
 }
 
-std::unique_ptr<Kernel> compile_eltwise(const Graph& g, const SubGraph& sub, const Node& n) {
-  auto e = eltwise_of(g, n);
-  const Shape& xs = g.value(n.inputs[0]).shape;
-  PostOps post = post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape);
-  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, e->alg, plain(xs), e->alpha, e->beta);
+// A chain starting with an element-wise unit (an op or a block): its first stage is
+// the primitive, the rest post-ops.
+std::unique_ptr<Kernel> compile_eltwise(const Graph& g, const SubGraph& sub) {
+  std::vector<Unit> units = units_of(g, sub, 0);
+  const Unit& head = units.at(0);
+  // At least 2-D: oneDNN 2.6's reference eltwise drops binary post-ops on 1-D tensors.
+  const Shape xs = pad_rank(g.value(head.in).shape, std::max<size_t>(2, g.value(head.in).shape.size()));
+  std::vector<Eltwise> rest(head.stages.begin() + 1, head.stages.end());
+  PostOps post = post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape, units, 1, head.out, rest, 2);
+  const Eltwise& e = head.stages.at(0);
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, e.alg, plain(xs), e.alpha, e.beta);
   dnnl::eltwise_forward::primitive_desc pd(d, attr_with(post), cpu());
-  auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
-  k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
+  auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post, 2);
+  k->bind_input(DNNL_ARG_SRC, input_index(g, sub, head.in), plain(xs), pd.src_desc());
   return k;
 }
 
+// oneDNN 2.6 broadcasts src0 only on a slow reference path: the full-shape
+// operand goes first, a swapped Sub/Div is corrected by a post-op.
 std::unique_ptr<Kernel> compile_binary(const Graph& g, const SubGraph& sub, const Node& n) {
-  const Shape& ys = g.value(n.outputs[0]).shape;
+  const Shape& y = g.value(n.outputs[0]).shape;
   ValueId a = n.inputs[0], b = n.inputs[1];
-  // oneDNN broadcasts only the second source: put the full-shape operand first.
-  bool commutative = n.op_type == "Add" || n.op_type == "Mul" || n.op_type == "Max" || n.op_type == "Min";
-  if (g.value(a).shape != ys && commutative) std::swap(a, b);
-  if (g.value(a).shape != ys) refuse("the first operand must have the output's shape");
+  std::vector<Eltwise> pending;
+  if (g.value(a).shape != y) {
+    std::swap(a, b);
+    if (n.op_type == "Sub") pending.push_back({dnnl::algorithm::eltwise_linear, -1.0f, 0.0f});  // b - a = -(a - b)
+    if (n.op_type == "Div") pending.push_back({dnnl::algorithm::eltwise_pow, 1.0f, -1.0f});     // b / a = 1 / (a / b)
+  }
+  if (g.value(a).shape != y) refuse("neither operand has the result's shape");
+  const Shape ys = pad_rank(y, std::max<size_t>(2, y.size()));
   Shape bs = pad_rank(g.value(b).shape, ys.size());
-  PostOps post = post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape);
+  if (bs.size() != ys.size()) refuse("binary operand of higher rank than its result");
+  std::vector<Unit> units = units_of(g, sub, 0);
+  PostOps post = post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape, units, 1, n.outputs[0], pending, 2);
   dnnl::binary::desc d(*binary_of(n.op_type), plain(ys), plain(bs), plain(ys));
   dnnl::binary::primitive_desc pd(d, attr_with(post), cpu());
-  auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
+  auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post, 2);
   k->bind_input(DNNL_ARG_SRC_0, input_index(g, sub, a), plain(ys), pd.src_desc(0));
   if (g.value(b).constant) k->bind_constant(DNNL_ARG_SRC_1, constant_memory(*g.value(b).constant, plain(bs)));
   else k->bind_input(DNNL_ARG_SRC_1, input_index(g, sub, b), plain(bs), pd.src_desc(1));
@@ -497,6 +561,15 @@ std::unique_ptr<Kernel> compile_binary(const Graph& g, const SubGraph& sub, cons
 }  // namespace
 
 bool eltwise_supported(const Graph& graph, const Node& node) { return eltwise_of(graph, node).has_value(); }
+bool block_root(const Graph& graph, const Node& node) {
+  if (node.outputs.empty() || node.outputs[0] == kNoValue) return false;
+  NodeId id = graph.value(node.outputs[0]).producer;
+  return id != kNoNode && block_at(graph, id).has_value();
+}
+bool binary_op(const std::string& op_type) { return binary_of(op_type).has_value(); }
+bool pool_supported(const Graph& graph, const Node& node) {
+  return std::holds_alternative<PoolGeometry>(pool_geometry(graph, node));
+}
 
 std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const CompileOptions&) {
   const Node& head = graph.node(sub.node_list.at(0));
@@ -512,12 +585,13 @@ std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const C
       return compile_pool(graph, sub, head);
     if (op == "Softmax" || op == "LogSoftmax") return compile_softmax(graph, sub, head);
     if (op == "BatchNormalization" || op == "LayerNormalization") return compile_norm(graph, sub, head);
-    if (binary_of(op)) return compile_binary(graph, sub, head);
-    if (eltwise_of(graph, head)) return compile_eltwise(graph, sub, head);
+    // A block (swish, GELU) may start with a Mul or Div: look at units, not the first node.
+    std::vector<Unit> units = units_of(graph, sub, 0);
+    if (units.at(0).binary) return compile_binary(graph, sub, head);
+    return compile_eltwise(graph, sub);
   } catch (const dnnl::error& e) {
     refuse(std::string("primitive creation failed: ") + e.what());
   }
-  refuse("no primitive for " + head.op_type);
 }
 
 std::string library_version() {

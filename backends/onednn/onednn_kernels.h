@@ -16,7 +16,10 @@ std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const C
 std::string library_version();
 void set_threads(int threads);
 
-// Op -> eltwise algorithm support, shared by the spec's predicates and the kernels.
-bool eltwise_supported(const Graph& graph, const Node& node);
+// Shared by the spec's predicates and the kernels, so claims match what compiles.
+bool eltwise_supported(const Graph& graph, const Node& node);  // op -> eltwise stages
+bool block_root(const Graph& graph, const Node& node);         // last node of x*Sigmoid(x) or the erf GELU
+bool binary_op(const std::string& op_type);                    // Add, Sub, Mul, Div, Max, Min
+bool pool_supported(const Graph& graph, const Node& node);     // an exact oneDNN pooling exists
 
 }  // namespace collage::onednn
