@@ -47,6 +47,28 @@ double Args::get_double(const std::string& key, double fallback, double min, dou
   return value;
 }
 
+double Args::get_seconds(const std::string& key, double fallback, double min, double max) const {
+  if (!options.count(key)) return fallback;
+  std::string text = get(key, "");
+  double scale = 1;
+  if (!text.empty() && std::string("smh").find(text.back()) != std::string::npos) {
+    scale = text.back() == 'h' ? 3600 : text.back() == 'm' ? 60 : 1;
+    text.pop_back();
+  }
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used) * scale;
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !(value >= min && value <= max))
+    throw Error(ErrorKind::InvalidInput, key + " expects a duration (\"90\", \"90s\", \"10m\", \"1h\") from " +
+                                             std::to_string(static_cast<int>(min)) + " s to " +
+                                             std::to_string(static_cast<int>(max)) + " s, got '" + get(key, "") + "'");
+  return value;
+}
+
 Args parse_args(const std::vector<std::string>& argv, const std::set<std::string>& value_options,
                 const std::set<std::string>& flag_options) {
   Args args;

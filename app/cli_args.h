@@ -19,6 +19,8 @@ struct Args {
   const std::vector<std::string>& all(const std::string& key) const;
   int get_int(const std::string& key, int fallback, int min, int max) const;
   double get_double(const std::string& key, double fallback, double min, double max) const;
+  // A duration in seconds: "90", "90s", "10m", "1.5h".
+  double get_seconds(const std::string& key, double fallback, double min, double max) const;
 };
 
 // `value_options` take a value, `flag_options` do not; anything else is an error (InvalidInput).

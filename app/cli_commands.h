@@ -12,5 +12,6 @@ int command_candidates(const std::vector<std::string>& argv);
 int command_tune(const std::vector<std::string>& argv);
 int command_costs(const std::vector<std::string>& argv);
 int command_compare(const std::vector<std::string>& argv);
+int command_export(const std::vector<std::string>& argv);
 
 }  // namespace collage::cli

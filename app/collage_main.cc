@@ -25,7 +25,7 @@ const char* kUsage =
     "      --json lists every candidate (node ids, backend, label)\n"
     "  tune MODEL [--backends B1,B2] [--threads N] [--pin NODE=BACKEND ...] [--forbid NODE=BACKEND ...]\n"
     "             [--cost-db PATH | --no-cost-db] [--epsilon MS] [--repeat N] -o placement.json\n"
-    "             [--refine [--budget SECONDS] [--population N] [--generations G] [--seed S]]\n"
+    "             [--refine [--budget 90s|10m|1h] [--population N] [--generations G] [--seed S]]\n"
     "      measures every candidate (cached in the cost DB), searches the cheapest placement,\n"
     "      runs and verifies it, prints predicted vs measured latency; --refine then runs the\n"
     "      graph-level evolutionary search (xnnpack-graph regions, measured fitness)\n"
@@ -33,6 +33,9 @@ const char* kUsage =
     "      lists the cost database (default: $COLLAGE_COST_DB or ~/.local/share/collage-explorer/costs.sqlite)\n"
     "  compare A.pb B.pb [--rtol R] [--atol A]\n"
     "      element-wise agreement of two tensor files (exit 1 if any element is outside tolerance)\n"
+    "  export MODEL --placement placement.json -o model.collage [--dim NAME=N ...]\n"
+    "      writes the compiled artifact (docs/artifact-format.md) for collage-run / libcollage_runtime,\n"
+    "      reloads it and checks its outputs against the in-process run of the placement\n"
     "Symbolic input dims default to 1; set them with --dim batch=8.\n";
 
 }  // namespace
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
     if (command == "tune") return collage::cli::command_tune(args);
     if (command == "costs") return collage::cli::command_costs(args);
     if (command == "compare") return collage::cli::command_compare(args);
+    if (command == "export") return collage::cli::command_export(args);
     std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const collage::Error& e) {

@@ -19,8 +19,17 @@ std::vector<ExecStep> per_node_steps(const Graph& graph, const NodeKernelFactory
   return steps;
 }
 
+// What a run needs from its allocator beyond TensorAllocator.
+class Executor::RunAllocator : public TensorAllocator {
+ public:
+  virtual void begin_step(int /*step*/) {}
+  virtual void end_step(int /*step*/) {}
+  // Called with a tensor whose value is dead.
+  virtual void release(Tensor& tensor) { tensor = Tensor(); }
+};
+
 // Best-fit reuse of released storage; tracks live bytes for the memory report.
-class Executor::PoolAllocator : public TensorAllocator {
+class Executor::PoolAllocator : public RunAllocator {
  public:
   PoolAllocator(MemoryStats& stats, bool reuse) : stats_(stats), reuse_(reuse) {}
 
@@ -43,8 +52,8 @@ class Executor::PoolAllocator : public TensorAllocator {
     return Tensor(dtype, shape, std::move(storage));
   }
 
-  // Called with a tensor whose value is dead; recycles the storage once no alias holds it.
-  void release(Tensor& tensor) {
+  // Recycles the storage once no alias holds it.
+  void release(Tensor& tensor) override {
     std::shared_ptr<Storage> storage = tensor.storage();
     tensor = Tensor();
     if (!storage || storage.use_count() != 1) return;
@@ -59,6 +68,72 @@ class Executor::PoolAllocator : public TensorAllocator {
   size_t live_ = 0;
   std::multimap<size_t, std::shared_ptr<Storage>> free_;
   std::unordered_set<const Storage*> owned_;
+};
+
+// Fresh storage per allocation; notes when each storage dies (after which step).
+class Executor::TracingAllocator : public RunAllocator {
+ public:
+  Tensor allocate(DType dtype, const Shape& shape) override {
+    size_t bytes = static_cast<size_t>(shape_size(shape)) * dtype_size(dtype);
+    auto storage = std::make_shared<Storage>(bytes);
+    lifetimes_.push_back(BufferLifetime{bytes, step_, step_, false});
+    alive_.push_back(storage);
+    return Tensor(dtype, shape, std::move(storage));
+  }
+  // A buffer alive when a step starts may be read by it, even if it dies right after.
+  void begin_step(int step) override {
+    step_ = step;
+    mark_alive(step);
+  }
+  void end_step(int step) override { mark_alive(step); }
+  // After the run's own references are gone: what is still alive went to the caller.
+  std::vector<BufferLifetime> finish() {
+    for (size_t i = 0; i < alive_.size(); ++i)
+      if (!alive_[i].expired()) lifetimes_[i].outlives_run = true;
+    return lifetimes_;
+  }
+
+ private:
+  void mark_alive(int step) {
+    for (size_t i = first_open_; i < alive_.size(); ++i)
+      if (!alive_[i].expired()) lifetimes_[i].last_step = step;
+    while (first_open_ < alive_.size() && alive_[first_open_].expired()) ++first_open_;
+  }
+  int step_ = 0;
+  size_t first_open_ = 0;  // buffers before it are all dead: keeps the trace linear-ish
+  std::vector<BufferLifetime> lifetimes_;
+  std::vector<std::weak_ptr<Storage>> alive_;
+};
+
+// Serves the k-th allocation of a run from the plan's k-th arena slot.
+class Executor::PlannedAllocator : public RunAllocator {
+ public:
+  PlannedAllocator(const MemoryPlan& plan, const std::shared_ptr<Storage>& arena, MemoryStats& stats)
+      : plan_(plan), arena_(arena), stats_(stats) {
+    stats_.peak_live_bytes = plan.arena_bytes;
+  }
+  Tensor allocate(DType dtype, const Shape& shape) override {
+    size_t bytes = static_cast<size_t>(shape_size(shape)) * dtype_size(dtype);
+    size_t k = next_++;
+    if (k < plan_.buffers.size() && plan_.buffers[k].offset != MemoryPlan::kHeap &&
+        bytes <= static_cast<size_t>(plan_.buffers[k].bytes)) {
+      ++stats_.reused_allocations;
+      auto view = std::make_shared<Storage>(arena_->data() + plan_.buffers[k].offset, bytes, arena_);
+      return Tensor(dtype, shape, std::move(view));
+    }
+    if (k >= plan_.buffers.size() || plan_.buffers[k].offset != MemoryPlan::kHeap ||
+        bytes != static_cast<size_t>(plan_.buffers[k].bytes))
+      ++stats_.unplanned_allocations;
+    stats_.allocated_bytes += bytes;
+    stats_.peak_live_bytes += bytes;  // heap buffers (outputs) are counted as never freed
+    return Tensor(dtype, shape);
+  }
+
+ private:
+  const MemoryPlan& plan_;
+  const std::shared_ptr<Storage>& arena_;
+  MemoryStats& stats_;
+  size_t next_ = 0;
 };
 
 Executor::Executor(const Graph& graph, std::vector<ExecStep> steps) : graph_(graph), steps_(std::move(steps)) {
@@ -99,12 +174,32 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs_by
   return run(inputs);
 }
 
+std::vector<BufferLifetime> Executor::trace_buffers(const std::vector<Tensor>& inputs) {
+  stats_ = MemoryStats{};
+  TracingAllocator alloc;
+  std::vector<Tensor> outputs = run_with(inputs, alloc);
+  return alloc.finish();  // while `outputs` still holds what the caller would get
+}
+
+void Executor::use_memory_plan(MemoryPlan plan) {
+  arena_ = std::make_shared<Storage>(std::max<size_t>(plan.arena_bytes, 1));
+  plan_ = std::move(plan);
+}
+
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
+  stats_ = MemoryStats{};
+  if (plan_) {
+    PlannedAllocator alloc(*plan_, arena_, stats_);
+    return run_with(inputs, alloc);
+  }
+  PoolAllocator alloc(stats_, reuse_);
+  return run_with(inputs, alloc);
+}
+
+std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAllocator& alloc) {
   if (inputs.size() != graph_.inputs.size())
     throw Error(ErrorKind::InvalidInput, "the model takes " + std::to_string(graph_.inputs.size()) + " inputs, got " +
                                              std::to_string(inputs.size()));
-  stats_ = MemoryStats{};
-  PoolAllocator alloc(stats_, reuse_);
   std::vector<Tensor> slots(graph_.values.size());
   for (size_t v = 0; v < graph_.values.size(); ++v)
     if (graph_.values[v].constant) slots[v] = *graph_.values[v].constant;
@@ -121,6 +216,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
     ExecStep& step = steps_[s];
     args.clear();
     for (ValueId in : step.inputs) args.push_back(in == kNoValue ? nullptr : &slots[static_cast<size_t>(in)]);
+    alloc.begin_step(static_cast<int>(s));
     std::vector<Tensor> outs = step.kernel->run(args, alloc);
     if (outs.size() < step.outputs.size())
       throw Error(ErrorKind::Internal, step.label + " returned " + std::to_string(outs.size()) + " outputs, expected " +
@@ -145,6 +241,7 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
     for (ValueId out : step.outputs)
       if (out != kNoValue && last_use_[static_cast<size_t>(out)] < 0 && !graph_.value(out).is_graph_output)
         alloc.release(slots[static_cast<size_t>(out)]);
+    alloc.end_step(static_cast<int>(s));
   }
   std::vector<Tensor> results;
   for (ValueId out : graph_.outputs) results.push_back(slots[static_cast<size_t>(out)]);

@@ -6,11 +6,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/graph.h"
 #include "core/kernel.h"
+#include "core/memory_plan.h"
 
 namespace collage {
 
@@ -24,7 +26,8 @@ struct ExecStep {
 struct MemoryStats {
   size_t peak_live_bytes = 0;     // max bytes held by intermediate buffers at once
   size_t allocated_bytes = 0;     // bytes of storage newly allocated during the run
-  size_t reused_allocations = 0;  // allocations served from the pool
+  size_t reused_allocations = 0;  // allocations served from the pool (or the planned arena)
+  size_t unplanned_allocations = 0;  // with a memory plan: allocations the plan did not foresee
 };
 
 // Steps with one kernel per node, made by `make_kernel`, in node order.
@@ -46,13 +49,26 @@ class Executor {
   // Turns buffer reuse off (to measure what the memory plan saves).
   void set_reuse_buffers(bool reuse) { reuse_ = reuse; }
 
+  // Runs once on `inputs`, recording every allocation's size and lifetime.
+  std::vector<BufferLifetime> trace_buffers(const std::vector<Tensor>& inputs);
+  // From now on every run serves its allocations from one arena laid out by `plan`
+  // (allocated here, once); an allocation the plan did not foresee falls back to the heap.
+  void use_memory_plan(MemoryPlan plan);
+  const MemoryPlan* memory_plan() const { return plan_ ? &*plan_ : nullptr; }
+
  private:
+  class RunAllocator;
   class PoolAllocator;
+  class TracingAllocator;
+  class PlannedAllocator;
+  std::vector<Tensor> run_with(const std::vector<Tensor>& inputs, RunAllocator& alloc);
   const Graph& graph_;
   std::vector<ExecStep> steps_;
   std::vector<int> last_use_;  // per value: index of the last step reading it, -1 if none
   MemoryStats stats_;
   bool reuse_ = true;
+  std::optional<MemoryPlan> plan_;
+  std::shared_ptr<Storage> arena_;
 };
 
 }  // namespace collage

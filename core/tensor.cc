@@ -75,7 +75,14 @@ Storage::Storage(size_t bytes) : capacity_(bytes) {
   std::memset(data_, 0, padded);
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::Storage(std::byte* data, size_t bytes, std::shared_ptr<const void> owner)
+    : data_(data), capacity_(bytes), owner_(std::move(owner)) {
+  if (!owner_) throw Error(ErrorKind::Internal, "a storage view needs the memory's owner");
+}
+
+Storage::~Storage() {
+  if (!owner_) std::free(data_);
+}
 
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), size_(shape_size(shape_)) {

@@ -57,6 +57,9 @@ std::string shape_to_string(const Shape& shape);  // "[1,3,224,224]"
 class Storage {
  public:
   explicit Storage(size_t bytes);  // zero-filled
+  // A view of `bytes` bytes at `data` inside memory kept alive by `owner`
+  // (a loaded artifact's weights, an executor's arena); not zeroed, not freed.
+  Storage(std::byte* data, size_t bytes, std::shared_ptr<const void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -67,6 +70,7 @@ class Storage {
  private:
   std::byte* data_ = nullptr;
   size_t capacity_ = 0;
+  std::shared_ptr<const void> owner_;  // set for views: they free nothing
 };
 
 class Tensor {

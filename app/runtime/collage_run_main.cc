@@ -1,0 +1,95 @@
+// collage-run ARTIFACT [--input NAME=FILE.pb ...] [--output-dir DIR] [--repeat N]
+//                      [--seed S] [--no-memory-plan]
+// Loads a compiled artifact with the runtime library and runs it: inputs from .pb
+// tensor files (random ones, seeded, for inputs not given), outputs to DIR/NAME.pb.
+// Errors: one line on stderr and exit code 2 (3 for internal errors).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "app/cli_args.h"
+#include "app/runtime/runtime.h"
+#include "core/random_inputs.h"
+#include "core/tensor_proto.h"
+
+namespace {
+
+using namespace collage;
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+int run(const std::vector<std::string>& argv) {
+  cli::Args args = cli::parse_args(argv, {"--input", "--output-dir", "--repeat", "--seed"}, {"--no-memory-plan"});
+  if (args.positional.size() != 1)
+    throw Error(ErrorKind::InvalidInput,
+                "usage: collage-run ARTIFACT [--input NAME=FILE.pb ...] [--output-dir DIR] [--repeat N] [--seed S] "
+                "[--no-memory-plan]");
+  int repeat = args.get_int("--repeat", 1, 1, 1000000);
+  RuntimeOptions options;
+  options.use_memory_plan = !args.has("--no-memory-plan");
+  auto t0 = Clock::now();
+  std::unique_ptr<Runtime> rt = Runtime::load(args.positional[0], options);
+  double load_ms = ms_since(t0);
+  const ArtifactInfo& info = rt->info();
+  std::printf("artifact %s: model '%s', format %d.%d, %zu kernels, %d thread%s, loaded in %.1f ms\n",
+              args.positional[0].c_str(), info.model_name.c_str(), info.major, info.minor, rt->graph().nodes.size(),
+              info.threads, info.threads == 1 ? "" : "s", load_ms);
+  for (const std::string& note : rt->notes()) std::printf("note: %s\n", note.c_str());
+
+  std::vector<Tensor> inputs = random_inputs(rt->graph(), static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30)));
+  for (const std::string& spec : args.all("--input")) {
+    auto [name, file] = cli::split_assignment(spec, "--input");
+    auto it = std::find_if(info.inputs.begin(), info.inputs.end(), [&](const ArtifactTensorInfo& t) { return t.name == name; });
+    if (it == info.inputs.end()) throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
+    inputs[static_cast<size_t>(it - info.inputs.begin())] = read_tensor_file(file);
+  }
+  std::vector<Tensor> outputs;
+  std::vector<double> ms;
+  for (int r = 0; r < repeat; ++r) {
+    auto t1 = Clock::now();
+    outputs = rt->run(inputs);
+    ms.push_back(ms_since(t1));
+  }
+  std::sort(ms.begin(), ms.end());
+  if (args.has("--output-dir")) {
+    std::filesystem::path dir = args.get("--output-dir", ".");
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw Error(ErrorKind::Io, "cannot create output directory '" + dir.string() + "': " + ec.message());
+    for (size_t i = 0; i < outputs.size(); ++i)
+      write_tensor_file(outputs[i], info.outputs[i].name, (dir / (sanitize_file_name(info.outputs[i].name) + ".pb")).string());
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    std::printf("output %s: %s %s\n", info.outputs[i].name.c_str(), dtype_name(outputs[i].dtype()),
+                shape_to_string(outputs[i].shape()).c_str());
+  MemoryStats mem = rt->last_memory_stats();
+  if (options.use_memory_plan)
+    std::printf("memory: static plan arena %.2f MiB (without reuse %.2f MiB), %zu unplanned allocations\n",
+                mib(rt->arena_bytes()), mib(info.unplanned_bytes), mem.unplanned_allocations);
+  else
+    std::printf("memory: dynamic pool peak %.2f MiB (without reuse %.2f MiB)\n", mib(mem.peak_live_bytes),
+                mib(info.unplanned_bytes));
+  std::printf("%d repeat%s: median %.3f ms, min %.3f ms\n", repeat, repeat == 1 ? "" : "s",
+              ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]), ms.front());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const collage::Error& e) {
+    std::cerr << "collage-run: " << collage::error_kind_name(e.kind()) << ": " << e.what() << "\n";
+    return e.kind() == collage::ErrorKind::Internal ? 3 : 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "collage-run: out of memory\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "collage-run: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,91 @@
+#include "core/artifact_export.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/random_inputs.h"
+
+namespace collage {
+
+namespace {
+
+std::vector<ArtifactTensorInfo> tensor_infos(const Graph& graph, const std::vector<ValueId>& ids) {
+  std::vector<ArtifactTensorInfo> out;
+  for (ValueId id : ids) out.push_back({graph.value(id).name, graph.value(id).dtype, graph.value(id).shape});
+  return out;
+}
+
+CompileOptions compile_options(const Placement& placement) {
+  CompileOptions options;
+  options.threads = placement.threads;
+  return options;
+}
+
+}  // namespace
+
+Artifact build_artifact(const Graph& graph, const Placement& placement, const std::vector<const BackendSpec*>& backends,
+                        const std::string& model_name) {
+  Artifact art;
+  ArtifactInfo& info = art.info;
+  info.model_name = model_name;
+  info.model_fingerprint = placement.model_fingerprint.empty() ? model_fingerprint(graph) : placement.model_fingerprint;
+  info.device = placement.device;
+  info.threads = placement.threads;
+  for (const PlacedKernel& k : placement.kernels)
+    for (const BackendSpec* b : backends)
+      if (b->name == k.backend) info.backend_versions[b->name] = b->version;
+  info.placement_json = placement_to_json(placement, graph);
+  info.inputs = tensor_infos(graph, graph.inputs);
+  info.outputs = tensor_infos(graph, graph.outputs);
+  art.graph = graph;
+  for (const PlacedKernel& k : placement.kernels) art.kernels.push_back({k.backend, k.label, k.nodes});
+
+  Executor executor(graph, placement_steps(graph, placement, backends, compile_options(placement)));
+  std::vector<BufferLifetime> lifetimes = executor.trace_buffers(random_inputs(graph, 1));
+  art.memory_plan = plan_memory(lifetimes);
+  info.unplanned_bytes = unplanned_bytes(lifetimes);
+  return art;
+}
+
+ExportReport export_artifact(const Graph& graph, const Placement& placement,
+                             const std::vector<const BackendSpec*>& backends, const std::string& model_name,
+                             const std::string& path) {
+  Artifact art = build_artifact(graph, placement, backends, model_name);
+  write_artifact(art, path);
+  ExportReport report;
+  report.arena_bytes = art.memory_plan.arena_bytes;
+  report.unplanned_bytes = art.info.unplanned_bytes;
+
+  std::vector<Tensor> inputs = random_inputs(graph, 2);
+  Executor in_process(graph, placement_steps(graph, placement, backends, compile_options(placement)));
+  std::vector<Tensor> want = in_process.run(inputs);
+  Artifact loaded = load_artifact(path);
+  Executor from_file(loaded.graph, artifact_steps(loaded, backends, compile_options(placement)));
+  from_file.use_memory_plan(loaded.memory_plan);
+  from_file.run(inputs);  // twice: the second run reuses the arena the first one dirtied
+  std::vector<Tensor> got = from_file.run(inputs);
+  if (from_file.memory_stats().unplanned_allocations)
+    report.mismatch = std::to_string(from_file.memory_stats().unplanned_allocations) + " allocations missed the memory plan";
+  report.bitwise_equal = true;
+  for (size_t o = 0; o < want.size(); ++o) {
+    if (got[o].bytes() != want[o].bytes() || std::memcmp(got[o].raw(), want[o].raw(), want[o].bytes()) != 0)
+      report.bitwise_equal = false;
+    std::vector<double> a = got[o].to_double_vector(), b = want[o].to_double_vector();
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      double diff = std::fabs(a[i] - b[i]);
+      if (!(diff <= report.max_abs_diff)) report.max_abs_diff = diff;  // NaN propagates as a mismatch below
+      if (!(diff <= 1e-6 + 1e-5 * std::fabs(b[i])) && report.mismatch.empty())
+        report.mismatch = "output '" + graph.value(graph.outputs[o]).name + "'[" + std::to_string(i) + "] is " +
+                          std::to_string(a[i]) + " from the artifact, " + std::to_string(b[i]) + " in process";
+    }
+  }
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f) {
+    std::fseek(f, 0, SEEK_END);
+    report.file_bytes = static_cast<size_t>(std::ftell(f));
+    std::fclose(f);
+  }
+  return report;
+}
+
+}  // namespace collage
