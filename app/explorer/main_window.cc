@@ -18,6 +18,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QSpinBox>
+#include <QFileInfo>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTextBrowser>
@@ -30,6 +31,7 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
+#include "core/artifact_export.h"
 #include "core/executor.h"
 #include "core/graph_analysis.h"
 #include "core/onnx_import.h"
@@ -124,6 +126,7 @@ MainWindow::MainWindow() {
     if (!path.isEmpty()) load_placement(path);
   });
   file->addAction("&Export placement…", this, &MainWindow::export_placement);
+  file->addAction("Export &artifact…", this, &MainWindow::export_artifact_dialog);
   file->addAction("Save &view as PNG or SVG…", this, [this] {
     QString path = QFileDialog::getSaveFileName(this, "Save view", "graph.png", "PNG (*.png);;SVG (*.svg)");
     if (!path.isEmpty() && !view_->save_image(path)) QMessageBox::critical(this, "Save view", "Cannot write " + path);
@@ -570,6 +573,45 @@ bool MainWindow::save_placement(const QString& path) {
   if (!out) return false;
   log("placement written to " + path);
   return true;
+}
+
+void MainWindow::export_artifact_dialog() {
+  if (!placement_ || !graph_) {
+    QMessageBox::information(this, "Export artifact", "Tune the model (or load a placement) first.");
+    return;
+  }
+  QString path = QFileDialog::getSaveFileName(this, "Export artifact",
+                                              QFileInfo(model_path_).completeBaseName() + ".collage",
+                                              "Collage artifact (*.collage)");
+  if (path.isEmpty()) return;
+  QString error;
+  QApplication::setOverrideCursor(Qt::WaitCursor);  // compiles, traces and verifies: seconds on big models
+  bool ok = save_artifact(path, &error);
+  QApplication::restoreOverrideCursor();
+  if (!ok) notify(this, QMessageBox::Critical, "Export artifact", error);
+}
+
+bool MainWindow::save_artifact(const QString& path, QString* error) {
+  if (!placement_ || !graph_) {
+    if (error) *error = "no placement to export";
+    return false;
+  }
+  try {
+    ExportReport r = export_artifact(*graph_, *placement_, all_backends(), QFileInfo(model_path_).completeBaseName().toStdString(),
+                                     path.toStdString());
+    if (!r.mismatch.empty()) throw Error(ErrorKind::Internal, "the artifact's outputs disagree with the in-process run: " + r.mismatch);
+    log(QString("artifact written to %1: %2 MiB, arena %3 MiB (%4 MiB without reuse), outputs %5 the in-process run")
+            .arg(path)
+            .arg(static_cast<double>(r.file_bytes) / (1 << 20), 0, 'f', 2)
+            .arg(static_cast<double>(r.arena_bytes) / (1 << 20), 0, 'f', 2)
+            .arg(static_cast<double>(r.unplanned_bytes) / (1 << 20), 0, 'f', 2)
+            .arg(r.bitwise_equal ? "bitwise equal to" : "within tolerance of"));
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = e.what();
+    log(QString("artifact export failed: ") + e.what());
+    return false;
+  }
 }
 
 std::vector<NodeId> MainWindow::find_all(const QString& text) {

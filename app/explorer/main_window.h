@@ -44,12 +44,16 @@ class MainWindow : public QMainWindow {
   void screenshot_when_ready(const QString& path, bool after_tune, bool after_refine = false);
   const Pins& pins() const { return pins_; }
   const std::optional<Placement>& placement() const { return placement_; }
+  const Graph* graph() const { return graph_.get(); }
   int node_id(const std::string& name) const;  // -1 if absent
   void set_pin(int node, const QString& backend);      // only this backend may cover the node
   void set_forbid(int node, const QString& backend);   // this backend may not
   void clear_pins(int node);
   void stop() { cancel_ = true; }
   bool save_placement(const QString& path);  // false (and a logged reason) on failure
+  // Writes the compiled artifact for the current placement, reloads it and checks its
+  // outputs against the in-process run; false with `error` set on failure.
+  bool save_artifact(const QString& path, QString* error = nullptr);
   std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
   GraphView* graph_view() const { return view_; }
   ProgressChart* progress_chart() const { return chart_; }
@@ -70,6 +74,7 @@ class MainWindow : public QMainWindow {
   void show_node(int node);
   void fill_cost_table();
   void export_placement();
+  void export_artifact_dialog();
   void log(const QString& line);
   void node_menu(int node, QPoint global_pos);
   void find_step(int direction);  // +1 next, -1 previous; the first call highlights all matches

@@ -35,7 +35,7 @@ int run(const std::vector<std::string>& argv) {
   double load_ms = ms_since(t0);
   const ArtifactInfo& info = rt->info();
   std::printf("artifact %s: model '%s', format %d.%d, %zu kernels, %d thread%s, loaded in %.1f ms\n",
-              args.positional[0].c_str(), info.model_name.c_str(), info.major, info.minor, rt->graph().nodes.size(),
+              args.positional[0].c_str(), info.model_name.c_str(), info.major, info.minor, rt->kernel_count(),
               info.threads, info.threads == 1 ? "" : "s", load_ms);
   for (const std::string& note : rt->notes()) std::printf("note: %s\n", note.c_str());
 

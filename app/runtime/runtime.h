@@ -30,6 +30,7 @@ class Runtime {
   // Differences from the machine the artifact was tuned on (backend versions, device).
   const std::vector<std::string>& notes() const { return notes_; }
   const Graph& graph() const { return artifact_.graph; }
+  size_t kernel_count() const { return artifact_.kernels.size(); }
   size_t arena_bytes() const { return artifact_.memory_plan.arena_bytes; }
 
   // Inputs in info().inputs order; throws InvalidInput on a count, dtype or shape mismatch.

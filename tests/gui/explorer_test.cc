@@ -12,6 +12,7 @@
 
 #include "app/explorer/main_window.h"
 #include "backends/native/native_kernel.h"
+#include "core/artifact.h"
 #include "core/graph_analysis.h"
 #include "core/onnx_import.h"
 #include "resources/samples/zoo.h"
@@ -131,6 +132,15 @@ class ExplorerTest : public QObject {
       QCOMPARE(window.placement()->kernels[i].backend, before[i].backend);
     }
     fs::remove(saved);
+
+    // Export the compiled artifact: it loads and reports the model's inputs.
+    auto artifact = fs::temp_directory_path() / "explorer_test.collage";
+    QString error;
+    QVERIFY2(window.save_artifact(QString::fromStdString(artifact.string()), &error), qPrintable(error));
+    collage::Artifact reloaded = collage::load_artifact(artifact.string());
+    QCOMPARE(reloaded.kernels.size(), window.placement()->kernels.size());
+    QCOMPARE(reloaded.info.inputs.size(), window.graph()->inputs.size());
+    fs::remove(artifact);
 
     // Graph-level refinement: generations reach the chart, the result recolours the graph.
     QSignalSpy refined(&window, &MainWindow::refine_finished);
