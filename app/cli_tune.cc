@@ -8,6 +8,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <unistd.h>
 
@@ -217,18 +218,25 @@ int command_tune(const std::vector<std::string>& argv) {
     PlacementRun after = run_placement(graph, final_placement, backends, threads, repeat, inputs);
     int moved = 0;
     std::string regions;
-    for (size_t i = 0; i < refined.genes.size(); ++i) moved += refined.best_genome[i];
+    std::set<NodeId> moved_nodes;
+    for (size_t i = 0; i < refined.genes.size(); ++i)
+      if (refined.best_genome[i]) {
+        ++moved;
+        for (NodeId n : placement.kernels[refined.genes[i]].nodes) moved_nodes.insert(n);
+      }
     for (const PlacedKernel& k : final_placement.kernels)
       if (std::find_if(graph_level.begin(), graph_level.end(), [&](const BackendSpec* b) { return b->name == k.backend; }) !=
-          graph_level.end())
-        regions += "  " + k.backend + ": " + describe_region(graph, k) + "\n";
+          graph_level.end()) {
+        bool is_new = std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId n) { return moved_nodes.count(n) != 0; });
+        regions += std::string(is_new ? "  moved " : "  kept  ") + k.backend + ": " + describe_region(graph, k) + "\n";
+      }
     int saturated = 0;  // first generation whose best equals the final best
     while (saturated + 1 < static_cast<int>(refined.history.size()) &&
            refined.history[static_cast<size_t>(saturated)].first > refined.best_fitness)
       ++saturated;
     std::printf("refine: %zu offloadable kernels, %d generations (best reached in generation %d), %d evaluations in %.1f s\n",
                 refined.genes.size(), refined.generations, saturated, refined.evaluations, seconds);
-    std::printf("op-level %.3f ms -> refined %.3f ms (fitness medians), %.2fx; %d kernels moved into regions:\n%s",
+    std::printf("op-level %.3f ms -> refined %.3f ms (fitness medians), %.2fx; %d op-level kernels moved; graph-level kernels now:\n%s",
                 refined.seed_fitness, refined.best_fitness, refined.seed_fitness / refined.best_fitness, moved,
                 regions.c_str());
     std::printf("refined placement: measured median %.3f ms over %d runs; additive error before %+.1f%%, after %+.1f%%\n",

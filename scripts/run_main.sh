@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: install, build, run the pipeline on the bundled sample model with the
-# embedded SQLite cost DB (import -> candidates -> measure -> search -> verified
-# placement), then open the explorer on it. Without a display the explorer runs
+# embedded SQLite cost DB (import -> candidates -> measure -> op-level search ->
+# graph-level refinement -> verified placement -> compiled artifact run by the
+# standalone runtime), then open the explorer on it. Without a display the explorer runs
 # under xvfb-run and saves a screenshot instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +14,10 @@ mkdir -p "$out"
 export COLLAGE_COST_DB="${COLLAGE_COST_DB:-$out/costs.sqlite}"
 ./build/app/collage info "$model"
 ./build/app/collage candidates "$model"
-./build/app/collage tune "$model" -o "$out/placement.json"
+./build/app/collage tune "$model" --refine --budget 60s -o "$out/placement.json"
 ./build/app/collage run "$model" --placement "$out/placement.json" --repeat 10 --output-dir "$out/outputs"
+./build/app/collage export "$model" --placement "$out/placement.json" -o "$out/model.collage"
+./build/app/runtime/collage-run "$out/model.collage" --repeat 10 --output-dir "$out/artifact-outputs"
 if [ -n "${DISPLAY:-}" ]; then
   ./build/app/collage-explorer "$model" --placement "$out/placement.json"
 else

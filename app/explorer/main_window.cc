@@ -753,6 +753,7 @@ void MainWindow::maybe_screenshot() {
   if (screenshot_path_.isEmpty()) return;
   QString path = screenshot_path_;
   screenshot_path_.clear();
+  view_->fit();  // the whole graph, coloured by the final placement
   QTimer::singleShot(200, this, [this, path] {  // let the last repaint land
     bool ok = grab().save(path, "PNG");
     std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to", path.toStdString().c_str());

@@ -23,20 +23,42 @@ bool const_in(const Graph& g, const Node& n, size_t i) {
   return i < n.inputs.size() && n.inputs[i] != kNoValue && g.value(n.inputs[i]).constant.has_value();
 }
 
-// What a region may contain: 4-D float tensors except FC, constant weights.
+// What a region may contain: float tensors; 4-D ones are NCHW outside and NHWC
+// inside, so an op may not mix a 4-D tensor with a lower-rank one (its broadcast
+// would align the wrong axes). Weights and biases must be constants.
 bool supported(const Graph& g, const Node& n) {
   auto rank = [&](ValueId v) { return g.value(v).shape.size(); };
   for (ValueId v : n.inputs)
     if (v != kNoValue && g.value(v).dtype != DType::Float32) return false;
+  if (n.inputs.empty() || n.inputs[0] == kNoValue || n.outputs.empty()) return false;
   const std::string& op = n.op_type;
   if (op == "Conv")
     return rank(n.inputs[0]) == 4 && const_in(g, n, 1) && input_absent_or_constant(g, n, 2);
-  if (op == "Relu") return rank(n.inputs[0]) == 4 || rank(n.inputs[0]) == 2;
-  if (op == "Clip") return (rank(n.inputs[0]) == 4 || rank(n.inputs[0]) == 2) && input_absent_or_constant(g, n, 1) &&
+  if (op == "Relu" || op == "Sigmoid") return rank(n.inputs[0]) >= 1 && rank(n.inputs[0]) <= 4;
+  if (op == "Clip") return rank(n.inputs[0]) >= 1 && rank(n.inputs[0]) <= 4 && input_absent_or_constant(g, n, 1) &&
                            input_absent_or_constant(g, n, 2);
-  if (op == "Add" || op == "Mul")
-    return rank(n.inputs[0]) == 4 && rank(n.inputs[1]) == 4 && !g.value(n.inputs[0]).constant &&
-           !g.value(n.inputs[1]).constant;
+  if (op == "Add" || op == "Mul" || op == "Sub" || op == "Div") {
+    if (n.inputs.size() != 2 || n.inputs[1] == kNoValue) return false;
+    size_t ra = rank(n.inputs[0]), rb = rank(n.inputs[1]);
+    bool ca = g.value(n.inputs[0]).constant.has_value(), cb = g.value(n.inputs[1]).constant.has_value();
+    if (ca && cb) return false;
+    if (ra == 4 || rb == 4) return ra == 4 && rb == 4 && !ca && !cb;
+    return ra >= 1 && rb >= 1 && ra <= 3 && rb <= 3;
+  }
+  // Fully connected: activations [.., K] times constant [K, N] (MatMul) or Gemm without transA/scaling.
+  if (op == "MatMul") return (rank(n.inputs[0]) == 2 || rank(n.inputs[0]) == 3) && const_in(g, n, 1) && rank(n.inputs[1]) == 2;
+  if (op == "Gemm") {
+    if (rank(n.inputs[0]) != 2 || !const_in(g, n, 1) || n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1) != 1.0f ||
+        n.attr_float("beta", 1) != 1.0f || !input_absent_or_constant(g, n, 2))
+      return false;
+    int64_t out_n = g.value(n.outputs[0]).shape.back();
+    return n.inputs.size() < 3 || n.inputs[2] == kNoValue || g.value(n.inputs[2]).constant->size() == out_n;
+  }
+  if (op == "Softmax") {
+    size_t r = rank(n.inputs[0]);
+    int64_t axis = n.attr_int("axis", n.opset >= 13 ? -1 : 1);
+    return r >= 1 && r <= 3 && (axis == -1 || axis == static_cast<int64_t>(r) - 1) && (n.opset >= 13 || r == 2);
+  }
   if (op == "MaxPool") return rank(n.inputs[0]) == 4 && n.outputs.size() == 1 && n.attr_string("auto_pad", "NOTSET") == "NOTSET";
   if (op == "GlobalAveragePool") return rank(n.inputs[0]) == 4;
   // Folded into the producing Conv when both sit in the region (checked at compile time).
@@ -92,7 +114,9 @@ class RegionKernel : public Kernel {
       define(sub.outputs[i], static_cast<uint32_t>(sub.inputs.size() + i), XNN_VALUE_FLAG_EXTERNAL_OUTPUT);
     auto value_id = [&](ValueId v) {
       auto it = ids.find(v);
-      return it != ids.end() ? it->second : define(v, XNN_INVALID_VALUE_ID, 0);
+      if (it != ids.end()) return it->second;
+      if (const auto& c = g.value(v).constant) return ids[v] = static_tensor(subgraph.get(), *c, xnn_dims(c->shape()));
+      return define(v, XNN_INVALID_VALUE_ID, 0);
     };
     for (NodeId id : sub.node_list) add_node(g, g.node(id), sub, subgraph.get(), value_id);
     xnn_runtime_t runtime = nullptr;
@@ -213,11 +237,46 @@ class RegionKernel : public Kernel {
                                       uint32_t(ks[1]), uint32_t(st[0]), uint32_t(st[1]), uint32_t(dl[0]), uint32_t(dl[1]), -INFINITY,
                                       INFINITY, value_id(n.inputs[0]), out, 0),
             "define max pooling");
+    } else if (op == "Sub" || op == "Div") {
+      auto define = op == "Sub" ? xnn_define_subtract : xnn_define_divide;
+      check(define(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), value_id(n.inputs[1]), out, 0), "define binary");
+    } else if (op == "Sigmoid") {
+      check(xnn_define_sigmoid(sg, value_id(n.inputs[0]), out, 0), "define sigmoid");
+    } else if (op == "Softmax") {
+      check(xnn_define_softmax(sg, value_id(n.inputs[0]), out, 0), "define softmax");
+    } else if (op == "MatMul" || op == "Gemm") {
+      const Tensor& w = *g.value(n.inputs[1]).constant;
+      bool k_major = op == "MatMul" || n.attr_int("transB", 0) == 0;  // [K, N] rather than [N, K]
+      uint32_t wid = static_tensor(sg, w, {size_t(w.dim(0)), size_t(w.dim(1))});
+      uint32_t bid = XNN_INVALID_VALUE_ID;
+      if (op == "Gemm" && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+        const Tensor& b = *g.value(n.inputs[2]).constant;
+        bid = static_tensor(sg, b, {size_t(b.size())});
+      }
+      check(xnn_define_fully_connected(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), wid, bid, out,
+                                       k_major ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0),
+            "define fully connected");
     } else if (op == "GlobalAveragePool") {
       check(xnn_define_global_average_pooling_2d(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), out, 0), "define global pool");
     } else {
       refuse("no subgraph definition for " + op);
     }
+  }
+
+  // A constant the runtime reads (weights, biases, binary operands); the copy lives with the kernel.
+  uint32_t static_tensor(xnn_subgraph_t sg, const Tensor& t, const std::vector<size_t>& dims) {
+    weights_.emplace_back(static_cast<size_t>(t.size()));
+    const std::vector<double> values = t.to_double_vector();
+    std::vector<float>& data = weights_.back();
+    if (t.rank() == 4) {  // NCHW constant -> NHWC, matching the region's layout
+      to_nhwc(t.data<float>(), data.data(), t.dim(0), t.dim(1), t.dim(2) * t.dim(3));
+    } else {
+      for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(values[i]);
+    }
+    uint32_t id = 0;
+    check(xnn_define_tensor_value(sg, xnn_datatype_fp32, dims.size(), dims.data(), data.data(), XNN_INVALID_VALUE_ID, 0, &id),
+          "define constant");
+    return id;
   }
 
   struct RuntimeDeleter {
@@ -241,7 +300,9 @@ const BackendSpec& xnnpack_graph_backend() {
     s.kind = BackendKind::GraphLevel;
     s.supports_node = &supported;
     // Its single-op candidates also feed the op-level search, as in Collage.
-    s.patterns.push_back(op_any({"Conv", "Relu", "Clip", "Add", "Mul", "MaxPool", "GlobalAveragePool"})->where(supported));
+    s.patterns.push_back(op_any({"Conv", "Relu", "Clip", "Sigmoid", "Add", "Mul", "Sub", "Div", "MatMul", "Gemm", "Softmax",
+                                 "MaxPool", "GlobalAveragePool"})
+                             ->where(supported));
     s.patterns.push_back(op("BatchNormalization", {op("Conv")->where(supported)})->where(supported));
     s.limits.max_nodes = 64;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {

@@ -17,7 +17,7 @@ mkdir -p "$bench"
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(resnet_small mobilenet_small transformer_small inception_small resnext_small
                                    dcgan_generator resnet3d bert_encoder mobilenet_v2 resnet50)
-printf "%-17s %9s %9s %6s %8s %5s %5s %6s %9s  %s\n" model oplevel refined gain refine_s gens best evals opencv regions
+printf "%-17s %9s %9s %6s %9s %8s %5s %5s %6s %9s  %s\n" model oplevel refined gain chosen refine_s gens best evals opencv regions
 for m in "${models[@]}"; do
   "$build/resources/collage-samples" "$bench" --only "$m" > /dev/null
   model="$bench/$m.onnx"
@@ -33,16 +33,19 @@ for m in "${models[@]}"; do
   gens=$(echo "$line" | sed -n 's/.*kernels, \([0-9]*\) generations.*/\1/p')
   best=$(echo "$line" | sed -n 's/.*best reached in generation \([0-9]*\).*/\1/p')
   evals=$(echo "$line" | sed -n 's/.*), \([0-9]*\) evaluations.*/\1/p')
-  regions=$(echo "$out" | sed -n 's/^  \(xnnpack-graph: [0-9]* nodes\{0,1\}\):.*/\1/p' | sed 's/xnnpack-graph: //' | paste -sd, -)
+  regions=$(echo "$out" | sed -n 's/^  moved xnnpack-graph: \([0-9]*\) nodes\{0,1\}:.*/\1/p' | paste -sd, -)
   ocv=-
   if [ -x "$build/tests/collage_opencv_eval" ]; then
     ocv=$("$build/tests/collage_opencv_eval" "$model" 20 2>/dev/null | sed -n 's/^opencv median \([0-9.]*\) ms.*/\1/p')
     [ -n "$ocv" ] || ocv=fails
   fi
-  printf "%-17s %9.3f %9.3f %5.2fx %8.1f %5s %5s %6s %9s  %s\n" "$m" "$op" "$ref" "$(echo "$op / $ref" | bc -l)" \
-    "$secs" "$gens" "$best" "$evals" "$ocv" "${regions:-none}"
-  echo "$out" | sed -n '/kernels moved into regions/,/^refined placement/p' | sed '1d;$d' > "$bench/$m.regions.txt"
+  chosen=refined
+  echo "$out" | grep -q "keeping the op-level one" && chosen=op-level
+  printf "%-17s %9.3f %9.3f %5.2fx %9s %8.1f %5s %5s %6s %9s  %s\n" "$m" "$op" "$ref" "$(echo "$op / $ref" | bc -l)" \
+    "$chosen" "$secs" "$gens" "$best" "$evals" "$ocv" "${regions:-none}"
+  echo "$out" | sed -n '/graph-level kernels now/,/^refined placement/p' | sed '1d;$d' > "$bench/$m.regions.txt"
 done
-echo "ms = median of 20 runs at 1 thread; gain = oplevel / refined; refine_s = graph-level search time;"
+echo "ms = median of 20 runs at 1 thread; gain = oplevel / refined; chosen = what tune writes (op-level when the"
+echo "refined placement is not faster re-measured); refine_s = graph-level search time;"
 echo "best = generation that reached the final best (0 = a seed: op-level or all-offloaded); regions = nodes per"
-echo "xnnpack-graph region (details in $bench/*.regions.txt); opencv = OpenCV DNN on the whole model (fails = cannot import)."
+echo "xnnpack-graph region that took moved kernels (details in $bench/*.regions.txt); opencv = OpenCV DNN on the whole model (fails = cannot import)."

@@ -165,7 +165,7 @@ TEST(Refine, EveryDecodedPlacementMatchesTheNativeReference) {
 // Regions of every size that the genome can produce on the CNN samples run on
 // XNNPACK's subgraph runtime and agree with the native reference.
 TEST(XnnpackGraph, RegionsOnTheSamplesMatchTheNativeReference) {
-  for (const char* name : {"inception_small", "resnet_small", "mobilenet_small"}) {
+  for (const char* name : {"inception_small", "resnet_small", "mobilenet_small", "transformer_small"}) {
     auto path = std::filesystem::temp_directory_path() / (std::string(name) + "_xg" + std::to_string(::getpid()) + ".onnx");
     samples::build_sample(name).save(path.string());
     ImportOptions io;
