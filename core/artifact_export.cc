@@ -15,7 +15,11 @@ std::vector<ArtifactTensorInfo> tensor_infos(const Graph& graph, const std::vect
   return out;
 }
 
-CompileOptions compile_options(const Placement& placement) {
+// Applies the placement's thread count to every backend (process-wide pools), as
+// the runtime will at load: reductions may split differently with more threads.
+CompileOptions compile_options(const Placement& placement, const std::vector<const BackendSpec*>& backends) {
+  for (const BackendSpec* b : backends)
+    if (b->set_threads) b->set_threads(placement.threads);
   CompileOptions options;
   options.threads = placement.threads;
   return options;
@@ -40,7 +44,7 @@ Artifact build_artifact(const Graph& graph, const Placement& placement, const st
   art.graph = graph;
   for (const PlacedKernel& k : placement.kernels) art.kernels.push_back({k.backend, k.label, k.nodes});
 
-  Executor executor(graph, placement_steps(graph, placement, backends, compile_options(placement)));
+  Executor executor(graph, placement_steps(graph, placement, backends, compile_options(placement, backends)));
   std::vector<BufferLifetime> lifetimes = executor.trace_buffers(random_inputs(graph, 1));
   art.memory_plan = plan_memory(lifetimes);
   info.unplanned_bytes = unplanned_bytes(lifetimes);
@@ -57,10 +61,10 @@ ExportReport export_artifact(const Graph& graph, const Placement& placement,
   report.unplanned_bytes = art.info.unplanned_bytes;
 
   std::vector<Tensor> inputs = random_inputs(graph, 2);
-  Executor in_process(graph, placement_steps(graph, placement, backends, compile_options(placement)));
+  Executor in_process(graph, placement_steps(graph, placement, backends, compile_options(placement, backends)));
   std::vector<Tensor> want = in_process.run(inputs);
   Artifact loaded = load_artifact(path);
-  Executor from_file(loaded.graph, artifact_steps(loaded, backends, compile_options(placement)));
+  Executor from_file(loaded.graph, artifact_steps(loaded, backends, compile_options(placement, backends)));
   from_file.use_memory_plan(loaded.memory_plan);
   from_file.run(inputs);  // twice: the second run reuses the arena the first one dirtied
   std::vector<Tensor> got = from_file.run(inputs);
