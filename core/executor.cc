@@ -32,6 +32,14 @@ class Executor::RunAllocator : public TensorAllocator {
 class Executor::PoolAllocator : public RunAllocator {
  public:
   PoolAllocator(MemoryStats& stats, bool reuse) : stats_(stats), reuse_(reuse) {}
+  // Buffers released in one run serve the next: a run in steady state allocates
+  // nothing (fresh large blocks would cost page faults and zeroing every run).
+  void begin_run(bool reuse) {
+    reuse_ = reuse;
+    if (!reuse_) free_.clear();
+    live_ = 0;
+    owned_.clear();
+  }
 
   Tensor allocate(DType dtype, const Shape& shape) override {
     size_t bytes = static_cast<size_t>(shape_size(shape)) * dtype_size(dtype);
@@ -192,8 +200,9 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
     PlannedAllocator alloc(*plan_, arena_, stats_);
     return run_with(inputs, alloc);
   }
-  PoolAllocator alloc(stats_, reuse_);
-  return run_with(inputs, alloc);
+  if (!pool_) pool_ = std::make_unique<PoolAllocator>(stats_, reuse_);
+  pool_->begin_run(reuse_);
+  return run_with(inputs, *pool_);
 }
 
 std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAllocator& alloc) {

@@ -67,6 +67,7 @@ class Executor {
   std::vector<int> last_use_;  // per value: index of the last step reading it, -1 if none
   MemoryStats stats_;
   bool reuse_ = true;
+  std::unique_ptr<PoolAllocator> pool_;  // kept across runs
   std::optional<MemoryPlan> plan_;
   std::shared_ptr<Storage> arena_;
 };

@@ -41,6 +41,7 @@ for m in "${models[@]}"; do
   fi
   chosen=refined
   echo "$out" | grep -q "keeping the op-level one" && chosen=op-level
+  [ -n "$regions" ] || chosen=unchanged  # nothing moved: the refined placement is the op-level one
   printf "%-17s %9.3f %9.3f %5.2fx %9s %8.1f %5s %5s %6s %9s  %s\n" "$m" "$op" "$ref" "$(echo "$op / $ref" | bc -l)" \
     "$chosen" "$secs" "$gens" "$best" "$evals" "$ocv" "${regions:-none}"
   echo "$out" | sed -n '/graph-level kernels now/,/^refined placement/p' | sed '1d;$d' > "$bench/$m.regions.txt"
