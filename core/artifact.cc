@@ -7,6 +7,12 @@
 #include <fstream>
 #include <limits>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+
 #include "core/subgraph.h"
 
 namespace collage {
@@ -184,15 +190,16 @@ namespace {
 
 class Reader {
  public:
-  Reader(std::shared_ptr<Storage> file, size_t size, std::string origin)
-      : file_(std::move(file)), size_(size), origin_(std::move(origin)) {}
+  // `data` (`size` bytes) stays valid as long as `owner` lives.
+  Reader(std::byte* data, size_t size, std::shared_ptr<const void> owner, std::string origin)
+      : data_(data), size_(size), owner_(std::move(owner)), origin_(std::move(origin)) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(ErrorKind::InvalidInput, "artifact '" + origin_ + "': " + what);
   }
 
   Header header() const {
-    const std::byte* p = file_->data();
+    const std::byte* p = data_;
     if (size_ < artifact_detail::kHeaderBytes || std::memcmp(p, kMagic, sizeof kMagic) != 0)
       fail(size_ < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0 ? "not a Collage artifact (bad magic)"
                                                                               : "truncated header");
@@ -220,11 +227,13 @@ class Reader {
   }
 
   const std::string& origin() const { return origin_; }
-  const std::shared_ptr<Storage>& file() const { return file_; }
+  std::byte* data() const { return data_; }
+  const std::shared_ptr<const void>& owner() const { return owner_; }
 
  private:
-  std::shared_ptr<Storage> file_;
+  std::byte* data_;
   size_t size_;
+  std::shared_ptr<const void> owner_;
   std::string origin_;
 };
 
@@ -264,8 +273,8 @@ class ManifestParser {
       throw Error(ErrorKind::InvalidInput, "weight size does not match its shape");
     if (offset % kAlign != 0 || offset > h_.weights_bytes || bytes > h_.weights_bytes - offset)
       throw Error(ErrorKind::InvalidInput, "weight lies outside the weights section");
-    std::byte* at = reader_.file()->data() + h_.weights_offset + offset;
-    return Tensor(dtype, std::move(shape), std::make_shared<Storage>(at, bytes, reader_.file()));
+    std::byte* at = reader_.data() + h_.weights_offset + offset;
+    return Tensor(dtype, std::move(shape), std::make_shared<Storage>(at, bytes, reader_.owner()));
   }
 
   Attribute attribute(const json& j) {
@@ -383,10 +392,10 @@ class ManifestParser {
   Header h_;
 };
 
-Artifact parse_file(std::shared_ptr<Storage> file, size_t size, const std::string& origin) {
-  Reader reader(std::move(file), size, origin);
+Artifact parse_file(std::byte* data, size_t size, std::shared_ptr<const void> owner, const std::string& origin) {
+  Reader reader(data, size, std::move(owner), origin);
   Header h = reader.header();
-  const char* text = reinterpret_cast<const char*>(reader.file()->data() + h.manifest_offset);
+  const char* text = reinterpret_cast<const char*>(reader.data() + h.manifest_offset);
   try {
     json manifest = json::parse(text, text + h.manifest_bytes);
     return ManifestParser(reader, h).parse(manifest);
@@ -397,24 +406,54 @@ Artifact parse_file(std::shared_ptr<Storage> file, size_t size, const std::strin
   }
 }
 
+// A private, copy-on-write mapping of the whole file: weights are used in place
+// and pages come straight from the page cache (a zero-filled copy of a 100 MB
+// file costs ~250 ms of page faults on a VM).
+class MappedFile {
+ public:
+  MappedFile(int fd, size_t size) : size_(size) {
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (p != MAP_FAILED) data_ = static_cast<std::byte*>(p);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::byte* data() const { return data_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  size_t size_;
+};
+
 }  // namespace
 
 Artifact parse_artifact(const std::string& bytes, const std::string& origin) {
   auto file = std::make_shared<Storage>(bytes.size());
   if (!bytes.empty()) std::memcpy(file->data(), bytes.data(), bytes.size());
-  return parse_file(std::move(file), bytes.size(), origin);
+  std::byte* data = file->data();
+  return parse_file(data, bytes.size(), std::move(file), origin);
 }
 
 Artifact load_artifact(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw Error(ErrorKind::Io, "cannot open artifact '" + path + "'");
-  std::streamoff size = in.tellg();
-  if (size < 0) throw Error(ErrorKind::Io, "cannot read artifact '" + path + "'");
-  auto file = std::make_shared<Storage>(static_cast<size_t>(size));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(file->data()), size);
-  if (!in) throw Error(ErrorKind::Io, "cannot read artifact '" + path + "'");
-  return parse_file(std::move(file), static_cast<size_t>(size), path);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorKind::Io, "cannot open artifact '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(ErrorKind::Io, "cannot read artifact '" + path + "': not a regular file");
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return parse_artifact(std::string(), path);  // reports "bad magic"
+  }
+  auto mapped = std::make_shared<MappedFile>(fd, size);
+  ::close(fd);  // the mapping keeps the file
+  if (!mapped->data()) throw Error(ErrorKind::Io, "cannot map artifact '" + path + "': " + std::strerror(errno));
+  std::byte* data = mapped->data();
+  return parse_file(data, size, std::move(mapped), path);
 }
 
 std::vector<ExecStep> artifact_steps(const Artifact& artifact, const std::vector<const BackendSpec*>& backends,

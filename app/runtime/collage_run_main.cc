@@ -34,9 +34,10 @@ int run(const std::vector<std::string>& argv) {
   std::unique_ptr<Runtime> rt = Runtime::load(args.positional[0], options);
   double load_ms = ms_since(t0);
   const ArtifactInfo& info = rt->info();
-  std::printf("artifact %s: model '%s', format %d.%d, %zu kernels, %d thread%s, loaded in %.1f ms\n",
+  std::printf("artifact %s: model '%s', format %d.%d, %zu kernels, %d thread%s, loaded in %.1f ms "
+              "(read, verify, parse %.1f ms; build kernels %.1f ms)\n",
               args.positional[0].c_str(), info.model_name.c_str(), info.major, info.minor, rt->kernel_count(),
-              info.threads, info.threads == 1 ? "" : "s", load_ms);
+              info.threads, info.threads == 1 ? "" : "s", load_ms, rt->parse_ms(), rt->compile_ms());
   for (const std::string& note : rt->notes()) std::printf("note: %s\n", note.c_str());
 
   std::vector<Tensor> inputs = random_inputs(rt->graph(), static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30)));

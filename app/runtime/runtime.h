@@ -31,6 +31,9 @@ class Runtime {
   const std::vector<std::string>& notes() const { return notes_; }
   const Graph& graph() const { return artifact_.graph; }
   size_t kernel_count() const { return artifact_.kernels.size(); }
+  // Where load time went: reading, verifying and parsing the file vs building the kernels.
+  double parse_ms() const { return parse_ms_; }
+  double compile_ms() const { return compile_ms_; }
   size_t arena_bytes() const { return artifact_.memory_plan.arena_bytes; }
 
   // Inputs in info().inputs order; throws InvalidInput on a count, dtype or shape mismatch.
@@ -42,6 +45,7 @@ class Runtime {
   Artifact artifact_;
   std::unique_ptr<Executor> executor_;  // refers to artifact_.graph: a Runtime never moves
   std::vector<std::string> notes_;
+  double parse_ms_ = 0, compile_ms_ = 0;
   mutable std::mutex mutex_;
 };
 

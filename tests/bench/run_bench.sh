@@ -6,12 +6,12 @@
 # against the native reference by `tune`, and the Collage placement's outputs are
 # compared with ONNX Runtime's on the same inputs. Also: cold and warm `tune`
 # times (fresh vs reused cost DB) and the search time.
-# usage: tests/bench/run_bench.sh [SAMPLE ...]   (default: every sample but the 1000-node one)
+# usage: tests/bench/run_bench.sh [SAMPLE ...]   (default: every sample but the 1000-node one); env BUILD=dir
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash scripts/install_deps.sh
-bash scripts/build.sh default
-bench=build/bench
+build=${BUILD:-build}  # BUILD=dir: use an existing build instead of installing and building
+if [ -z "${BUILD:-}" ]; then bash scripts/install_deps.sh; bash scripts/build.sh default; fi
+bench=$build/bench
 mkdir -p "$bench"
 if [ ! -d "$bench/node_modules/onnxruntime-node" ]; then
   (cd "$bench" && npm install onnxruntime-node --ignore-scripts --no-audit --no-fund > npm.log 2>&1)
@@ -26,18 +26,18 @@ printf "%-17s %8s %8s %8s %8s %8s %8s %7s %7s %7s %8s %8s %7s\n" model native on
   vs_best vs_ort add_err cold_s warm_s srch_ms
 log_best=0; log_ort=0; n=0
 for m in "${models[@]}"; do
-  ./build/resources/collage-samples "$bench" --only "$m" > /dev/null
+  "$build"/resources/collage-samples "$bench" --only "$m" > /dev/null
   model="$bench/$m.onnx"
   db="$bench/$m.costs.sqlite"
   rm -f "$db" "$db-wal" "$db-shm"
   all=onednn,blas,xnnpack,native
   t0=$(date +%s.%N)
-  ./build/app/collage tune "$model" --backends "$all" --cost-db "$db" --repeat 3 > /dev/null 2>&1
+  "$build"/app/collage tune "$model" --backends "$all" --cost-db "$db" --repeat 3 > /dev/null 2>&1
   cold=$(echo "$(date +%s.%N) - $t0" | bc -l)
   declare -A ms=()
   for backends in $all native onednn,native blas,native xnnpack,native; do
     t0=$(date +%s.%N)
-    out=$(./build/app/collage tune "$model" --backends "$backends" --cost-db "$db" --repeat "$repeat" -o "$bench/$m.$backends.json" 2>/dev/null)
+    out=$("$build"/app/collage tune "$model" --backends "$backends" --cost-db "$db" --repeat "$repeat" -o "$bench/$m.$backends.json" 2>/dev/null)
     [ "$backends" = "$all" ] && warm=$(echo "$(date +%s.%N) - $t0" | bc -l) && search=$(echo "$out" | field "search") &&
       pred=$(echo "$out" | sed -n 's/^predicted \([0-9.]*\) ms.*/\1/p')
     echo "$out" | grep -q "verified against the native reference: ok" || { echo "$m $backends: verification failed" >&2; exit 1; }
@@ -47,9 +47,9 @@ for m in "${models[@]}"; do
   ort=$(echo "$ort_out" | field "ort median")
   args=()
   for i in $(echo "$ort_out" | sed -n 's/^inputs //p'); do args+=(--input "$i"); done
-  ./build/app/collage run "$model" --placement "$bench/$m.$all.json" "${args[@]}" --output-dir "$bench/collage_$m" > /dev/null
+  "$build"/app/collage run "$model" --placement "$bench/$m.$all.json" "${args[@]}" --output-dir "$bench/collage_$m" > /dev/null
   for o in $(echo "$ort_out" | sed -n 's/^outputs //p'); do
-    ./build/app/collage compare "$bench/collage_$m/$o.pb" "$bench/ort_$m/ort_$o.pb" --rtol 1e-3 --atol 1e-3 > /dev/null ||
+    "$build"/app/collage compare "$bench/collage_$m/$o.pb" "$bench/ort_$m/ort_$o.pb" --rtol 1e-3 --atol 1e-3 > /dev/null ||
       { echo "$m: output $o disagrees with ONNX Runtime" >&2; exit 1; }
   done
   best=$(printf "%s\n" "${ms[onednn,native]}" "${ms[blas,native]}" "${ms[xnnpack,native]}" | sort -g | head -1)

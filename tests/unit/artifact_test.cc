@@ -204,6 +204,28 @@ TEST_F(ArtifactFile, TruncationAndBitFlipsAreNamed) {
   EXPECT_NE(error_of(flipped).find("checksum mismatch"), std::string::npos);
 }
 
+TEST_F(ArtifactFile, UnreadableFilesAreNamed) {
+  auto message = [](const std::string& path) {
+    try {
+      load_artifact(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message(fs::temp_directory_path().string()).find("not a regular file"), std::string::npos);
+  fs::path empty = temp_file("empty.collage");
+  write_bytes(empty, "");
+  EXPECT_NE(message(empty.string()).find("bad magic"), std::string::npos);
+  fs::path good = temp_file("good.collage");
+  write_bytes(good, bytes_);
+  EXPECT_EQ(message(good.string()), "");
+  write_bytes(good, bytes_.substr(0, bytes_.size() / 2));  // a copy cut short
+  EXPECT_NE(message(good.string()).find("truncated"), std::string::npos);
+  fs::remove(empty);
+  fs::remove(good);
+}
+
 // Fuzz: random byte mutations (the checksum must catch them) and mutations of the
 // manifest re-sealed with a valid checksum (the parser must catch or survive them).
 TEST_F(ArtifactFile, MutatedArtifactsNeverCrash) {
