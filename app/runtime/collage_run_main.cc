@@ -21,12 +21,20 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
+constexpr const char* kUsage =
+    "usage: collage-run ARTIFACT [--input NAME=FILE.pb ...] [--output-dir DIR] [--repeat N] [--seed S] "
+    "[--no-memory-plan]\n"
+    "  loads a compiled artifact (collage export) and runs it; inputs not given are seeded random tensors;\n"
+    "  prints load time, outputs, memory and median/min latency; errors exit with code 2\n";
+
 int run(const std::vector<std::string>& argv) {
+  if (!argv.empty() && (argv[0] == "--help" || argv[0] == "-h")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
   cli::Args args = cli::parse_args(argv, {"--input", "--output-dir", "--repeat", "--seed"}, {"--no-memory-plan"});
   if (args.positional.size() != 1)
-    throw Error(ErrorKind::InvalidInput,
-                "usage: collage-run ARTIFACT [--input NAME=FILE.pb ...] [--output-dir DIR] [--repeat N] [--seed S] "
-                "[--no-memory-plan]");
+    throw Error(ErrorKind::InvalidInput, std::string(kUsage).substr(0, std::string(kUsage).find('\n')));
   int repeat = args.get_int("--repeat", 1, 1, 1000000);
   RuntimeOptions options;
   options.use_memory_plan = !args.has("--no-memory-plan");
