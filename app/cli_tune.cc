@@ -1,5 +1,9 @@
 // `collage tune`: enumerate, measure (cost DB), search, verify, export.
 // `collage run --placement` lives in cli_commands.cc and shares run_placement().
+#include "app/cli_tune.h"
+
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,15 +14,13 @@
 #include <map>
 #include <set>
 
-#include <unistd.h>
-
 #include "app/cli_args.h"
 #include "app/cli_commands.h"
-#include "app/cli_tune.h"
 #include "app/model_loading.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/kernel_signature.h"
+#include "core/placement_timing.h"
 #include "core/refine.h"
 #include "core/tuner.h"
 
@@ -79,12 +81,6 @@ NodeId node_by_ref(const Graph& graph, const std::string& ref, const std::string
   throw Error(ErrorKind::InvalidInput, option + " " + ref + ": the model has no node with that name or id");
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 PlacementRun run_placement(const Graph& graph, const Placement& placement,
@@ -114,7 +110,7 @@ PlacementRun run_placement(const Graph& graph, const Placement& placement,
     placed.run(inputs);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  r.median_ms = median_of(ms);
+  r.median_ms = median_ms(ms);
   r.min_ms = *std::min_element(ms.begin(), ms.end());
   return r;
 }
@@ -191,25 +187,7 @@ int command_tune(const std::vector<std::string>& argv) {
     ropts.seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30));
     CompileOptions copts;
     copts.threads = threads;
-    // Fitness: measured end-to-end latency, median of 7 runs after one warm-up.
-    FitnessFn fitness = [&](const Placement& p) {
-      std::unique_ptr<Executor> built;
-      try {
-        built = std::make_unique<Executor>(graph, placement_steps(graph, p, backends, copts));
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::Unsupported) throw;
-        return std::numeric_limits<double>::infinity();  // a region the library cannot build loses
-      }
-      Executor& ex = *built;
-      ex.run(inputs);
-      std::vector<double> ms;
-      for (int i = 0; i < 7; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        ex.run(inputs);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      }
-      return median_of(ms);
-    };
+    FitnessFn fitness = measured_fitness(graph, backends, copts, inputs, 7);
     auto t0 = std::chrono::steady_clock::now();
     RefineResult refined = refine_placement(graph, placement, graph_level, cached_fitness(fitness, db.get(), graph, threads),
                                             ropts, &progress);
@@ -245,11 +223,20 @@ int command_tune(const std::vector<std::string>& argv) {
     std::printf("verified against the native reference: %s (max abs error %.3g)\n",
                 after.mismatch.empty() ? "ok" : after.mismatch.c_str(), after.max_abs_error);
     if (!after.mismatch.empty()) return 1;
-    // Fitness medians come from 7 runs; the final word is the longer side-by-side measurement.
-    if (moved > 0 && after.median_ms >= run.median_ms) {
-      std::printf("the refined placement is not faster when re-measured (%.3f vs %.3f ms): keeping the op-level one\n",
-                  after.median_ms, run.median_ms);
-      final_placement = placement;
+    // Fitness medians come from 7 runs minutes apart; the final word is a longer run of
+    // both placements alternated, so drift of a noisy machine cannot decide it.
+    if (moved > 0) {
+      SideBySide ab = compare_placements(graph, placement, final_placement, backends, copts, inputs,
+                                         std::max(repeat, 10));
+      std::printf("side by side over %d alternating runs each: op-level %.3f ms, refined %.3f ms (%.2fx)\n",
+                  ab.rounds, ab.a_ms, ab.b_ms, ab.a_ms / ab.b_ms);
+      if (ab.b_ms >= ab.a_ms) {
+        std::printf(
+            "the refined placement is not faster when re-measured (%.3f vs %.3f ms): keeping the op-level "
+            "one\n",
+            ab.b_ms, ab.a_ms);
+        final_placement = placement;
+      }
     }
   }
   if (!out_path.empty()) {

@@ -2,31 +2,32 @@
 
 #include <QApplication>
 #include <QCloseEvent>
-#include <QDragEnterEvent>
-#include <QLineEdit>
-#include <QVBoxLayout>
-#include <QMimeData>
-#include <QSettings>
-#include <QShortcut>
-#include <chrono>
 #include <QDockWidget>
+#include <QDragEnterEvent>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QSettings>
+#include <QShortcut>
 #include <QSpinBox>
-#include <QFileInfo>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QTimer>
 #include <QToolBar>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "backends/native/native_kernel.h"
@@ -35,6 +36,7 @@
 #include "core/executor.h"
 #include "core/graph_analysis.h"
 #include "core/onnx_import.h"
+#include "core/placement_timing.h"
 #include "core/refine.h"
 #include "widgets/backend_colors.h"
 #include "widgets/graph_view.h"
@@ -258,7 +260,10 @@ void MainWindow::on_model_loaded(bool ok, const QString& message) {
   if (!ok) {
     status_->setText("Import failed");
     log("error: " + message);
-    if (!screenshot_path_.isEmpty()) { maybe_screenshot(); return; }
+    if (!screenshot_path_.isEmpty()) {
+      maybe_screenshot("cannot open model: " + message);
+      return;
+    }
     notify(this, QMessageBox::Critical, "Cannot open model", message);
     return;
   }
@@ -360,7 +365,8 @@ void MainWindow::on_tune_finished(bool ok, const QString& message) {
   if (!ok) {
     log("tune stopped: " + message);
     status_->setText("Tune stopped: " + message);
-    if (!screenshot_path_.isEmpty()) maybe_screenshot();
+    if (!screenshot_path_.isEmpty())
+      maybe_screenshot("tune failed: " + message);
     else if (!cancel_) notify(this, QMessageBox::Warning, "Tune failed", message);
     return;
   }
@@ -419,36 +425,42 @@ void MainWindow::start_refine() {
         if (b->set_threads) b->set_threads(threads);
       CompileOptions copts;
       copts.threads = threads;
-      FitnessFn fitness = [&](const Placement& p) {
-        std::unique_ptr<Executor> ex;
-        try {
-          ex = std::make_unique<Executor>(*graph_, placement_steps(*graph_, p, backends, copts));
-        } catch (const Error& e) {
-          if (e.kind() != ErrorKind::Unsupported) throw;
-          return std::numeric_limits<double>::infinity();
-        }
-        ex->run(inputs);
-        std::vector<double> ms;
-        for (int i = 0; i < 5; ++i) {
-          auto t0 = std::chrono::steady_clock::now();
-          ex->run(inputs);
-          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        }
-        std::sort(ms.begin(), ms.end());
-        return ms[2];
-      };
+      FitnessFn fitness = measured_fitness(*graph_, backends, copts, inputs, 5);
       RefineOptions options;
       options.time_budget_s = 120;
       SignalObserver observer(this, cancel_);
       CostDb db(cost_db_path().toStdString());
       auto result = std::make_shared<RefineResult>(
           refine_placement(*graph_, start, graph_level, cached_fitness(fitness, &db, *graph_, threads), options, &observer));
-      QMetaObject::invokeMethod(this, [this, result] {
-        placement_ = result->best;
-        log(QString("refined: op-level %1 ms -> %2 ms measured fitness (%3x), %4 generations, %5 evaluations")
-                .arg(result->seed_fitness, 0, 'f', 3).arg(result->best_fitness, 0, 'f', 3)
-                .arg(result->seed_fitness / result->best_fitness, 0, 'f', 2).arg(result->generations).arg(result->evaluations));
-      }, Qt::QueuedConnection);
+      // The same final check as `collage tune --refine`: both placements alternated.
+      bool moved =
+          std::find(result->best_genome.begin(), result->best_genome.end(), 1) != result->best_genome.end();
+      SideBySide ab;
+      if (moved && !cancel_)
+        ab = compare_placements(*graph_, start, result->best, backends, copts, inputs, 20);
+      QMetaObject::invokeMethod(
+          this,
+          [this, result, start, ab] {
+            log(QString(
+                    "refined: op-level %1 ms -> %2 ms measured fitness (%3x), %4 generations, %5 evaluations")
+                    .arg(result->seed_fitness, 0, 'f', 3)
+                    .arg(result->best_fitness, 0, 'f', 3)
+                    .arg(result->seed_fitness / result->best_fitness, 0, 'f', 2)
+                    .arg(result->generations)
+                    .arg(result->evaluations));
+            placement_ = result->best;
+            if (ab.rounds > 0) {
+              log(QString("side by side over %1 alternating runs each: op-level %2 ms, refined %3 ms")
+                      .arg(ab.rounds)
+                      .arg(ab.a_ms, 0, 'f', 3)
+                      .arg(ab.b_ms, 0, 'f', 3));
+              if (ab.b_ms >= ab.a_ms) {
+                log("the refined placement is not faster when re-measured: keeping the op-level one");
+                placement_ = start;
+              }
+            }
+          },
+          Qt::QueuedConnection);
       emit refine_finished(true, QString());
     } catch (const std::exception& e) {
       emit refine_finished(false, QString::fromStdString(e.what()));
@@ -464,7 +476,7 @@ void MainWindow::on_refine_finished(bool ok, const QString& message) {
   if (!ok) {
     log("refine stopped: " + message);
     status_->setText("Refine stopped: " + message);
-    maybe_screenshot();
+    maybe_screenshot("refine failed: " + message);
     return;
   }
   view_->set_placement(&*placement_);  // recolour with the regions
@@ -749,15 +761,17 @@ void MainWindow::screenshot_when_ready(const QString& path, bool after_tune, boo
   screenshot_after_refine_ = after_refine;
 }
 
-void MainWindow::maybe_screenshot() {
+void MainWindow::maybe_screenshot(const QString& failure) {
   if (screenshot_path_.isEmpty()) return;
+  // Batch mode: the picture is still saved, but a failure is the exit status (2), as in the CLI.
+  if (!failure.isEmpty()) std::fprintf(stderr, "error: %s\n", failure.toStdString().c_str());
   QString path = screenshot_path_;
   screenshot_path_.clear();
   view_->fit();  // the whole graph, coloured by the final placement
-  QTimer::singleShot(200, this, [this, path] {  // let the last repaint land
+  QTimer::singleShot(200, this, [this, path, failed = !failure.isEmpty()] {  // let the last repaint land
     bool ok = grab().save(path, "PNG");
     std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to", path.toStdString().c_str());
-    QApplication::exit(ok ? 0 : 2);
+    QApplication::exit(ok && !failed ? 0 : 2);
   });
 }
 

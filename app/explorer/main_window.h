@@ -84,7 +84,7 @@ class MainWindow : public QMainWindow {
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
   void join_worker();
-  void maybe_screenshot();
+  void maybe_screenshot(const QString& failure = QString());
   std::vector<const BackendSpec*> selected_backends() const;
 
   GraphView* view_;

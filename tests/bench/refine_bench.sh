@@ -28,6 +28,9 @@ for m in "${models[@]}"; do
     { echo "$m: verification failed" >&2; echo "$out" >&2; exit 1; }
   op=$(echo "$out" | sed -n 's/^predicted .* measured median \([0-9.]*\) ms.*/\1/p')
   ref=$(echo "$out" | sed -n 's/^refined placement: measured median \([0-9.]*\) ms.*/\1/p')
+  # When kernels moved, tune times both placements alternated: that pair is the fair ratio.
+  ab=$(echo "$out" | sed -n 's/^side by side .*: op-level \([0-9.]*\) ms, refined \([0-9.]*\) ms.*/\1 \2/p')
+  [ -z "$ab" ] || read -r op ref <<< "$ab"
   line=$(echo "$out" | grep '^refine: ')
   secs=$(echo "$line" | sed -n 's/.* in \([0-9.]*\) s$/\1/p')
   gens=$(echo "$line" | sed -n 's/.*kernels, \([0-9]*\) generations.*/\1/p')
@@ -46,7 +49,7 @@ for m in "${models[@]}"; do
     "$chosen" "$secs" "$gens" "$best" "$evals" "$ocv" "${regions:-none}"
   echo "$out" | sed -n '/graph-level kernels now/,/^refined placement/p' | sed '1d;$d' > "$bench/$m.regions.txt"
 done
-echo "ms = median of 20 runs at 1 thread; gain = oplevel / refined; chosen = what tune writes (op-level when the"
+echo "ms = median of 20 runs at 1 thread (of 20 alternating runs each when kernels moved); gain = oplevel / refined; chosen = what tune writes (op-level when the"
 echo "refined placement is not faster re-measured); refine_s = graph-level search time;"
 echo "best = generation that reached the final best (0 = a seed: op-level or all-offloaded); regions = nodes per"
 echo "xnnpack-graph region that took moved kernels (details in $bench/*.regions.txt); opencv = OpenCV DNN on the whole model (fails = cannot import)."

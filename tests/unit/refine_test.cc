@@ -1,17 +1,18 @@
+#include "core/refine.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
 #include "backends/xnnpack_graph/xnnpack_graph.h"
 #include "core/onnx_import.h"
-#include "resources/samples/zoo.h"
-
-#include <filesystem>
-#include "core/refine.h"
+#include "core/placement_timing.h"
 #include "core/random_inputs.h"
 #include "onnx_test_model.h"
+#include "resources/samples/zoo.h"
 
 namespace collage {
 namespace {
@@ -113,6 +114,62 @@ TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
   EXPECT_EQ(calls, first_calls);
   EXPECT_EQ(second.best_genome, first.best_genome);
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+TEST(PlacementTiming, SideBySideAlternatesAndTakesEachSidesMedian) {
+  // A fake clock that the two workloads advance by known amounts.
+  double clock = 0;
+  std::string order;
+  std::vector<double> a_cost = {5, 1, 3, 9, 4}, b_cost = {2, 2, 7, 2, 6};
+  size_t ai = 0, bi = 0;
+  SideBySide r = time_side_by_side(
+      [&] {
+        order += 'A';
+        clock += a_cost[ai++];
+      },
+      [&] {
+        order += 'B';
+        clock += b_cost[bi++];
+      },
+      5, [&] { return clock; });
+  EXPECT_EQ(order, "ABBAABBAAB");  // ABBA: drift over time hits both sides alike
+  EXPECT_EQ(r.rounds, 5);
+  EXPECT_EQ(r.a_ms, median_ms(a_cost));
+  EXPECT_EQ(r.b_ms, median_ms(b_cost));
+  EXPECT_EQ(median_ms({5, 1, 3, 9}), 4.0);  // even count: mean of the middle two
+  EXPECT_EQ(median_ms({}), 0.0);
+}
+
+// A graph-level stand-in whose library refuses every region.
+BackendSpec refusing() {
+  BackendSpec s = graphy();
+  s.name = "refusing";
+  s.compile = [](const Graph&, const SubGraph&, const CompileOptions&) -> std::unique_ptr<Kernel> {
+    throw Error(ErrorKind::Unsupported, "refusing: no region is supported");
+  };
+  return s;
+}
+
+TEST(PlacementTiming, UnbuildablePlacementsLoseAndOthersAreTimed) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy(), no = refusing();
+  std::vector<const BackendSpec*> backends = {&native_backend(), &gl, &no};
+  FitnessFn fitness = measured_fitness(g, backends, CompileOptions{}, random_inputs(g, 3), 3);
+  double seed_ms = fitness(seed);
+  EXPECT_TRUE(std::isfinite(seed_ms));
+  EXPECT_GE(seed_ms, 0.0);
+  Placement refused = seed;
+  refused.kernels[0].backend = "refusing";
+  EXPECT_TRUE(std::isinf(fitness(refused)));
+  // Any other failure is a bug, not a losing genome: it propagates.
+  Placement unknown = seed;
+  unknown.kernels[0].backend = "no-such-backend";
+  EXPECT_THROW(fitness(unknown), Error);
+
+  SideBySide ab = compare_placements(g, seed, seed, backends, CompileOptions{}, random_inputs(g, 3), 4);
+  EXPECT_EQ(ab.rounds, 4);
+  EXPECT_TRUE(std::isfinite(ab.a_ms) && std::isfinite(ab.b_ms));
 }
 
 TEST(Refine, AdjacentKernelsMergeAndCyclicMergesSplit) {
