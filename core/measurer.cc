@@ -172,6 +172,10 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
   std::map<std::string, size_t> measured_here;  // signature -> first candidate index
   const std::string device = device_fingerprint();
   auto start = Clock::now();
+  if (observer) observer->on_candidates(candidates);
+  auto landed = [&](size_t i) {
+    if (observer) observer->on_measured(i, out[i]);
+  };
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (observer && observer->cancel_requested()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
     const Candidate& c = candidates[i];
@@ -193,6 +197,7 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
     if (auto same = measured_here.find(sig); same != measured_here.end()) {
       out[i].cost = out[same->second].cost;
       out[i].from_cache = true;
+      landed(i);
       continue;
     }
     CostKey key{sig, options_.threads, device};
@@ -201,6 +206,7 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
         out[i].cost = record->cost;
         out[i].from_cache = true;
         measured_here[sig] = i;
+        landed(i);
         continue;
       }
     }
@@ -215,6 +221,7 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
       record.cost = out[i].cost;
       db_->put(record);
     }
+    landed(i);
   }
   if (observer) {
     ProgressEvent e;

@@ -4,8 +4,12 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace collage {
+
+struct Candidate;
+struct MeasuredCandidate;
 
 struct ProgressEvent {
   enum class Stage { Measure, Search, Refine };
@@ -22,6 +26,10 @@ class ProgressObserver {
  public:
   virtual ~ProgressObserver() = default;
   virtual void on_progress(const ProgressEvent& event) = 0;
+  // Measuring, per candidate kernel: the whole list before the first measurement,
+  // then each result as it lands (cost DB hits included), in candidate order.
+  virtual void on_candidates(const std::vector<Candidate>& /*candidates*/) {}
+  virtual void on_measured(size_t /*index*/, const MeasuredCandidate& /*result*/) {}
   // Polled between units of work; true stops it with Error(Cancelled); results
   // already stored (e.g. measured costs in the DB) are kept.
   virtual bool cancel_requested() const { return false; }

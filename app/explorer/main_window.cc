@@ -39,6 +39,7 @@
 #include "core/placement_timing.h"
 #include "core/refine.h"
 #include "widgets/backend_colors.h"
+#include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
 #include "widgets/progress_chart.h"
 
@@ -53,6 +54,17 @@ class SignalObserver : public ProgressObserver {
   void on_progress(const ProgressEvent& e) override {
     emit window_->progress(static_cast<int>(e.stage), e.done, e.total, QString::fromStdString(e.message), e.best_ms,
                            e.elapsed_ms, e.mean_ms);
+  }
+  // The table lives on the GUI thread: copies cross over in queued calls, in order.
+  void on_candidates(const std::vector<Candidate>& candidates) override {
+    CostTable* table = window_->cost_table();
+    QMetaObject::invokeMethod(
+        table, [table, candidates] { table->set_pending(candidates); }, Qt::QueuedConnection);
+  }
+  void on_measured(size_t index, const MeasuredCandidate& result) override {
+    CostTable* table = window_->cost_table();
+    QMetaObject::invokeMethod(
+        table, [table, index, result] { table->set_result(index, result); }, Qt::QueuedConnection);
   }
   bool cancel_requested() const override { return cancel_.load(); }
 
@@ -90,26 +102,8 @@ MainWindow::MainWindow() {
   };
   inspector_ = new QTextBrowser(this);
   dock("Inspector", inspector_, Qt::RightDockWidgetArea);
-  costs_ = new QTableWidget(0, 6, this);
-  costs_->setHorizontalHeaderLabels({"backend", "kernel", "nodes", "median ms", "samples", "status"});
-  costs_->setSortingEnabled(true);
-  costs_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  costs_->horizontalHeader()->setStretchLastSection(true);
-  auto* cost_panel = new QWidget(this);
-  auto* cost_layout = new QVBoxLayout(cost_panel);
-  cost_layout->setContentsMargins(0, 0, 0, 0);
-  cost_filter_ = new QLineEdit(cost_panel);
-  cost_filter_->setPlaceholderText("filter: backend, kernel or status");
-  cost_layout->addWidget(cost_filter_);
-  cost_layout->addWidget(costs_);
-  connect(cost_filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
-    for (int r = 0; r < costs_->rowCount(); ++r) {
-      bool match = text.isEmpty();
-      for (int c : {0, 1, 5}) match |= costs_->item(r, c) && costs_->item(r, c)->text().contains(text, Qt::CaseInsensitive);
-      costs_->setRowHidden(r, !match);
-    }
-  });
-  dock("Candidate kernels", cost_panel, Qt::RightDockWidgetArea);
+  cost_table_ = new CostTable(this);
+  dock("Candidate kernels", cost_table_, Qt::RightDockWidgetArea);
   chart_ = new ProgressChart(this);
   chart_->setMinimumHeight(180);
   dock("Search progress", chart_, Qt::BottomDockWidgetArea);
@@ -199,10 +193,8 @@ MainWindow::MainWindow() {
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
   threads_->setValue(settings.value("tune/threads", 1).toInt());
-  connect(costs_, &QTableWidget::itemSelectionChanged, this, [this] {
-    auto rows = costs_->selectionModel()->selectedRows();
-    if (rows.isEmpty() || !tuned_) return;
-    size_t index = costs_->item(rows[0].row(), 0)->data(Qt::UserRole).toULongLong();
+  connect(cost_table_, &CostTable::candidate_selected, this, [this](size_t index) {
+    if (!tuned_ || index >= tuned_->candidates.size()) return;
     std::vector<NodeId> nodes;
     for (size_t n : tuned_->candidates[index].nodes.indices()) nodes.push_back(static_cast<NodeId>(n));
     view_->highlight(nodes);
@@ -271,7 +263,7 @@ void MainWindow::on_model_loaded(bool ok, const QString& message) {
   placement_.reset();
   view_->set_graph(graph_.get(), layout_);
   view_->fit();
-  costs_->setRowCount(0);
+  cost_table_->clear();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - open_started_).count();
   status_->setText(QString("%1: %2 nodes (%3 layout), shown in %4 s")
                        .arg(model_path_).arg(graph_->num_nodes()).arg(QString::fromStdString(layout_.engine)).arg(seconds, 0, 'f', 2));
@@ -484,42 +476,11 @@ void MainWindow::on_refine_finished(bool ok, const QString& message) {
   maybe_screenshot();
 }
 
-void MainWindow::fill_cost_table() {
-  costs_->setSortingEnabled(false);
-  costs_->setRowCount(static_cast<int>(tuned_->candidates.size()));
-  for (size_t i = 0; i < tuned_->candidates.size(); ++i) {
-    const Candidate& c = tuned_->candidates[i];
-    const KernelCost& k = tuned_->costs[i].cost;
-    int row = static_cast<int>(i);
-    auto* b = new QTableWidgetItem(QString::fromStdString(c.backend));
-    b->setData(Qt::UserRole, static_cast<qulonglong>(i));
-    b->setBackground(backend_color(QString::fromStdString(c.backend)).lighter(150));
-    costs_->setItem(row, 0, b);
-    costs_->setItem(row, 1, new QTableWidgetItem(QString::fromStdString(c.label)));
-    auto* nodes = new QTableWidgetItem();
-    nodes->setData(Qt::DisplayRole, static_cast<int>(c.nodes.popcount()));
-    costs_->setItem(row, 2, nodes);
-    auto* median = new QTableWidgetItem();
-    median->setData(Qt::DisplayRole, k.valid ? k.median_ms : -1.0);
-    costs_->setItem(row, 3, median);
-    auto* samples = new QTableWidgetItem();
-    samples->setData(Qt::DisplayRole, k.samples);
-    costs_->setItem(row, 4, samples);
-    costs_->setItem(row, 5, new QTableWidgetItem(k.valid ? "measured" : QString::fromStdString("invalid: " + k.reason)));
-  }
-  costs_->setSortingEnabled(true);
-  costs_->sortItems(3);
-}
+void MainWindow::fill_cost_table() { cost_table_->finish(tuned_->candidates, tuned_->costs); }
 
 void MainWindow::show_node(int node) {
   if (!graph_ || node < 0 || node >= graph_->num_nodes()) return;
-  if (tuned_) {  // the table shows the candidates covering the selected node
-    for (int r = 0; r < costs_->rowCount(); ++r) {
-      size_t index = costs_->item(r, 0)->data(Qt::UserRole).toULongLong();
-      costs_->setRowHidden(r, !tuned_->candidates[index].nodes.contains(static_cast<size_t>(node)));
-    }
-    cost_filter_->setPlaceholderText(QString("showing candidates of node %1; type to filter all").arg(node));
-  }
+  if (tuned_) cost_table_->show_node(tuned_->candidates, node);  // the candidates covering it
   const Node& n = graph_->node(node);
   QString html = QString("<h3>%1</h3><p>%2 (opset %3), node %4</p>")
                      .arg(QString::fromStdString(n.name).toHtmlEscaped(), QString::fromStdString(n.op_type))

@@ -17,7 +17,6 @@
 class QLabel;
 class QPlainTextEdit;
 class QProgressBar;
-class QTableWidget;
 class QTextBrowser;
 class QAction;
 class QSpinBox;
@@ -26,6 +25,7 @@ class QMenu;
 
 namespace collage {
 
+class CostTable;
 class GraphView;
 class ProgressChart;
 
@@ -57,6 +57,7 @@ class MainWindow : public QMainWindow {
   std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
   GraphView* graph_view() const { return view_; }
   ProgressChart* progress_chart() const { return chart_; }
+  CostTable* cost_table() const { return cost_table_; }
 
  signals:
   void model_loaded(bool ok, QString message);
@@ -89,7 +90,7 @@ class MainWindow : public QMainWindow {
 
   GraphView* view_;
   ProgressChart* chart_;
-  QTableWidget* costs_;
+  CostTable* cost_table_;
   QTextBrowser* inspector_;
   QPlainTextEdit* log_;
   QProgressBar* progress_;
@@ -113,7 +114,6 @@ class MainWindow : public QMainWindow {
   std::vector<NodeId> find_hits_;
   size_t find_index_ = 0;
   QMenu* recent_menu_;
-  QLineEdit* cost_filter_;
   std::chrono::steady_clock::time_point open_started_;
   std::thread worker_;
   std::atomic<bool> cancel_{false};

@@ -3,6 +3,7 @@
 // coloured placement, honours and explains pins, round-trips placements, stops
 // on request, and keeps the event loop responsive while working.
 #include <QSignalSpy>
+#include <QTableWidget>
 #include <QTimer>
 #include <QtTest>
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "core/onnx_import.h"
 #include "resources/samples/zoo.h"
 #include "widgets/backend_colors.h"
+#include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
 #include "widgets/progress_chart.h"
 
@@ -111,6 +113,13 @@ class ExplorerTest : public QObject {
     QVERIFY2(gaps.longest_ms < 1000, "the GUI thread blocked while tuning");
     QVERIFY(progress.count() > 0);
     QVERIFY(window.progress_chart()->point_count() > 0);
+    // Every candidate kernel is listed with its outcome; none is left pending.
+    collage::CostTable* table = window.cost_table();
+    QVERIFY(table->table()->rowCount() > 0);
+    QCOMPARE(table->rows_with_status("pending"), 0);
+    QCOMPARE(table->rows_with_status("measured") + table->rows_with_status("cached") +
+                 table->rows_with_status("invalid"),
+             table->table()->rowCount());
     // Colours and outlines follow the placement.
     const auto& placement = *window.placement();
     int fused = 0;
@@ -200,7 +209,42 @@ class ExplorerTest : public QObject {
     QCOMPARE(args.at(0).toBool(), false);
     QVERIFY(args.at(1).toString().contains("cancelled"));
     QVERIFY(ms < 1000);
+    // The table was filled while measuring: every candidate listed, those not reached still pending.
+    QCoreApplication::processEvents();
+    collage::CostTable* table = window.cost_table();
+    QVERIFY(table->table()->rowCount() > 1);
+    QVERIFY(table->rows_with_status("pending") > 0);
     qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+  }
+
+  void cost_table_shows_pending_then_results() {
+    collage::CostTable table;
+    collage::Candidate a{collage::IndexSet(3, {0, 1}), "onednn", "Conv+Relu"};
+    collage::Candidate b{collage::IndexSet(3, {1}), "native", "Relu"};
+    table.set_pending({a, b});
+    QCOMPARE(table.table()->rowCount(), 2);
+    QCOMPARE(table.rows_with_status("pending"), 2);
+    collage::MeasuredCandidate slow, bad;
+    slow.cost.median_ms = 2.5;
+    slow.cost.samples = 7;
+    bad.cost.valid = false;
+    bad.cost.reason = "disagrees with the reference";
+    table.set_result(1, bad);
+    QCOMPARE(table.status_text(1), QString("invalid: disagrees with the reference"));
+    QCOMPARE(table.status_text(0), QString("pending"));
+    slow.from_cache = true;
+    table.set_result(0, slow);
+    QCOMPARE(table.status_text(0), QString("cached"));
+    QCOMPARE(table.table()->item(0, collage::CostTable::kMedian)->data(Qt::DisplayRole).toDouble(), 2.5);
+    // Sorted by cost after finish(): results still found by candidate index.
+    slow.from_cache = false;
+    table.finish({a, b}, {slow, bad});
+    QCOMPARE(table.status_text(0), QString("measured"));
+    QCOMPARE(table.status_text(1), QString("invalid: disagrees with the reference"));
+    table.show_node({a, b}, 0);  // only candidate a covers node 0
+    int visible = 0;
+    for (int r = 0; r < 2; ++r) visible += !table.table()->isRowHidden(r);
+    QCOMPARE(visible, 1);
   }
 
   void stays_responsive_while_a_5000_node_graph_is_laid_out() {

@@ -100,6 +100,38 @@ TEST(Measurer, InvalidKernelsGetReasonsAndValidOnesAreCached) {
   remove_db(path);
 }
 
+TEST(Measurer, ReportsTheCandidateListThenEveryResultInOrder) {
+  Graph g = chain();
+  BackendSpec wrong = wrong_backend();
+  std::vector<const BackendSpec*> backends = {&native_backend(), &wrong};
+  auto candidates = enumerate_candidates(g, backends);
+  struct Recorder : ProgressObserver {
+    std::vector<std::string> log;
+    std::vector<MeasuredCandidate> results;
+    void on_progress(const ProgressEvent&) override {}
+    void on_candidates(const std::vector<Candidate>& c) override {
+      log.push_back("list " + std::to_string(c.size()));
+    }
+    void on_measured(size_t index, const MeasuredCandidate& r) override {
+      log.push_back("result " + std::to_string(index));
+      results.push_back(r);
+    }
+  } recorder;
+  MeasureOptions options;
+  options.min_time_ms = 1;
+  Measurer m(g, reference_values(g, random_inputs(g, 2), native::node_evaluator()), nullptr, options);
+  auto measured = m.measure(candidates, backends, &recorder);
+  std::vector<std::string> want = {"list " + std::to_string(candidates.size())};
+  for (size_t i = 0; i < candidates.size(); ++i) want.push_back("result " + std::to_string(i));
+  EXPECT_EQ(recorder.log, want);
+  ASSERT_EQ(recorder.results.size(), measured.size());
+  for (size_t i = 0; i < measured.size(); ++i) {
+    EXPECT_EQ(recorder.results[i].signature, measured[i].signature);
+    EXPECT_EQ(recorder.results[i].cost.valid, measured[i].cost.valid);
+    EXPECT_EQ(recorder.results[i].cost.median_ms, measured[i].cost.median_ms);
+  }
+}
+
 TEST(Measurer, CancelKeepsWhatWasMeasured) {
   Graph g = chain();
   auto candidates = enumerate_candidates(g, {&native_backend()});
