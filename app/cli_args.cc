@@ -63,9 +63,10 @@ double Args::get_seconds(const std::string& key, double fallback, double min, do
     used = 0;
   }
   if (used != text.size() || text.empty() || !(value >= min && value <= max))
-    throw Error(ErrorKind::InvalidInput, key + " expects a duration (\"90\", \"90s\", \"10m\", \"1h\") from " +
-                                             std::to_string(static_cast<int>(min)) + " s to " +
-                                             std::to_string(static_cast<int>(max)) + " s, got '" + get(key, "") + "'");
+    throw Error(ErrorKind::InvalidInput,
+                key + " expects a duration (\"90\", \"90s\", \"10m\", \"1h\") from " +
+                    std::to_string(static_cast<int>(min)) + " s to " + std::to_string(static_cast<int>(max)) +
+                    " s, got '" + get(key, "") + "'");
   return value;
 }
 

@@ -12,7 +12,7 @@ namespace collage::cli {
 struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::vector<std::string>> options;  // "--input" -> values
-  std::set<std::string> flags;                               // value-less, e.g. "--json"
+  std::set<std::string> flags;                              // value-less, e.g. "--json"
 
   bool has(const std::string& key) const { return options.count(key) || flags.count(key); }
   std::string get(const std::string& key, const std::string& fallback) const;

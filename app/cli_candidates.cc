@@ -44,13 +44,14 @@ int command_candidates(const std::vector<std::string>& argv) {
               << ",\n  \"candidates\": [\n";
     for (size_t i = 0; i < candidates.size(); ++i) {
       const Candidate& c = candidates[i];
-      std::cout << "    {\"backend\": \"" << json_escape(c.backend) << "\", \"label\": \"" << json_escape(c.label)
-                << "\", \"nodes\": [";
+      std::cout << "    {\"backend\": \"" << json_escape(c.backend) << "\", \"label\": \""
+                << json_escape(c.label) << "\", \"nodes\": [";
       auto ids = c.nodes.indices();
       for (size_t k = 0; k < ids.size(); ++k) std::cout << (k ? ", " : "") << ids[k];
       std::cout << "], \"node_names\": [";
       for (size_t k = 0; k < ids.size(); ++k)
-        std::cout << (k ? ", " : "") << "\"" << json_escape(graph.node(static_cast<NodeId>(ids[k])).name) << "\"";
+        std::cout << (k ? ", " : "") << "\"" << json_escape(graph.node(static_cast<NodeId>(ids[k])).name)
+                  << "\"";
       std::cout << "]}" << (i + 1 < candidates.size() ? "," : "") << "\n";
     }
     std::cout << "  ]\n}\n";

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "app/cli_args.h"
 #include "app/cli_tune.h"
@@ -23,20 +23,26 @@ namespace collage::cli {
 
 namespace {
 
-std::string value_signature(const Value& v) { return std::string(dtype_name(v.dtype)) + " " + shape_to_string(v.shape); }
+std::string value_signature(const Value& v) {
+  return std::string(dtype_name(v.dtype)) + " " + shape_to_string(v.shape);
+}
 
 std::string human(double x) {
   char buf[32];
   const char* units[] = {"", "K", "M", "G", "T"};
   int u = 0;
-  while (x >= 1000 && u < 4) { x /= 1000; ++u; }
+  while (x >= 1000 && u < 4) {
+    x /= 1000;
+    ++u;
+  }
   std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f%s", x, units[u]);
   return buf;
 }
 
 const std::string& single_model(const Args& args, const char* command) {
   if (args.positional.size() != 1)
-    throw Error(ErrorKind::InvalidInput, std::string("usage: collage ") + command + " MODEL [options] (see --help)");
+    throw Error(ErrorKind::InvalidInput,
+                std::string("usage: collage ") + command + " MODEL [options] (see --help)");
   return args.positional[0];
 }
 
@@ -51,9 +57,11 @@ int command_info(const std::vector<std::string>& argv) {
   std::cout << "model: " << path << "\n";
   for (const auto& note : report.notes) std::cout << "note: " << note << "\n";
   std::cout << "inputs:\n";
-  for (ValueId id : graph.inputs) std::cout << "  " << graph.value(id).name << "  " << value_signature(graph.value(id)) << "\n";
+  for (ValueId id : graph.inputs)
+    std::cout << "  " << graph.value(id).name << "  " << value_signature(graph.value(id)) << "\n";
   std::cout << "outputs:\n";
-  for (ValueId id : graph.outputs) std::cout << "  " << graph.value(id).name << "  " << value_signature(graph.value(id)) << "\n";
+  for (ValueId id : graph.outputs)
+    std::cout << "  " << graph.value(id).name << "  " << value_signature(graph.value(id)) << "\n";
 
   std::map<std::string, int> histogram;
   double flops = 0;
@@ -67,7 +75,8 @@ int command_info(const std::vector<std::string>& argv) {
     params += static_cast<double>(v.constant->size());
     param_bytes += static_cast<double>(v.constant->bytes());
   }
-  std::cout << "nodes: " << graph.num_nodes() << " (" << report.folded_nodes << " constant nodes folded at import)\n";
+  std::cout << "nodes: " << graph.num_nodes() << " (" << report.folded_nodes
+            << " constant nodes folded at import)\n";
   std::cout << "FLOPs: " << human(flops) << " (" << static_cast<long long>(flops) << ")\n";
   std::cout << "parameters: " << human(params) << " (" << human(param_bytes) << "B)\n";
   std::vector<std::pair<std::string, int>> ops(histogram.begin(), histogram.end());
@@ -78,8 +87,8 @@ int command_info(const std::vector<std::string>& argv) {
 }
 
 int command_run(const std::vector<std::string>& argv) {
-  Args args =
-      parse_args(argv, {"--dim", "--input", "--output-dir", "--repeat", "--threads", "--seed", "--placement"}, {});
+  Args args = parse_args(
+      argv, {"--dim", "--input", "--output-dir", "--repeat", "--threads", "--seed", "--placement"}, {});
   const std::string& path = single_model(args, "run");
   int repeat = args.get_int("--repeat", 1, 1, 1000000);
   int threads = args.get_int("--threads", 1, 1, 1024);
@@ -92,7 +101,8 @@ int command_run(const std::vector<std::string>& argv) {
     auto [name, file] = split_assignment(spec, "--input");
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                            [&](ValueId id) { return graph.value(id).name == name; });
-    if (it == graph.inputs.end()) throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
+    if (it == graph.inputs.end())
+      throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
     inputs[static_cast<size_t>(it - graph.inputs.begin())] = read_tensor_file(file);
   }
 
@@ -108,13 +118,16 @@ int command_run(const std::vector<std::string>& argv) {
     Placement placement = placement_from_json(text.str(), graph, all_backends());
     PlacementRun run = run_placement(graph, placement, all_backends(), threads, repeat, inputs);
     if (!run.mismatch.empty())
-      throw Error(ErrorKind::Internal, "the placement's outputs disagree with the native reference: " + run.mismatch);
+      throw Error(ErrorKind::Internal,
+                  "the placement's outputs disagree with the native reference: " + run.mismatch);
     outputs = run.outputs;
     median = run.median_ms;
     min_ms = run.min_ms;
     char buf[160];
-    std::snprintf(buf, sizeof buf, "placement: %zu kernels, predicted %.3f ms; verified against the native reference "
-                  "(max abs error %.3g)\n", placement.kernels.size(), placement.predicted_ms, run.max_abs_error);
+    std::snprintf(buf, sizeof buf,
+                  "placement: %zu kernels, predicted %.3f ms; verified against the native reference "
+                  "(max abs error %.3g)\n",
+                  placement.kernels.size(), placement.predicted_ms, run.max_abs_error);
     verification = buf;
   } else {
     Executor executor(graph, native::native_steps(graph));
@@ -137,15 +150,16 @@ int command_run(const std::vector<std::string>& argv) {
     std::filesystem::path dir = args.get("--output-dir", ".");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) throw Error(ErrorKind::Io, "cannot create output directory '" + dir.string() + "': " + ec.message());
+    if (ec)
+      throw Error(ErrorKind::Io, "cannot create output directory '" + dir.string() + "': " + ec.message());
     for (size_t i = 0; i < outputs.size(); ++i) {
       const std::string& name = graph.value(graph.outputs[i]).name;
       write_tensor_file(outputs[i], name, (dir / (sanitize_file_name(name) + ".pb")).string());
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i)
-    std::cout << "output " << graph.value(graph.outputs[i]).name << ": " << dtype_name(outputs[i].dtype()) << " "
-              << shape_to_string(outputs[i].shape()) << "\n";
+    std::cout << "output " << graph.value(graph.outputs[i]).name << ": " << dtype_name(outputs[i].dtype())
+              << " " << shape_to_string(outputs[i].shape()) << "\n";
   std::cout << verification;
   std::printf("threads %d, %d repeat%s%s\n", threads, repeat, repeat == 1 ? "" : "s", memory.c_str());
   std::printf("median %.3f ms, min %.3f ms\n", median, min_ms);

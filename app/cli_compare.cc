@@ -11,11 +11,13 @@ namespace collage::cli {
 
 int command_compare(const std::vector<std::string>& argv) {
   Args args = parse_args(argv, {"--rtol", "--atol"}, {});
-  if (args.positional.size() != 2) throw Error(ErrorKind::InvalidInput, "usage: collage compare A.pb B.pb [--rtol R] [--atol A]");
+  if (args.positional.size() != 2)
+    throw Error(ErrorKind::InvalidInput, "usage: collage compare A.pb B.pb [--rtol R] [--atol A]");
   double rtol = std::stod(args.get("--rtol", "1e-3")), atol = std::stod(args.get("--atol", "1e-4"));
   Tensor a = read_tensor_file(args.positional[0]), b = read_tensor_file(args.positional[1]);
   if (a.shape() != b.shape())
-    throw Error(ErrorKind::InvalidInput, "shapes differ: " + shape_to_string(a.shape()) + " vs " + shape_to_string(b.shape()));
+    throw Error(ErrorKind::InvalidInput,
+                "shapes differ: " + shape_to_string(a.shape()) + " vs " + shape_to_string(b.shape()));
   std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
   double max_abs = 0;
   size_t bad = 0;
@@ -24,7 +26,8 @@ int command_compare(const std::vector<std::string>& argv) {
     max_abs = std::max(max_abs, err);
     if (!(err <= atol + rtol * std::fabs(y[i]))) ++bad;
   }
-  std::printf("%zu elements, max abs error %.3g, %zu outside rtol %.g atol %.g\n", x.size(), max_abs, bad, rtol, atol);
+  std::printf("%zu elements, max abs error %.3g, %zu outside rtol %.g atol %.g\n", x.size(), max_abs, bad,
+              rtol, atol);
   return bad ? 1 : 0;
 }
 

@@ -13,7 +13,9 @@ namespace collage::cli {
 
 int command_costs(const std::vector<std::string>& argv) {
   Args args = parse_args(argv, {"--backend", "--cost-db", "--export", "--import"}, {"--json"});
-  if (!args.positional.empty()) throw Error(ErrorKind::InvalidInput, "usage: collage costs [--backend B] [--json] [--export F] [--import F]");
+  if (!args.positional.empty())
+    throw Error(ErrorKind::InvalidInput,
+                "usage: collage costs [--backend B] [--json] [--export F] [--import F]");
   CostDb db(args.get("--cost-db", CostDb::default_path()));
   std::string backend = args.get("--backend", "");
   if (args.has("--import")) {
@@ -44,8 +46,8 @@ int command_costs(const std::vector<std::string>& argv) {
   std::printf("%-10s %-28s %7s %10s %10s %8s %9s  %s\n", "backend", "label", "threads", "median ms", "p90 ms",
               "samples", "build ms", "status");
   for (const CostRecord& r : records)
-    std::printf("%-10s %-28.28s %7d %10.4f %10.4f %8d %9.2f  %s\n", r.backend.c_str(), r.label.c_str(), r.key.threads,
-                r.cost.median_ms, r.cost.p90_ms, r.cost.samples, r.cost.build_ms,
+    std::printf("%-10s %-28.28s %7d %10.4f %10.4f %8d %9.2f  %s\n", r.backend.c_str(), r.label.c_str(),
+                r.key.threads, r.cost.median_ms, r.cost.p90_ms, r.cost.samples, r.cost.build_ms,
                 r.cost.valid ? "ok" : ("invalid: " + r.cost.reason).c_str());
   return 0;
 }

@@ -16,7 +16,8 @@ int command_export(const std::vector<std::string>& argv) {
   Args args = parse_args(argv, {"--dim", "--placement", "-o", "--output"}, {});
   std::string out_path = args.get("-o", args.get("--output", ""));
   if (args.positional.size() != 1 || !args.has("--placement") || out_path.empty())
-    throw Error(ErrorKind::InvalidInput, "usage: collage export MODEL --placement P.json -o OUT.collage [--dim NAME=VALUE ...]");
+    throw Error(ErrorKind::InvalidInput,
+                "usage: collage export MODEL --placement P.json -o OUT.collage [--dim NAME=VALUE ...]");
   const std::string& path = args.positional[0];
   Graph graph = load_model(path, parse_dims(args.all("--dim")));
   std::string placement_path = args.get("--placement", "");
@@ -32,14 +33,17 @@ int command_export(const std::vector<std::string>& argv) {
               static_cast<double>(report.file_bytes) / (1 << 20), placement.kernels.size(), placement.threads,
               placement.threads == 1 ? "" : "s");
   std::printf("memory plan: arena %.2f MiB for intermediates that take %.2f MiB without reuse\n",
-              static_cast<double>(report.arena_bytes) / (1 << 20), static_cast<double>(report.unplanned_bytes) / (1 << 20));
+              static_cast<double>(report.arena_bytes) / (1 << 20),
+              static_cast<double>(report.unplanned_bytes) / (1 << 20));
   if (!report.mismatch.empty()) {
     std::printf("the artifact's outputs disagree with the in-process run: %s\n", report.mismatch.c_str());
     return 1;
   }
   std::printf("reloaded and run: outputs %s the in-process execution of the placement%s\n",
               report.bitwise_equal ? "bitwise equal to" : "within 1e-5 of",
-              report.bitwise_equal ? "" : (" (max abs difference " + std::to_string(report.max_abs_diff) + ")").c_str());
+              report.bitwise_equal
+                  ? ""
+                  : (" (max abs difference " + std::to_string(report.max_abs_diff) + ")").c_str());
   return 0;
 }
 

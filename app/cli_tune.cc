@@ -35,9 +35,11 @@ std::string describe_region(const Graph& graph, const PlacedKernel& kernel) {
   for (const auto& [op, count] : ops) by_count.emplace_back(-count, op);
   std::sort(by_count.begin(), by_count.end());
   std::string text = std::to_string(kernel.nodes.size()) + (kernel.nodes.size() == 1 ? " node:" : " nodes:");
-  for (size_t i = 0; i < by_count.size(); ++i) text += (i ? ", " : " ") + std::to_string(-by_count[i].first) + " " + by_count[i].second;
+  for (size_t i = 0; i < by_count.size(); ++i)
+    text += (i ? ", " : " ") + std::to_string(-by_count[i].first) + " " + by_count[i].second;
   if (!kernel.nodes.empty())
-    text += " from '" + graph.node(kernel.nodes.front()).name + "' to '" + graph.node(kernel.nodes.back()).name + "'";
+    text += " from '" + graph.node(kernel.nodes.front()).name + "' to '" +
+            graph.node(kernel.nodes.back()).name + "'";
   return text;
 }
 
@@ -56,8 +58,10 @@ class ConsoleProgress : public ProgressObserver {
     if (e.stage == ProgressEvent::Stage::Measure) {
       if (e.total == 0) return;
       int width = 30, filled = static_cast<int>(width * e.done / e.total);
-      std::fprintf(stderr, "\rmeasuring [%s%s] %zu/%zu %-40.40s", std::string(static_cast<size_t>(filled), '#').c_str(),
-                   std::string(static_cast<size_t>(width - filled), '.').c_str(), e.done, e.total, e.message.c_str());
+      std::fprintf(stderr, "\rmeasuring [%s%s] %zu/%zu %-40.40s",
+                   std::string(static_cast<size_t>(filled), '#').c_str(),
+                   std::string(static_cast<size_t>(width - filled), '.').c_str(), e.done, e.total,
+                   e.message.c_str());
       if (e.done == e.total) std::fprintf(stderr, "\n");
     } else {
       std::fprintf(stderr, "\rsearching: %zu states expanded, %.1f s%s", e.done, e.elapsed_ms / 1000,
@@ -100,8 +104,8 @@ PlacementRun run_placement(const Graph& graph, const Placement& placement,
       double err = std::fabs(a[i] - b[i]);
       r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
       if (!(err <= 1e-3 + 1e-3 * std::fabs(b[i])) && r.mismatch.empty())
-        r.mismatch = graph.value(graph.outputs[k]).name + "[" + std::to_string(i) + "] = " + std::to_string(a[i]) +
-                     ", native reference " + std::to_string(b[i]);
+        r.mismatch = graph.value(graph.outputs[k]).name + "[" + std::to_string(i) +
+                     "] = " + std::to_string(a[i]) + ", native reference " + std::to_string(b[i]);
     }
   }
   std::vector<double> ms;
@@ -116,12 +120,14 @@ PlacementRun run_placement(const Graph& graph, const Placement& placement,
 }
 
 int command_tune(const std::vector<std::string>& argv) {
-  Args args = parse_args(argv, {"--dim", "--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
-                                "-o", "--output", "--repeat", "--min-time-ms", "--budget", "--population", "--seed",
-                                "--generations"},
-                         {"--no-cost-db", "--refine"});
+  Args args = parse_args(
+      argv,
+      {"--dim", "--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon", "-o", "--output",
+       "--repeat", "--min-time-ms", "--budget", "--population", "--seed", "--generations"},
+      {"--no-cost-db", "--refine"});
   if (args.positional.size() != 1)
-    throw Error(ErrorKind::InvalidInput, "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
+    throw Error(ErrorKind::InvalidInput,
+                "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
   const std::string& path = args.positional[0];
   std::string out_path = args.get("-o", args.get("--output", ""));
   int threads = args.get_int("--threads", 1, 1, 1024);
@@ -133,7 +139,8 @@ int command_tune(const std::vector<std::string>& argv) {
   Pins pins;
   for (const std::string& spec : args.all("--pin")) {
     auto [node, backend] = split_assignment(spec, "--pin");
-    if (!find_backend(backend)) throw Error(ErrorKind::InvalidInput, "--pin " + spec + ": unknown backend '" + backend + "'");
+    if (!find_backend(backend))
+      throw Error(ErrorKind::InvalidInput, "--pin " + spec + ": unknown backend '" + backend + "'");
     pins.pinned[node_by_ref(graph, node, "--pin")] = backend;
   }
   for (const std::string& spec : args.all("--forbid")) {
@@ -146,20 +153,23 @@ int command_tune(const std::vector<std::string>& argv) {
   TuneOptions topts;
   topts.measure.threads = threads;
   topts.measure.min_time_ms = args.get_double("--min-time-ms", topts.measure.min_time_ms, 0.1, 1e6);
-  topts.search.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
+  topts.search.epsilon_ms =
+      args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
   topts.pins = pins;
   ConsoleProgress progress;
   TuneResult tuned = tune(graph, backends, native::node_evaluator(), topts, db.get(), &progress);
   std::fprintf(stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid (%.1f s)\n",
-               tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000);
+               tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid,
+               tuned.measure_ms / 1000);
   std::fprintf(stderr, "\rsearch: %zu states expanded in %.1f ms%s\n", tuned.search.states_expanded,
                tuned.search.elapsed_ms, tuned.search.exact ? "" : " (beam fallback: not guaranteed optimal)");
   const Placement& placement = tuned.placement;
   const std::vector<Tensor>& inputs = tuned.inputs;
 
-  std::printf("tune: %zu candidates (%zu measured, %zu from the cost DB, %zu invalid) in %.2f s; search %.2f ms\n",
-              tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
-              tuned.search.elapsed_ms);
+  std::printf(
+      "tune: %zu candidates (%zu measured, %zu from the cost DB, %zu invalid) in %.2f s; search %.2f ms\n",
+      tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
+      tuned.search.elapsed_ms);
   PlacementRun run = run_placement(graph, placement, backends, threads, repeat, inputs);
   std::map<std::string, std::pair<int, double>> per_backend;
   for (const PlacedKernel& k : placement.kernels) {
@@ -167,10 +177,15 @@ int command_tune(const std::vector<std::string>& argv) {
     per_backend[k.backend].second += k.cost_ms;
   }
   std::printf("%-10s %8s %12s\n", "backend", "kernels", "predicted ms");
-  for (const auto& [name, stats] : per_backend) std::printf("%-10s %8d %12.3f\n", name.c_str(), stats.first, stats.second);
-  std::printf("predicted %.3f ms (epsilon %.2f us x %zu kernels), measured median %.3f ms, min %.3f ms over %d runs\n",
-              placement.predicted_ms, placement.epsilon_ms * 1000, placement.kernels.size(), run.median_ms, run.min_ms, repeat);
-  std::printf("additive error (measured - predicted): %+.3f ms (%+.1f%%)\n", run.median_ms - placement.predicted_ms,
+  for (const auto& [name, stats] : per_backend)
+    std::printf("%-10s %8d %12.3f\n", name.c_str(), stats.first, stats.second);
+  std::printf(
+      "predicted %.3f ms (epsilon %.2f us x %zu kernels), measured median %.3f ms, min %.3f ms over %d "
+      "runs\n",
+      placement.predicted_ms, placement.epsilon_ms * 1000, placement.kernels.size(), run.median_ms,
+      run.min_ms, repeat);
+  std::printf("additive error (measured - predicted): %+.3f ms (%+.1f%%)\n",
+              run.median_ms - placement.predicted_ms,
               100 * (run.median_ms - placement.predicted_ms) / placement.predicted_ms);
   std::printf("verified against the native reference: %s (max abs error %.3g)\n",
               run.mismatch.empty() ? "ok" : run.mismatch.c_str(), run.max_abs_error);
@@ -179,7 +194,9 @@ int command_tune(const std::vector<std::string>& argv) {
     std::vector<const BackendSpec*> graph_level;
     for (const BackendSpec* b : backends)
       if (b->kind == BackendKind::GraphLevel) graph_level.push_back(b);
-    if (graph_level.empty()) throw Error(ErrorKind::InvalidInput, "--refine needs a graph-level backend in --backends (e.g. xnnpack-graph)");
+    if (graph_level.empty())
+      throw Error(ErrorKind::InvalidInput,
+                  "--refine needs a graph-level backend in --backends (e.g. xnnpack-graph)");
     RefineOptions ropts;
     ropts.time_budget_s = args.get_seconds("--budget", 120, 1, 86400);
     ropts.population = args.get_int("--population", 12, 2, 1000);
@@ -189,8 +206,8 @@ int command_tune(const std::vector<std::string>& argv) {
     copts.threads = threads;
     FitnessFn fitness = measured_fitness(graph, backends, copts, inputs, 7);
     auto t0 = std::chrono::steady_clock::now();
-    RefineResult refined = refine_placement(graph, placement, graph_level, cached_fitness(fitness, db.get(), graph, threads),
-                                            ropts, &progress);
+    RefineResult refined = refine_placement(
+        graph, placement, graph_level, cached_fitness(fitness, db.get(), graph, threads), ropts, &progress);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     final_placement = refined.best;
     PlacementRun after = run_placement(graph, final_placement, backends, threads, repeat, inputs);
@@ -203,23 +220,31 @@ int command_tune(const std::vector<std::string>& argv) {
         for (NodeId n : placement.kernels[refined.genes[i]].nodes) moved_nodes.insert(n);
       }
     for (const PlacedKernel& k : final_placement.kernels)
-      if (std::find_if(graph_level.begin(), graph_level.end(), [&](const BackendSpec* b) { return b->name == k.backend; }) !=
-          graph_level.end()) {
-        bool is_new = std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId n) { return moved_nodes.count(n) != 0; });
-        regions += std::string(is_new ? "  moved " : "  kept  ") + k.backend + ": " + describe_region(graph, k) + "\n";
+      if (std::find_if(graph_level.begin(), graph_level.end(),
+                       [&](const BackendSpec* b) { return b->name == k.backend; }) != graph_level.end()) {
+        bool is_new =
+            std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId n) { return moved_nodes.count(n) != 0; });
+        regions += std::string(is_new ? "  moved " : "  kept  ") + k.backend + ": " +
+                   describe_region(graph, k) + "\n";
       }
     int saturated = 0;  // first generation whose best equals the final best
     while (saturated + 1 < static_cast<int>(refined.history.size()) &&
            refined.history[static_cast<size_t>(saturated)].first > refined.best_fitness)
       ++saturated;
-    std::printf("refine: %zu offloadable kernels, %d generations (best reached in generation %d), %d evaluations in %.1f s\n",
-                refined.genes.size(), refined.generations, saturated, refined.evaluations, seconds);
-    std::printf("op-level %.3f ms -> refined %.3f ms (fitness medians), %.2fx; %d op-level kernels moved; graph-level kernels now:\n%s",
-                refined.seed_fitness, refined.best_fitness, refined.seed_fitness / refined.best_fitness, moved,
-                regions.c_str());
-    std::printf("refined placement: measured median %.3f ms over %d runs; additive error before %+.1f%%, after %+.1f%%\n",
-                after.median_ms, repeat, 100 * (run.median_ms - placement.predicted_ms) / placement.predicted_ms,
-                100 * (after.median_ms - final_placement.predicted_ms) / final_placement.predicted_ms);
+    std::printf(
+        "refine: %zu offloadable kernels, %d generations (best reached in generation %d), %d evaluations in "
+        "%.1f s\n",
+        refined.genes.size(), refined.generations, saturated, refined.evaluations, seconds);
+    std::printf(
+        "op-level %.3f ms -> refined %.3f ms (fitness medians), %.2fx; %d op-level kernels moved; "
+        "graph-level kernels now:\n%s",
+        refined.seed_fitness, refined.best_fitness, refined.seed_fitness / refined.best_fitness, moved,
+        regions.c_str());
+    std::printf(
+        "refined placement: measured median %.3f ms over %d runs; additive error before %+.1f%%, after "
+        "%+.1f%%\n",
+        after.median_ms, repeat, 100 * (run.median_ms - placement.predicted_ms) / placement.predicted_ms,
+        100 * (after.median_ms - final_placement.predicted_ms) / final_placement.predicted_ms);
     std::printf("verified against the native reference: %s (max abs error %.3g)\n",
                 after.mismatch.empty() ? "ok" : after.mismatch.c_str(), after.max_abs_error);
     if (!after.mismatch.empty()) return 1;

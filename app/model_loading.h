@@ -11,6 +11,7 @@ namespace collage::cli {
 
 // Parses repeated "--dim NAME=VALUE" options.
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dim_options);
-Graph load_model(const std::string& path, const std::map<std::string, int64_t>& dims, ImportReport* report = nullptr);
+Graph load_model(const std::string& path, const std::map<std::string, int64_t>& dims,
+                 ImportReport* report = nullptr);
 
 }  // namespace collage::cli

@@ -12,11 +12,7 @@ namespace collage {
 
 const std::vector<const BackendSpec*>& all_backends() {
   static const std::vector<const BackendSpec*> backends = {
-      &native_backend(),
-      &onednn_backend(),
-      &blas_backend(),
-      &xnnpack_backend(),
-      &xnnpack_graph_backend(),
+      &native_backend(), &onednn_backend(), &blas_backend(), &xnnpack_backend(), &xnnpack_graph_backend(),
   };
   return backends;
 }

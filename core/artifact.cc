@@ -1,17 +1,16 @@
 #include "core/artifact.h"
 
-#include <nlohmann/json.hpp>
-
-#include <cmath>
-#include <cstring>
-#include <fstream>
-#include <limits>
-
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
 #include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
 
 #include "core/subgraph.h"
 
@@ -73,28 +72,36 @@ class WeightsWriter {
  public:
   json add(const Tensor& t) {
     if (t.dtype() == DType::String || dtype_size(t.dtype()) == 0)
-      throw Error(ErrorKind::Unsupported, "artifacts cannot hold tensors of type " + std::string(dtype_name(t.dtype())));
+      throw Error(ErrorKind::Unsupported,
+                  "artifacts cannot hold tensors of type " + std::string(dtype_name(t.dtype())));
     size_t at = align_up(blob.size());
     blob.resize(at + t.bytes());
     if (t.bytes()) std::memcpy(blob.data() + at, t.raw(), t.bytes());
-    return {{"dtype", static_cast<int>(t.dtype())}, {"shape", t.shape()}, {"offset", at}, {"bytes", t.bytes()}};
+    return {
+        {"dtype", static_cast<int>(t.dtype())}, {"shape", t.shape()}, {"offset", at}, {"bytes", t.bytes()}};
   }
   std::string blob;
 };
 
 json attribute_json(const Attribute& a, WeightsWriter& weights) {
   switch (a.kind) {
-    case AttrKind::Int: return {{"i", a.i}};
-    case AttrKind::Float: return {{"f", float_json(a.f)}};
-    case AttrKind::String: return {{"s", a.s}};
-    case AttrKind::Ints: return {{"ints", a.ints}};
+    case AttrKind::Int:
+      return {{"i", a.i}};
+    case AttrKind::Float:
+      return {{"f", float_json(a.f)}};
+    case AttrKind::String:
+      return {{"s", a.s}};
+    case AttrKind::Ints:
+      return {{"ints", a.ints}};
     case AttrKind::Floats: {
       json list = json::array();
       for (float f : a.floats) list.push_back(float_json(f));
       return {{"floats", list}};
     }
-    case AttrKind::Strings: return {{"strings", a.strings}};
-    case AttrKind::Tensor: return {{"tensor", weights.add(a.t)}};
+    case AttrKind::Strings:
+      return {{"strings", a.strings}};
+    case AttrKind::Tensor:
+      return {{"tensor", weights.add(a.t)}};
   }
   return {};
 }
@@ -114,7 +121,10 @@ std::string serialize_artifact(const Artifact& artifact) {
   WeightsWriter weights;
   json values = json::array();
   for (const Value& v : g.values) {
-    json jv = {{"name", v.name}, {"dtype", static_cast<int>(v.dtype)}, {"shape", v.shape}, {"shape_known", v.shape_known}};
+    json jv = {{"name", v.name},
+               {"dtype", static_cast<int>(v.dtype)},
+               {"shape", v.shape},
+               {"shape_known", v.shape_known}};
     if (v.constant) jv["weight"] = weights.add(*v.constant);
     values.push_back(std::move(jv));
   }
@@ -122,8 +132,13 @@ std::string serialize_artifact(const Artifact& artifact) {
   for (const Node& n : g.nodes) {
     json attrs = json::object();
     for (const auto& [key, a] : n.attrs) attrs[key] = attribute_json(a, weights);
-    nodes.push_back({{"name", n.name}, {"op", n.op_type}, {"domain", n.domain}, {"opset", n.opset},
-                     {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", attrs}});
+    nodes.push_back({{"name", n.name},
+                     {"op", n.op_type},
+                     {"domain", n.domain},
+                     {"opset", n.opset},
+                     {"inputs", n.inputs},
+                     {"outputs", n.outputs},
+                     {"attrs", attrs}});
   }
   json plan = json::array();
   for (const ArtifactKernel& k : artifact.kernels)
@@ -141,11 +156,18 @@ std::string serialize_artifact(const Artifact& artifact) {
       {"inputs", tensor_info_json(info.inputs)},
       {"outputs", tensor_info_json(info.outputs)},
       {"placement", placement},
-      {"graph", {{"name", g.name}, {"opsets", g.opsets}, {"inputs", g.inputs}, {"outputs", g.outputs},
-                 {"values", values}, {"nodes", nodes}}},
+      {"graph",
+       {{"name", g.name},
+        {"opsets", g.opsets},
+        {"inputs", g.inputs},
+        {"outputs", g.outputs},
+        {"values", values},
+        {"nodes", nodes}}},
       {"plan", plan},
-      {"memory_plan", {{"arena_bytes", artifact.memory_plan.arena_bytes}, {"unplanned_bytes", info.unplanned_bytes},
-                       {"buffers", buffers}}},
+      {"memory_plan",
+       {{"arena_bytes", artifact.memory_plan.arena_bytes},
+        {"unplanned_bytes", info.unplanned_bytes},
+        {"buffers", buffers}}},
   };
   std::string text = manifest.dump();
   size_t manifest_at = artifact_detail::kHeaderBytes;
@@ -201,8 +223,9 @@ class Reader {
   Header header() const {
     const std::byte* p = data_;
     if (size_ < artifact_detail::kHeaderBytes || std::memcmp(p, kMagic, sizeof kMagic) != 0)
-      fail(size_ < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0 ? "not a Collage artifact (bad magic)"
-                                                                              : "truncated header");
+      fail(size_ < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0
+               ? "not a Collage artifact (bad magic)"
+               : "truncated header");
     Header h;
     h.major = get_u32(p + 8);
     h.minor = get_u32(p + 12);
@@ -213,15 +236,16 @@ class Reader {
     h.checksum = get_u64(p + kChecksumAt);
     if (h.major > static_cast<uint32_t>(kArtifactMajor))
       fail("format version " + std::to_string(h.major) + "." + std::to_string(h.minor) +
-           " is newer than this runtime reads (" + std::to_string(kArtifactMajor) + ".x); use a newer collage runtime");
+           " is newer than this runtime reads (" + std::to_string(kArtifactMajor) +
+           ".x); use a newer collage runtime");
     if (h.major < 1) fail("format version " + std::to_string(h.major) + " is not a released version");
     uint64_t expected = h.weights_offset + h.weights_bytes;
     if (h.manifest_offset != artifact_detail::kHeaderBytes || h.manifest_bytes > size_ ||
         h.weights_offset < h.manifest_offset + h.manifest_bytes || h.weights_offset % kAlign != 0 ||
         h.weights_bytes > size_ || expected != size_)
-      fail(size_ < expected && h.weights_offset <= size_ ? "truncated: " + std::to_string(size_) + " of " +
-                                                               std::to_string(expected) + " bytes"
-                                                         : "corrupt header (section offsets do not fit the file)");
+      fail(size_ < expected && h.weights_offset <= size_
+               ? "truncated: " + std::to_string(size_) + " of " + std::to_string(expected) + " bytes"
+               : "corrupt header (section offsets do not fit the file)");
     if (checksum(p, size_) != h.checksum) fail("checksum mismatch: the file is corrupt");
     return h;
   }
@@ -279,13 +303,18 @@ class ManifestParser {
 
   Attribute attribute(const json& j) {
     Attribute a;
-    if (!j.is_object() || j.size() != 1) throw Error(ErrorKind::InvalidInput, "an attribute must have one field");
+    if (!j.is_object() || j.size() != 1)
+      throw Error(ErrorKind::InvalidInput, "an attribute must have one field");
     const std::string& kind = j.begin().key();
     const json& v = j.begin().value();
-    if (kind == "i") a = Attribute::of_int(v.get<int64_t>());
-    else if (kind == "f") a = Attribute::of_float(float_from(v));
-    else if (kind == "s") a = Attribute::of_string(v.get<std::string>());
-    else if (kind == "ints") a = Attribute::of_ints(v.get<std::vector<int64_t>>());
+    if (kind == "i")
+      a = Attribute::of_int(v.get<int64_t>());
+    else if (kind == "f")
+      a = Attribute::of_float(float_from(v));
+    else if (kind == "s")
+      a = Attribute::of_string(v.get<std::string>());
+    else if (kind == "ints")
+      a = Attribute::of_ints(v.get<std::vector<int64_t>>());
     else if (kind == "floats") {
       std::vector<float> fs;
       for (const json& f : v) fs.push_back(float_from(f));
@@ -339,13 +368,17 @@ class ManifestParser {
       n.op_type = jn.at("op").get<std::string>();
       n.domain = jn.at("domain").get<std::string>();
       n.opset = static_cast<int>(jn.at("opset").get<int64_t>());
-      for (const json& id : jn.at("inputs")) n.inputs.push_back(static_cast<ValueId>(int_in(id, -1, num_values - 1, "value id")));
-      for (const json& id : jn.at("outputs")) n.outputs.push_back(static_cast<ValueId>(int_in(id, 0, num_values - 1, "value id")));
+      for (const json& id : jn.at("inputs"))
+        n.inputs.push_back(static_cast<ValueId>(int_in(id, -1, num_values - 1, "value id")));
+      for (const json& id : jn.at("outputs"))
+        n.outputs.push_back(static_cast<ValueId>(int_in(id, 0, num_values - 1, "value id")));
       for (const auto& [key, ja] : jn.at("attrs").items()) n.attrs[key] = attribute(ja);
       g.nodes.push_back(std::move(n));
     }
-    for (const json& id : jg.at("inputs")) g.inputs.push_back(static_cast<ValueId>(int_in(id, 0, num_values - 1, "value id")));
-    for (const json& id : jg.at("outputs")) g.outputs.push_back(static_cast<ValueId>(int_in(id, 0, num_values - 1, "value id")));
+    for (const json& id : jg.at("inputs"))
+      g.inputs.push_back(static_cast<ValueId>(int_in(id, 0, num_values - 1, "value id")));
+    for (const json& id : jg.at("outputs"))
+      g.outputs.push_back(static_cast<ValueId>(int_in(id, 0, num_values - 1, "value id")));
     std::vector<int> producers(g.values.size(), 0);
     for (const Node& n : g.nodes)
       for (ValueId out : n.outputs)
@@ -353,8 +386,10 @@ class ManifestParser {
           throw Error(ErrorKind::InvalidInput, "value '" + g.value(out).name + "' is produced twice");
     g.rebuild_links();
     g.validate();
-    for (ValueId id : g.inputs) info.inputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
-    for (ValueId id : g.outputs) info.outputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
+    for (ValueId id : g.inputs)
+      info.inputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
+    for (ValueId id : g.outputs)
+      info.outputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
 
     std::vector<int> covered(g.nodes.size(), 0);
     for (const json& jk : m.at("plan")) {
@@ -363,8 +398,10 @@ class ManifestParser {
       k.label = jk.at("label").get<std::string>();
       for (const json& id : jk.at("nodes")) {
         NodeId n = static_cast<NodeId>(int_in(id, 0, g.num_nodes() - 1, "node id"));
-        if (!k.nodes.empty() && n <= k.nodes.back()) throw Error(ErrorKind::InvalidInput, "kernel node ids must ascend");
-        if (covered[static_cast<size_t>(n)]++) throw Error(ErrorKind::InvalidInput, "node " + std::to_string(n) + " is in two kernels");
+        if (!k.nodes.empty() && n <= k.nodes.back())
+          throw Error(ErrorKind::InvalidInput, "kernel node ids must ascend");
+        if (covered[static_cast<size_t>(n)]++)
+          throw Error(ErrorKind::InvalidInput, "node " + std::to_string(n) + " is in two kernels");
         k.nodes.push_back(n);
       }
       if (k.nodes.empty()) throw Error(ErrorKind::InvalidInput, "a kernel has no nodes");
@@ -376,11 +413,13 @@ class ManifestParser {
     const json& jm = m.at("memory_plan");
     MemoryPlan& plan = art.memory_plan;
     plan.arena_bytes = jm.at("arena_bytes").get<size_t>();
-    if (plan.arena_bytes > kMaxArenaBytes) throw Error(ErrorKind::InvalidInput, "the memory plan's arena is implausibly large");
+    if (plan.arena_bytes > kMaxArenaBytes)
+      throw Error(ErrorKind::InvalidInput, "the memory plan's arena is implausibly large");
     for (const json& jb : jm.at("buffers")) {
       MemoryPlan::Buffer b{jb.at(0).get<int64_t>(), jb.at(1).get<int64_t>()};
       if (b.bytes < 0 || (b.offset != MemoryPlan::kHeap &&
-                          (b.offset < 0 || static_cast<uint64_t>(b.offset) + static_cast<uint64_t>(b.bytes) > plan.arena_bytes)))
+                          (b.offset < 0 || static_cast<uint64_t>(b.offset) + static_cast<uint64_t>(b.bytes) >
+                                               plan.arena_bytes)))
         throw Error(ErrorKind::InvalidInput, "a memory plan buffer lies outside the arena");
       plan.buffers.push_back(b);
     }
@@ -392,7 +431,8 @@ class ManifestParser {
   Header h_;
 };
 
-Artifact parse_file(std::byte* data, size_t size, std::shared_ptr<const void> owner, const std::string& origin) {
+Artifact parse_file(std::byte* data, size_t size, std::shared_ptr<const void> owner,
+                    const std::string& origin) {
   Reader reader(data, size, std::move(owner), origin);
   Header h = reader.header();
   const char* text = reinterpret_cast<const char*>(reader.data() + h.manifest_offset);
@@ -451,28 +491,34 @@ Artifact load_artifact(const std::string& path) {
   }
   auto mapped = std::make_shared<MappedFile>(fd, size);
   ::close(fd);  // the mapping keeps the file
-  if (!mapped->data()) throw Error(ErrorKind::Io, "cannot map artifact '" + path + "': " + std::strerror(errno));
+  if (!mapped->data())
+    throw Error(ErrorKind::Io, "cannot map artifact '" + path + "': " + std::strerror(errno));
   std::byte* data = mapped->data();
   return parse_file(data, size, std::move(mapped), path);
 }
 
-std::vector<ExecStep> artifact_steps(const Artifact& artifact, const std::vector<const BackendSpec*>& backends,
+std::vector<ExecStep> artifact_steps(const Artifact& artifact,
+                                     const std::vector<const BackendSpec*>& backends,
                                      const CompileOptions& options) {
   const Graph& g = artifact.graph;
   std::vector<bool> available(g.values.size(), false);
-  for (size_t v = 0; v < g.values.size(); ++v) available[v] = g.values[v].constant.has_value() || g.values[v].is_graph_input;
+  for (size_t v = 0; v < g.values.size(); ++v)
+    available[v] = g.values[v].constant.has_value() || g.values[v].is_graph_input;
   std::vector<ExecStep> steps;
   for (const ArtifactKernel& k : artifact.kernels) {
     const BackendSpec* spec = nullptr;
     for (const BackendSpec* b : backends)
       if (b->name == k.backend) spec = b;
-    if (!spec) throw Error(ErrorKind::InvalidInput, "the artifact uses backend '" + k.backend + "', which this runtime lacks");
+    if (!spec)
+      throw Error(ErrorKind::InvalidInput,
+                  "the artifact uses backend '" + k.backend + "', which this runtime lacks");
     IndexSet nodes(g.nodes.size());
     for (NodeId n : k.nodes) nodes.add(static_cast<size_t>(n));
     SubGraph sub = make_subgraph(g, nodes);
     for (ValueId in : sub.inputs)
       if (!available[static_cast<size_t>(in)])
-        throw Error(ErrorKind::InvalidInput, "kernel '" + k.label + "' reads '" + g.value(in).name + "' before any kernel computes it");
+        throw Error(ErrorKind::InvalidInput, "kernel '" + k.label + "' reads '" + g.value(in).name +
+                                                 "' before any kernel computes it");
     for (ValueId out : sub.outputs) available[static_cast<size_t>(out)] = true;
     ExecStep step;
     step.kernel = spec->compile(g, sub, options);

@@ -64,7 +64,8 @@ Artifact parse_artifact(const std::string& bytes, const std::string& origin);
 // Compiles the kernels with `backends` (found by name) into executor steps. Throws
 // InvalidInput if a kernel reads a value no earlier kernel computes or names a
 // backend this build lacks.
-std::vector<ExecStep> artifact_steps(const Artifact& artifact, const std::vector<const BackendSpec*>& backends,
+std::vector<ExecStep> artifact_steps(const Artifact& artifact,
+                                     const std::vector<const BackendSpec*>& backends,
                                      const CompileOptions& options);
 
 namespace artifact_detail {

@@ -27,12 +27,13 @@ CompileOptions compile_options(const Placement& placement, const std::vector<con
 
 }  // namespace
 
-Artifact build_artifact(const Graph& graph, const Placement& placement, const std::vector<const BackendSpec*>& backends,
-                        const std::string& model_name) {
+Artifact build_artifact(const Graph& graph, const Placement& placement,
+                        const std::vector<const BackendSpec*>& backends, const std::string& model_name) {
   Artifact art;
   ArtifactInfo& info = art.info;
   info.model_name = model_name;
-  info.model_fingerprint = placement.model_fingerprint.empty() ? model_fingerprint(graph) : placement.model_fingerprint;
+  info.model_fingerprint =
+      placement.model_fingerprint.empty() ? model_fingerprint(graph) : placement.model_fingerprint;
   info.device = placement.device;
   info.threads = placement.threads;
   for (const PlacedKernel& k : placement.kernels)
@@ -61,7 +62,8 @@ ExportReport export_artifact(const Graph& graph, const Placement& placement,
   report.unplanned_bytes = art.info.unplanned_bytes;
 
   std::vector<Tensor> inputs = random_inputs(graph, 2);
-  Executor in_process(graph, placement_steps(graph, placement, backends, compile_options(placement, backends)));
+  Executor in_process(graph,
+                      placement_steps(graph, placement, backends, compile_options(placement, backends)));
   std::vector<Tensor> want = in_process.run(inputs);
   Artifact loaded = load_artifact(path);
   Executor from_file(loaded.graph, artifact_steps(loaded, backends, compile_options(placement, backends)));
@@ -69,7 +71,8 @@ ExportReport export_artifact(const Graph& graph, const Placement& placement,
   from_file.run(inputs);  // twice: the second run reuses the arena the first one dirtied
   std::vector<Tensor> got = from_file.run(inputs);
   if (from_file.memory_stats().unplanned_allocations)
-    report.mismatch = std::to_string(from_file.memory_stats().unplanned_allocations) + " allocations missed the memory plan";
+    report.mismatch = std::to_string(from_file.memory_stats().unplanned_allocations) +
+                      " allocations missed the memory plan";
   report.bitwise_equal = true;
   for (size_t o = 0; o < want.size(); ++o) {
     if (got[o].bytes() != want[o].bytes() || std::memcmp(got[o].raw(), want[o].raw(), want[o].bytes()) != 0)
@@ -79,8 +82,9 @@ ExportReport export_artifact(const Graph& graph, const Placement& placement,
       double diff = std::fabs(a[i] - b[i]);
       if (!(diff <= report.max_abs_diff)) report.max_abs_diff = diff;  // NaN propagates as a mismatch below
       if (!(diff <= 1e-6 + 1e-5 * std::fabs(b[i])) && report.mismatch.empty())
-        report.mismatch = "output '" + graph.value(graph.outputs[o]).name + "'[" + std::to_string(i) + "] is " +
-                          std::to_string(a[i]) + " from the artifact, " + std::to_string(b[i]) + " in process";
+        report.mismatch = "output '" + graph.value(graph.outputs[o]).name + "'[" + std::to_string(i) +
+                          "] is " + std::to_string(a[i]) + " from the artifact, " + std::to_string(b[i]) +
+                          " in process";
     }
   }
   std::FILE* f = std::fopen(path.c_str(), "rb");

@@ -16,13 +16,13 @@ struct ExportReport {
   size_t unplanned_bytes = 0;  // the same buffers with no reuse
   double max_abs_diff = 0;     // artifact vs in-process outputs
   bool bitwise_equal = false;
-  std::string mismatch;        // empty when the outputs agree (bitwise or within 1e-5 relative)
+  std::string mismatch;  // empty when the outputs agree (bitwise or within 1e-5 relative)
 };
 
 // The artifact for `placement`: compiles it, traces one run on seeded random
 // inputs to record allocations, and plans the arena.
-Artifact build_artifact(const Graph& graph, const Placement& placement, const std::vector<const BackendSpec*>& backends,
-                        const std::string& model_name);
+Artifact build_artifact(const Graph& graph, const Placement& placement,
+                        const std::vector<const BackendSpec*>& backends, const std::string& model_name);
 
 ExportReport export_artifact(const Graph& graph, const Placement& placement,
                              const std::vector<const BackendSpec*>& backends, const std::string& model_name,

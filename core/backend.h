@@ -25,7 +25,8 @@ struct CompileOptions {
 // `subgraph.inputs` in order, its outputs `subgraph.outputs`; constants are read
 // from the graph at compile time (weights are reordered once, here).
 // Throws Error(Unsupported) when the library cannot build it.
-using CompileFn = std::function<std::unique_ptr<Kernel>(const Graph&, const SubGraph&, const CompileOptions&)>;
+using CompileFn =
+    std::function<std::unique_ptr<Kernel>(const Graph&, const SubGraph&, const CompileOptions&)>;
 
 struct BackendSpec {
   std::string name;

@@ -4,7 +4,8 @@
 
 namespace collage {
 
-std::vector<Candidate> enumerate_candidates(const Graph& graph, const std::vector<const BackendSpec*>& backends) {
+std::vector<Candidate> enumerate_candidates(const Graph& graph,
+                                            const std::vector<const BackendSpec*>& backends) {
   std::vector<Candidate> out;
   ConvexityChecker convexity(graph);
   for (const BackendSpec* spec : backends) {

@@ -16,6 +16,7 @@ struct Candidate {
 
 // Matches every pattern at every node and runs every rule's generator; keeps
 // convex groups within the backend's limits; one entry per (backend, node set).
-std::vector<Candidate> enumerate_candidates(const Graph& graph, const std::vector<const BackendSpec*>& backends);
+std::vector<Candidate> enumerate_candidates(const Graph& graph,
+                                            const std::vector<const BackendSpec*>& backends);
 
 }  // namespace collage

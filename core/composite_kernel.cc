@@ -8,7 +8,8 @@ namespace {
 
 class CompositeKernel : public Kernel {
  public:
-  CompositeKernel(const Graph& graph, const SubGraph& sub, const NodeKernelFactory& factory) : outputs_(sub.outputs) {
+  CompositeKernel(const Graph& graph, const SubGraph& sub, const NodeKernelFactory& factory)
+      : outputs_(sub.outputs) {
     std::unordered_map<ValueId, int> slot_of;
     auto slot = [&](ValueId v) {
       auto it = slot_of.find(v);

@@ -8,7 +8,8 @@ bool starts_with_conv_batch_norm(const Graph& g, const SubGraph& sub) {
   if (sub.node_list.size() < 2) return false;
   const Node& conv = g.node(sub.node_list[0]);
   const Node& bn = g.node(sub.node_list[1]);
-  if (conv.op_type != "Conv" || bn.op_type != "BatchNormalization" || bn.inputs.at(0) != conv.outputs.at(0)) return false;
+  if (conv.op_type != "Conv" || bn.op_type != "BatchNormalization" || bn.inputs.at(0) != conv.outputs.at(0))
+    return false;
   if (bn.inputs.size() < 5 || bn.outputs.size() != 1) return false;
   for (size_t i = 1; i < 5; ++i)
     if (bn.inputs[i] == kNoValue || !g.value(bn.inputs[i]).constant) return false;
@@ -22,7 +23,8 @@ FoldedConv fold_conv(const Graph& g, const SubGraph& sub) {
   FoldedConv f;
   f.weight = *g.value(conv.inputs[1]).constant;
   if (conv.inputs.size() > 2 && conv.inputs[2] != kNoValue) {
-    if (!g.value(conv.inputs[2]).constant) throw Error(ErrorKind::Unsupported, conv.describe() + ": bias must be constant");
+    if (!g.value(conv.inputs[2]).constant)
+      throw Error(ErrorKind::Unsupported, conv.describe() + ": bias must be constant");
     f.bias = *g.value(conv.inputs[2]).constant;
   }
   if (!starts_with_conv_batch_norm(g, sub)) return f;

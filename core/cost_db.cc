@@ -63,7 +63,8 @@ class Statement {
 };
 
 const char* kColumns =
-    "signature, threads, device, backend, backend_version, label, valid, reason, median_ms, p90_ms, stddev_ms,"
+    "signature, threads, device, backend, backend_version, label, valid, reason, median_ms, p90_ms, "
+    "stddev_ms,"
     " samples, build_ms, measured_at";
 
 CostRecord read_row(const Statement& s) {
@@ -97,9 +98,12 @@ std::string now_iso8601() {
 std::string CostDb::default_path() {
   if (const char* p = std::getenv("COLLAGE_COST_DB"); p && *p) return p;
   std::filesystem::path base;
-  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) base = x;
-  else if (const char* h = std::getenv("HOME"); h && *h) base = std::filesystem::path(h) / ".local" / "share";
-  else base = std::filesystem::temp_directory_path();
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
+    base = x;
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    base = std::filesystem::path(h) / ".local" / "share";
+  else
+    base = std::filesystem::temp_directory_path();
   return (base / "collage-explorer" / "costs.sqlite").string();
 }
 
@@ -149,15 +153,18 @@ void CostDb::migrate() {
         if (s.text(0) == "schema_version") version = std::atoi(s.text(1).c_str());
       }
     }
-    if (!app.empty() && app != kAppId) throw Error(ErrorKind::InvalidInput, "not a Collage cost database (app '" + app + "')");
+    if (!app.empty() && app != kAppId)
+      throw Error(ErrorKind::InvalidInput, "not a Collage cost database (app '" + app + "')");
     if (app.empty()) {
       Statement count(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name != 'meta';");
       count.step();
-      if (count.integer(0) > 0) throw Error(ErrorKind::InvalidInput, "not a Collage cost database (foreign tables)");
+      if (count.integer(0) > 0)
+        throw Error(ErrorKind::InvalidInput, "not a Collage cost database (foreign tables)");
     }
     if (version > kSchemaVersion)
       throw Error(ErrorKind::InvalidInput, "written by a newer version (schema " + std::to_string(version) +
-                                               ", this build reads up to " + std::to_string(kSchemaVersion) + ")");
+                                               ", this build reads up to " + std::to_string(kSchemaVersion) +
+                                               ")");
     for (int v = version; v < kSchemaVersion; ++v) exec(kMigrations[v]);
     Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2);");
     put.bind(1, std::string("app"));
@@ -175,7 +182,8 @@ void CostDb::migrate() {
 
 std::optional<CostRecord> CostDb::find(const CostKey& key) const {
   Statement s(db_, (std::string("SELECT ") + kColumns +
-                    " FROM costs WHERE signature = ?1 AND threads = ?2 AND device = ?3;").c_str());
+                    " FROM costs WHERE signature = ?1 AND threads = ?2 AND device = ?3;")
+                       .c_str());
   s.bind(1, key.signature);
   s.bind(2, key.threads);
   s.bind(3, key.device);
@@ -189,7 +197,8 @@ void CostDb::put_all(const std::vector<CostRecord>& records) {
   exec("BEGIN IMMEDIATE;");
   try {
     Statement s(db_, (std::string("INSERT OR REPLACE INTO costs (") + kColumns +
-                      ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14);").c_str());
+                      ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14);")
+                         .c_str());
     for (const CostRecord& r : records) {
       s.bind(1, r.key.signature);
       s.bind(2, r.key.threads);
@@ -217,7 +226,8 @@ void CostDb::put_all(const std::vector<CostRecord>& records) {
 
 std::vector<CostRecord> CostDb::list(const std::string& backend_filter) const {
   std::string sql = std::string("SELECT ") + kColumns + " FROM costs" +
-                    (backend_filter.empty() ? "" : " WHERE backend = ?1") + " ORDER BY backend, label, signature;";
+                    (backend_filter.empty() ? "" : " WHERE backend = ?1") +
+                    " ORDER BY backend, label, signature;";
   Statement s(db_, sql.c_str());
   if (!backend_filter.empty()) s.bind(1, backend_filter);
   std::vector<CostRecord> out;
@@ -234,11 +244,20 @@ size_t CostDb::size() const {
 std::string CostDb::export_json(const std::string& backend_filter) const {
   nlohmann::json records = nlohmann::json::array();
   for (const CostRecord& r : list(backend_filter)) {
-    records.push_back({{"signature", r.key.signature}, {"threads", r.key.threads}, {"device", r.key.device},
-                       {"backend", r.backend}, {"backend_version", r.backend_version}, {"label", r.label},
-                       {"valid", r.cost.valid}, {"reason", r.cost.reason}, {"median_ms", r.cost.median_ms},
-                       {"p90_ms", r.cost.p90_ms}, {"stddev_ms", r.cost.stddev_ms}, {"samples", r.cost.samples},
-                       {"build_ms", r.cost.build_ms}, {"measured_at", r.measured_at}});
+    records.push_back({{"signature", r.key.signature},
+                       {"threads", r.key.threads},
+                       {"device", r.key.device},
+                       {"backend", r.backend},
+                       {"backend_version", r.backend_version},
+                       {"label", r.label},
+                       {"valid", r.cost.valid},
+                       {"reason", r.cost.reason},
+                       {"median_ms", r.cost.median_ms},
+                       {"p90_ms", r.cost.p90_ms},
+                       {"stddev_ms", r.cost.stddev_ms},
+                       {"samples", r.cost.samples},
+                       {"build_ms", r.cost.build_ms},
+                       {"measured_at", r.measured_at}});
   }
   nlohmann::json doc = {{"format", "collage-costs"}, {"version", kSchemaVersion}, {"records", records}};
   return doc.dump(1);
@@ -249,11 +268,12 @@ size_t CostDb::import_json(const std::string& text) {
   try {
     nlohmann::json doc = nlohmann::json::parse(text);
     if (doc.value("format", "") != "collage-costs")
-      throw Error(ErrorKind::InvalidInput, "not a collage cost export (missing \"format\": \"collage-costs\")");
+      throw Error(ErrorKind::InvalidInput,
+                  "not a collage cost export (missing \"format\": \"collage-costs\")");
     int version = doc.at("version").get<int>();
     if (version > kSchemaVersion)
-      throw Error(ErrorKind::InvalidInput, "cost export version " + std::to_string(version) + " is newer than " +
-                                               std::to_string(kSchemaVersion));
+      throw Error(ErrorKind::InvalidInput, "cost export version " + std::to_string(version) +
+                                               " is newer than " + std::to_string(kSchemaVersion));
     for (const auto& j : doc.at("records")) {
       CostRecord r;
       r.key.signature = j.at("signature").get<std::string>();

@@ -24,7 +24,7 @@ struct KernelCost {
 struct CostKey {
   std::string signature;  // kernel_signature(...)
   int threads = 1;
-  std::string device;     // device_fingerprint()
+  std::string device;  // device_fingerprint()
 };
 
 struct CostRecord {

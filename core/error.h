@@ -8,20 +8,19 @@
 namespace collage {
 
 enum class ErrorKind {
-  InvalidModel,   // malformed or inconsistent ONNX (truncated, cycle, dangling input)
-  Unsupported,    // valid ONNX the product cannot handle (op, attribute, dtype)
-  InvalidInput,   // bad user input: arguments, input tensors, files
-  Io,             // file system failures
-  Cancelled,      // the user stopped long work; partial results are kept
-  Internal,       // a broken invariant: a bug in this program
+  InvalidModel,  // malformed or inconsistent ONNX (truncated, cycle, dangling input)
+  Unsupported,   // valid ONNX the product cannot handle (op, attribute, dtype)
+  InvalidInput,  // bad user input: arguments, input tensors, files
+  Io,            // file system failures
+  Cancelled,     // the user stopped long work; partial results are kept
+  Internal,      // a broken invariant: a bug in this program
 };
 
 const char* error_kind_name(ErrorKind kind);
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   ErrorKind kind() const { return kind_; }
 
  private:

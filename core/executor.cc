@@ -144,7 +144,8 @@ class Executor::PlannedAllocator : public RunAllocator {
   size_t next_ = 0;
 };
 
-Executor::Executor(const Graph& graph, std::vector<ExecStep> steps) : graph_(graph), steps_(std::move(steps)) {
+Executor::Executor(const Graph& graph, std::vector<ExecStep> steps)
+    : graph_(graph), steps_(std::move(steps)) {
   last_use_.assign(graph_.values.size(), -1);
   std::vector<bool> available(graph_.values.size(), false);
   for (size_t v = 0; v < graph_.values.size(); ++v)
@@ -153,7 +154,8 @@ Executor::Executor(const Graph& graph, std::vector<ExecStep> steps) : graph_(gra
     for (ValueId in : steps_[s].inputs) {
       if (in == kNoValue) continue;
       if (!available[static_cast<size_t>(in)])
-        throw Error(ErrorKind::Internal, steps_[s].label + " reads '" + graph_.value(in).name + "' before it is computed");
+        throw Error(ErrorKind::Internal,
+                    steps_[s].label + " reads '" + graph_.value(in).name + "' before it is computed");
       last_use_[static_cast<size_t>(in)] = static_cast<int>(s);
     }
     for (ValueId out : steps_[s].outputs)
@@ -207,17 +209,17 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAllocator& alloc) {
   if (inputs.size() != graph_.inputs.size())
-    throw Error(ErrorKind::InvalidInput, "the model takes " + std::to_string(graph_.inputs.size()) + " inputs, got " +
-                                             std::to_string(inputs.size()));
+    throw Error(ErrorKind::InvalidInput, "the model takes " + std::to_string(graph_.inputs.size()) +
+                                             " inputs, got " + std::to_string(inputs.size()));
   std::vector<Tensor> slots(graph_.values.size());
   for (size_t v = 0; v < graph_.values.size(); ++v)
     if (graph_.values[v].constant) slots[v] = *graph_.values[v].constant;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = graph_.value(graph_.inputs[i]);
     if (inputs[i].dtype() != v.dtype || inputs[i].shape() != v.shape)
-      throw Error(ErrorKind::InvalidInput, "input '" + v.name + "' must be " + dtype_name(v.dtype) + " " +
-                                               shape_to_string(v.shape) + ", got " + dtype_name(inputs[i].dtype()) +
-                                               " " + shape_to_string(inputs[i].shape()));
+      throw Error(ErrorKind::InvalidInput,
+                  "input '" + v.name + "' must be " + dtype_name(v.dtype) + " " + shape_to_string(v.shape) +
+                      ", got " + dtype_name(inputs[i].dtype()) + " " + shape_to_string(inputs[i].shape()));
     slots[static_cast<size_t>(graph_.inputs[i])] = inputs[i];
   }
   std::vector<const Tensor*> args;
@@ -228,15 +230,16 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
     alloc.begin_step(static_cast<int>(s));
     std::vector<Tensor> outs = step.kernel->run(args, alloc);
     if (outs.size() < step.outputs.size())
-      throw Error(ErrorKind::Internal, step.label + " returned " + std::to_string(outs.size()) + " outputs, expected " +
-                                           std::to_string(step.outputs.size()));
+      throw Error(ErrorKind::Internal, step.label + " returned " + std::to_string(outs.size()) +
+                                           " outputs, expected " + std::to_string(step.outputs.size()));
     for (size_t k = 0; k < step.outputs.size(); ++k) {
       ValueId out = step.outputs[k];
       if (out == kNoValue) continue;
       const Value& v = graph_.value(out);
       if (outs[k].shape() != v.shape || outs[k].dtype() != v.dtype)
-        throw Error(ErrorKind::Internal, step.label + ": output '" + v.name + "' is " + dtype_name(outs[k].dtype()) +
-                                             " " + shape_to_string(outs[k].shape()) + ", the graph says " +
+        throw Error(ErrorKind::Internal, step.label + ": output '" + v.name + "' is " +
+                                             dtype_name(outs[k].dtype()) + " " +
+                                             shape_to_string(outs[k].shape()) + ", the graph says " +
                                              dtype_name(v.dtype) + " " + shape_to_string(v.shape));
       slots[static_cast<size_t>(out)] = std::move(outs[k]);
     }

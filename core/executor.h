@@ -24,9 +24,9 @@ struct ExecStep {
 };
 
 struct MemoryStats {
-  size_t peak_live_bytes = 0;     // max bytes held by intermediate buffers at once
-  size_t allocated_bytes = 0;     // bytes of storage newly allocated during the run
-  size_t reused_allocations = 0;  // allocations served from the pool (or the planned arena)
+  size_t peak_live_bytes = 0;        // max bytes held by intermediate buffers at once
+  size_t allocated_bytes = 0;        // bytes of storage newly allocated during the run
+  size_t reused_allocations = 0;     // allocations served from the pool (or the planned arena)
   size_t unplanned_allocations = 0;  // with a memory plan: allocations the plan did not foresee
 };
 

@@ -4,11 +4,36 @@
 
 namespace collage {
 
-Attribute Attribute::of_int(int64_t v) { Attribute a; a.kind = AttrKind::Int; a.i = v; return a; }
-Attribute Attribute::of_float(float v) { Attribute a; a.kind = AttrKind::Float; a.f = v; return a; }
-Attribute Attribute::of_string(std::string v) { Attribute a; a.kind = AttrKind::String; a.s = std::move(v); return a; }
-Attribute Attribute::of_ints(std::vector<int64_t> v) { Attribute a; a.kind = AttrKind::Ints; a.ints = std::move(v); return a; }
-Attribute Attribute::of_floats(std::vector<float> v) { Attribute a; a.kind = AttrKind::Floats; a.floats = std::move(v); return a; }
+Attribute Attribute::of_int(int64_t v) {
+  Attribute a;
+  a.kind = AttrKind::Int;
+  a.i = v;
+  return a;
+}
+Attribute Attribute::of_float(float v) {
+  Attribute a;
+  a.kind = AttrKind::Float;
+  a.f = v;
+  return a;
+}
+Attribute Attribute::of_string(std::string v) {
+  Attribute a;
+  a.kind = AttrKind::String;
+  a.s = std::move(v);
+  return a;
+}
+Attribute Attribute::of_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.kind = AttrKind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attribute Attribute::of_floats(std::vector<float> v) {
+  Attribute a;
+  a.kind = AttrKind::Floats;
+  a.floats = std::move(v);
+  return a;
+}
 
 namespace {
 const Attribute* find_attr(const Node& n, const std::string& key, AttrKind kind) {
@@ -102,7 +127,10 @@ void Graph::sort_and_prune() {
   std::vector<uint8_t> mark(nodes.size(), kUnseen);
   std::vector<NodeId> order;
   order.reserve(nodes.size());
-  struct Frame { NodeId node; size_t next_input; };
+  struct Frame {
+    NodeId node;
+    size_t next_input;
+  };
   std::vector<Frame> stack;
   for (ValueId out : outputs) {
     NodeId root = value(out).producer;
@@ -118,7 +146,8 @@ void Graph::sort_and_prune() {
         NodeId p = value(in).producer;
         if (p == kNoNode) continue;
         if (mark[static_cast<size_t>(p)] == kOnStack)
-          throw Error(ErrorKind::InvalidModel, "the graph has a cycle through " + nodes[static_cast<size_t>(p)].describe());
+          throw Error(ErrorKind::InvalidModel,
+                      "the graph has a cycle through " + nodes[static_cast<size_t>(p)].describe());
         if (mark[static_cast<size_t>(p)] == kUnseen) {
           mark[static_cast<size_t>(p)] = kOnStack;
           stack.push_back({p, 0});
@@ -140,8 +169,10 @@ void Graph::sort_and_prune() {
   for (ValueId id : inputs) used[static_cast<size_t>(id)] = 1;
   for (ValueId id : outputs) used[static_cast<size_t>(id)] = 1;
   for (const Node& n : nodes) {
-    for (ValueId v : n.inputs) if (v != kNoValue) used[static_cast<size_t>(v)] = 1;
-    for (ValueId v : n.outputs) if (v != kNoValue) used[static_cast<size_t>(v)] = 1;
+    for (ValueId v : n.inputs)
+      if (v != kNoValue) used[static_cast<size_t>(v)] = 1;
+    for (ValueId v : n.outputs)
+      if (v != kNoValue) used[static_cast<size_t>(v)] = 1;
   }
   std::vector<ValueId> remap(values.size(), kNoValue);
   std::vector<Value> kept;
@@ -152,11 +183,15 @@ void Graph::sort_and_prune() {
   }
   values = std::move(kept);
   auto fix = [&](std::vector<ValueId>& ids) {
-    for (ValueId& v : ids) if (v != kNoValue) v = remap[static_cast<size_t>(v)];
+    for (ValueId& v : ids)
+      if (v != kNoValue) v = remap[static_cast<size_t>(v)];
   };
   fix(inputs);
   fix(outputs);
-  for (Node& n : nodes) { fix(n.inputs); fix(n.outputs); }
+  for (Node& n : nodes) {
+    fix(n.inputs);
+    fix(n.outputs);
+  }
   reindex_values();
   rebuild_links();
 }
@@ -167,8 +202,9 @@ void Graph::validate() const {
       if (in == kNoValue) continue;
       const Value& v = value(in);
       if (v.producer == kNoNode && !v.constant && !v.is_graph_input)
-        throw Error(ErrorKind::InvalidModel, nodes[n].describe() + ": input '" + v.name +
-                                                 "' is not produced by any node, nor an initialiser or graph input");
+        throw Error(ErrorKind::InvalidModel,
+                    nodes[n].describe() + ": input '" + v.name +
+                        "' is not produced by any node, nor an initialiser or graph input");
       if (v.producer != kNoNode && static_cast<size_t>(v.producer) >= n)
         throw Error(ErrorKind::Internal, "nodes are not in topological order at " + nodes[n].describe());
     }

@@ -53,8 +53,8 @@ struct Value {
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;  // "" for the default ONNX domain
-  int opset = 0;       // opset version the model imported for this domain
+  std::string domain;           // "" for the default ONNX domain
+  int opset = 0;                // opset version the model imported for this domain
   std::vector<ValueId> inputs;  // kNoValue for omitted optional inputs
   std::vector<ValueId> outputs;
   std::map<std::string, Attribute> attrs;
@@ -74,7 +74,7 @@ class Graph {
   std::string name;
   std::vector<Node> nodes;
   std::vector<Value> values;
-  std::vector<ValueId> inputs;   // runtime inputs (initialisers excluded)
+  std::vector<ValueId> inputs;  // runtime inputs (initialisers excluded)
   std::vector<ValueId> outputs;
   std::map<std::string, int> opsets;  // domain -> version
 

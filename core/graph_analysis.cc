@@ -109,16 +109,17 @@ NodeCost node_cost(const Graph& graph, NodeId id) {
     double k = a.empty() ? 1 : static_cast<double>(trans_a ? a[0] : a.back());
     c.flops = 2 * out_elems * k;
   } else if (op == "Einsum") {
-    c.flops = 2 * std::max(elements(graph, n.inputs.at(0)), out_elems) *
-              (n.inputs.size() > 1 ? std::max(1.0, elements(graph, n.inputs[1]) / std::max(1.0, out_elems)) : 1.0);
+    c.flops =
+        2 * std::max(elements(graph, n.inputs.at(0)), out_elems) *
+        (n.inputs.size() > 1 ? std::max(1.0, elements(graph, n.inputs[1]) / std::max(1.0, out_elems)) : 1.0);
   } else if (op == "MaxPool" || op == "AveragePool") {
     double window = 1;
     for (int64_t k : n.attr_ints("kernel_shape")) window *= static_cast<double>(k);
     c.flops = out_elems * window;
   } else if (op.rfind("Reduce", 0) == 0 || op.rfind("Global", 0) == 0) {
     c.flops = elements(graph, n.inputs.at(0));
-  } else if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" || op == "BatchNormalization" ||
-             op == "InstanceNormalization") {
+  } else if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" ||
+             op == "BatchNormalization" || op == "InstanceNormalization") {
     c.flops = 5 * out_elems;
   } else if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
              op == "Shape" || op == "Size" || op == "Dropout") {

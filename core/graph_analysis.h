@@ -31,8 +31,8 @@ DominatorTrees dominator_trees(const Graph& graph);
 bool dominates(const std::vector<NodeId>& parent, NodeId a, NodeId b);
 
 struct NodeCost {
-  double flops = 0;        // multiply-adds count as 2
-  double bytes_read = 0;   // inputs incl. weights
+  double flops = 0;       // multiply-adds count as 2
+  double bytes_read = 0;  // inputs incl. weights
   double bytes_written = 0;
 };
 NodeCost node_cost(const Graph& graph, NodeId id);

@@ -29,7 +29,8 @@ class IndexSet {
     return n;
   }
   bool empty() const {
-    for (uint64_t w : words_) if (w) return false;
+    for (uint64_t w : words_)
+      if (w) return false;
     return true;
   }
   bool intersects(const IndexSet& other) const {
@@ -42,9 +43,15 @@ class IndexSet {
       if (words_[i] & ~(i < other.words_.size() ? other.words_[i] : 0)) return false;
     return true;
   }
-  IndexSet operator|(const IndexSet& o) const { return combine(o, [](uint64_t a, uint64_t b) { return a | b; }); }
-  IndexSet operator&(const IndexSet& o) const { return combine(o, [](uint64_t a, uint64_t b) { return a & b; }); }
-  IndexSet operator-(const IndexSet& o) const { return combine(o, [](uint64_t a, uint64_t b) { return a & ~b; }); }
+  IndexSet operator|(const IndexSet& o) const {
+    return combine(o, [](uint64_t a, uint64_t b) { return a | b; });
+  }
+  IndexSet operator&(const IndexSet& o) const {
+    return combine(o, [](uint64_t a, uint64_t b) { return a & b; });
+  }
+  IndexSet operator-(const IndexSet& o) const {
+    return combine(o, [](uint64_t a, uint64_t b) { return a & ~b; });
+  }
   bool operator==(const IndexSet& o) const = default;
 
   // First index >= from that is NOT in the set, or end_index().

@@ -20,13 +20,27 @@ std::string attr_text(const Attribute& a) {
     s << ']';
   };
   switch (a.kind) {
-    case AttrKind::Int: s << a.i; break;
-    case AttrKind::Float: s << a.f; break;
-    case AttrKind::String: s << '"' << a.s << '"'; break;
-    case AttrKind::Ints: list(a.ints); break;
-    case AttrKind::Floats: list(a.floats); break;
-    case AttrKind::Strings: list(a.strings); break;
-    case AttrKind::Tensor: s << dtype_name(a.t.dtype()) << shape_to_string(a.t.shape()); break;
+    case AttrKind::Int:
+      s << a.i;
+      break;
+    case AttrKind::Float:
+      s << a.f;
+      break;
+    case AttrKind::String:
+      s << '"' << a.s << '"';
+      break;
+    case AttrKind::Ints:
+      list(a.ints);
+      break;
+    case AttrKind::Floats:
+      list(a.floats);
+      break;
+    case AttrKind::Strings:
+      list(a.strings);
+      break;
+    case AttrKind::Tensor:
+      s << dtype_name(a.t.dtype()) << shape_to_string(a.t.shape());
+      break;
   }
   return s.str();
 }
@@ -52,7 +66,10 @@ std::string kernel_signature(const Graph& graph, const SubGraph& sub, const std:
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (i) s << ',';
       ValueId v = n.inputs[i];
-      if (v == kNoValue) { s << '-'; continue; }
+      if (v == kNoValue) {
+        s << '-';
+        continue;
+      }
       const Value& val = graph.value(v);
       if (val.constant) {
         s << 'c' << ':' << type_text(val);
@@ -100,12 +117,16 @@ std::string device_fingerprint() {
     std::ifstream in("/proc/cpuinfo");
     std::string line, model = "unknown-cpu", flags_line;
     while (std::getline(in, line)) {
-      auto value = [&] { auto c = line.find(':'); return c == std::string::npos ? std::string() : line.substr(c + 2); };
+      auto value = [&] {
+        auto c = line.find(':');
+        return c == std::string::npos ? std::string() : line.substr(c + 2);
+      };
       if (line.rfind("model name", 0) == 0 && model == "unknown-cpu") model = value();
       if (line.rfind("flags", 0) == 0 && flags_line.empty()) flags_line = value();
     }
-    static const std::set<std::string> relevant = {"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw",
-                                                   "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile", "neon"};
+    static const std::set<std::string> relevant = {"sse4_2",      "avx",         "avx2",     "fma",
+                                                   "f16c",        "avx512f",     "avx512bw", "avx512vl",
+                                                   "avx512_vnni", "avx512_bf16", "amx_tile", "neon"};
     std::istringstream fs(flags_line);
     std::vector<std::string> flags;
     for (std::string f; fs >> f;)

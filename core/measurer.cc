@@ -47,7 +47,8 @@ std::string compare_outputs(const Graph& g, const SubGraph& sub, const std::vect
     double tensor_atol = atol + rtol * (std::isfinite(scale) ? scale : 0.0);
     for (size_t i = 0; i < a.size(); ++i)
       if (!(std::fabs(a[i] - b[i]) <= tensor_atol + rtol * std::fabs(b[i])))
-        return name + "[" + std::to_string(i) + "] = " + std::to_string(a[i]) + ", reference " + std::to_string(b[i]);
+        return name + "[" + std::to_string(i) + "] = " + std::to_string(a[i]) + ", reference " +
+               std::to_string(b[i]);
   }
   return "";
 }
@@ -92,7 +93,8 @@ double measure_dispatch_overhead_ms() {
   return samples[samples.size() / 2];
 }
 
-Measurer::Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db, MeasureOptions options)
+Measurer::Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db,
+                   MeasureOptions options)
     : graph_(graph), values_(std::move(reference_values)), db_(db), options_(options) {}
 
 KernelCost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {

@@ -19,7 +19,7 @@ struct MeasureOptions {
   int max_samples = 2000;
   double min_time_ms = 30;   // keep sampling until this much time was spent timing...
   double max_time_ms = 300;  // ...but slow kernels stop here once they have 3 samples
-  double rtol = 1e-3;       // agreement with the native reference
+  double rtol = 1e-3;        // agreement with the native reference
   double atol = 1e-4;
 };
 

@@ -19,7 +19,8 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& lifetimes) {
     if (!lifetimes[i].outlives_run) order.push_back(i);
   }
   // Largest first; ties by first use so the plan is deterministic.
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lifetimes[a].bytes > lifetimes[b].bytes; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return lifetimes[a].bytes > lifetimes[b].bytes; });
   std::vector<size_t> placed;
   std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of time-overlapping placed buffers
   for (size_t i : order) {

@@ -68,9 +68,9 @@ void to_resize13(Graph& graph, Node& node) {
   node.inputs = {x, kNoValue, scales};
 }
 
-const std::set<std::string> kReduceOps = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-                                          "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-                                          "ReduceSumSquare"};
+const std::set<std::string> kReduceOps = {"ReduceMean",      "ReduceSum",      "ReduceMax", "ReduceMin",
+                                          "ReduceProd",      "ReduceL1",       "ReduceL2",  "ReduceLogSum",
+                                          "ReduceLogSumExp", "ReduceSumSquare"};
 
 }  // namespace
 

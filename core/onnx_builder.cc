@@ -8,7 +8,8 @@
 
 namespace collage {
 
-OnnxBuilder::OnnxBuilder(std::string graph_name, int opset, uint64_t seed) : rng_(seed * 0x9e3779b97f4a7c15ULL + 1) {
+OnnxBuilder::OnnxBuilder(std::string graph_name, int opset, uint64_t seed)
+    : rng_(seed * 0x9e3779b97f4a7c15ULL + 1) {
   model_.set_ir_version(8);
   model_.set_producer_name("collage-model-builder");
   auto* o = model_.add_opset_import();
@@ -22,8 +23,10 @@ void set_dims(onnx::TypeProto_Tensor* tt, const std::vector<Dim>& dims) {
   auto* shape = tt->mutable_shape();
   for (const Dim& d : dims) {
     auto* dim = shape->add_dim();
-    if (auto* v = std::get_if<int64_t>(&d)) dim->set_dim_value(*v);
-    else dim->set_dim_param(std::get<std::string>(d));
+    if (auto* v = std::get_if<int64_t>(&d))
+      dim->set_dim_value(*v);
+    else
+      dim->set_dim_param(std::get<std::string>(d));
   }
 }
 }  // namespace
@@ -54,8 +57,10 @@ void OnnxBuilder::output(const std::string& value, const std::string& rename, co
   std::string name = value;
   if (!rename.empty()) {  // PyTorch names graph outputs ("output", "logits"): rename the producing value
     for (auto& n : *model_.mutable_graph()->mutable_node()) {
-      for (auto& o : *n.mutable_output()) if (o == value) o = rename;
-      for (auto& i : *n.mutable_input()) if (i == value) i = rename;
+      for (auto& o : *n.mutable_output())
+        if (o == value) o = rename;
+      for (auto& i : *n.mutable_input())
+        if (i == value) i = rename;
     }
     name = rename;
   }
@@ -166,8 +171,9 @@ std::string OnnxBuilder::conv(const std::string& x, int64_t cin, int64_t cout, i
   if (bias) ins.push_back(random_normal(name + ".bias", {cout}, 0.05f));
   std::vector<int64_t> ks(static_cast<size_t>(spatial), k), st(static_cast<size_t>(spatial), stride),
       pads(static_cast<size_t>(2 * spatial), pad), dil(static_cast<size_t>(spatial), 1);
-  return op("Conv", ins, {attr("dilations", dil), attr("group", group), attr("kernel_shape", ks), attr("pads", pads),
-                          attr("strides", st)});
+  return op("Conv", ins,
+            {attr("dilations", dil), attr("group", group), attr("kernel_shape", ks), attr("pads", pads),
+             attr("strides", st)});
 }
 
 std::string OnnxBuilder::batch_norm(const std::string& x, int64_t c) {
@@ -196,8 +202,10 @@ std::string OnnxBuilder::linear(const std::string& x, int64_t in, int64_t out, b
   std::string name = next_name(rank2 ? "Gemm" : "MatMul");
   float sd = std::sqrt(1.0f / static_cast<float>(in));
   if (rank2)
-    return op("Gemm", {x, random_normal(name + ".weight", {out, in}, sd), random_normal(name + ".bias", {out}, 0.02f)},
-              {attr("alpha", 1.0f), attr("beta", 1.0f), attr("transB", int64_t{1})});
+    return op(
+        "Gemm",
+        {x, random_normal(name + ".weight", {out, in}, sd), random_normal(name + ".bias", {out}, 0.02f)},
+        {attr("alpha", 1.0f), attr("beta", 1.0f), attr("transB", int64_t{1})});
   std::string mm = op("MatMul", {x, random_normal(name + ".weight_t", {in, out}, sd)});
   return op("Add", {random_normal(name + ".bias", {out}, 0.02f), mm});
 }
@@ -206,7 +214,8 @@ std::string OnnxBuilder::layer_norm(const std::string& x, int64_t d) {
   std::string name = next_name("LayerNormalization");
   Tensor ones(DType::Float32, {d});
   for (int64_t i = 0; i < d; ++i) ones.data<float>()[i] = 1.0f + 0.1f * normal();
-  return op("LayerNormalization", {x, initializer(name + ".weight", ones), random_normal(name + ".bias", {d}, 0.02f)},
+  return op("LayerNormalization",
+            {x, initializer(name + ".weight", ones), random_normal(name + ".bias", {d}, 0.02f)},
             {attr("axis", int64_t{-1}), attr("epsilon", 1e-5f)});
 }
 
@@ -237,7 +246,8 @@ void OnnxBuilder::save(const std::string& path, int64_t external_threshold) cons
   onnx::ModelProto m = model_;
   if (external_threshold >= 0) {
     std::string data_name = std::filesystem::path(path).filename().string() + ".data";
-    std::ofstream data((std::filesystem::path(path).parent_path() / data_name).string(), std::ios::binary | std::ios::trunc);
+    std::ofstream data((std::filesystem::path(path).parent_path() / data_name).string(),
+                       std::ios::binary | std::ios::trunc);
     int64_t offset = 0;
     for (auto& init : *m.mutable_graph()->mutable_initializer()) {
       if (static_cast<int64_t>(init.raw_data().size()) < external_threshold) continue;

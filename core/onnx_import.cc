@@ -1,13 +1,13 @@
 #include "core/onnx_import.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <climits>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "core/tensor_proto.h"
 #include "onnx/defs/schema.h"
@@ -24,9 +24,9 @@ void parse_model(const std::string& bytes, onnx::ModelProto& model) {
   google::protobuf::io::CodedInputStream coded(&raw);
   coded.SetTotalBytesLimit(INT_MAX);  // the 64 MiB default rejects ResNet-50-sized models
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    throw Error(ErrorKind::InvalidModel, "not a valid ONNX model: the protobuf could not be parsed (truncated or not ONNX)");
-  if (!model.has_graph())
-    throw Error(ErrorKind::InvalidModel, "not a valid ONNX model: it has no graph");
+    throw Error(ErrorKind::InvalidModel,
+                "not a valid ONNX model: the protobuf could not be parsed (truncated or not ONNX)");
+  if (!model.has_graph()) throw Error(ErrorKind::InvalidModel, "not a valid ONNX model: it has no graph");
 }
 
 std::map<std::string, int> read_opsets(const onnx::ModelProto& model) {
@@ -47,16 +47,18 @@ std::map<std::string, int> read_opsets(const onnx::ModelProto& model) {
 }
 
 // Replaces symbolic or missing input dims by user values (default 1).
-void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initializer_names, const ImportOptions& options,
-                    ImportReport& report) {
+void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initializer_names,
+                    const ImportOptions& options, ImportReport& report) {
   std::set<std::string> used;
   for (auto& input : *g.mutable_input()) {
     if (initializer_names.count(input.name())) continue;
     if (!input.type().has_tensor_type())
-      throw Error(ErrorKind::Unsupported, "graph input '" + input.name() + "' is not a tensor (sequences and maps are not supported)");
+      throw Error(ErrorKind::Unsupported, "graph input '" + input.name() +
+                                              "' is not a tensor (sequences and maps are not supported)");
     auto* tt = input.mutable_type()->mutable_tensor_type();
     if (!tt->has_shape())
-      throw Error(ErrorKind::InvalidModel, "graph input '" + input.name() + "' has no shape; static shapes are required");
+      throw Error(ErrorKind::InvalidModel,
+                  "graph input '" + input.name() + "' has no shape; static shapes are required");
     for (int d = 0; d < tt->shape().dim_size(); ++d) {
       auto* dim = tt->mutable_shape()->mutable_dim(d);
       if (dim->has_dim_value() && dim->dim_value() >= 0) continue;
@@ -73,9 +75,11 @@ void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initialize
     }
   }
   for (const auto& [param, v] : options.dims) {
-    if (v <= 0) throw Error(ErrorKind::InvalidInput, "--dim " + param + "=" + std::to_string(v) + ": must be positive");
+    if (v <= 0)
+      throw Error(ErrorKind::InvalidInput, "--dim " + param + "=" + std::to_string(v) + ": must be positive");
     if (!used.count(param))
-      throw Error(ErrorKind::InvalidInput, "--dim " + param + ": no graph input has a symbolic dim named '" + param + "'");
+      throw Error(ErrorKind::InvalidInput,
+                  "--dim " + param + ": no graph input has a symbolic dim named '" + param + "'");
   }
 }
 
@@ -84,7 +88,8 @@ void set_value_type(Value& v, const onnx::TypeProto& type) {
   const auto& tt = type.tensor_type();
   if (tt.elem_type() != 0 && v.dtype == DType::Undefined) {
     if (tt.elem_type() == onnx::TensorProto::STRING)
-      throw Error(ErrorKind::Unsupported, "value '" + v.name + "' is a string tensor; string ops are not supported");
+      throw Error(ErrorKind::Unsupported,
+                  "value '" + v.name + "' is a string tensor; string ops are not supported");
     v.dtype = dtype_from_onnx(tt.elem_type());
   }
   if (!tt.has_shape() || v.shape_known) return;
@@ -99,11 +104,16 @@ void set_value_type(Value& v, const onnx::TypeProto& type) {
 
 Attribute convert_attribute(const onnx::AttributeProto& a, const Node& node, const std::string& base_dir) {
   switch (a.type()) {
-    case onnx::AttributeProto::INT: return Attribute::of_int(a.i());
-    case onnx::AttributeProto::FLOAT: return Attribute::of_float(a.f());
-    case onnx::AttributeProto::STRING: return Attribute::of_string(a.s());
-    case onnx::AttributeProto::INTS: return Attribute::of_ints({a.ints().begin(), a.ints().end()});
-    case onnx::AttributeProto::FLOATS: return Attribute::of_floats({a.floats().begin(), a.floats().end()});
+    case onnx::AttributeProto::INT:
+      return Attribute::of_int(a.i());
+    case onnx::AttributeProto::FLOAT:
+      return Attribute::of_float(a.f());
+    case onnx::AttributeProto::STRING:
+      return Attribute::of_string(a.s());
+    case onnx::AttributeProto::INTS:
+      return Attribute::of_ints({a.ints().begin(), a.ints().end()});
+    case onnx::AttributeProto::FLOATS:
+      return Attribute::of_floats({a.floats().begin(), a.floats().end()});
     case onnx::AttributeProto::STRINGS: {
       Attribute out;
       out.kind = AttrKind::Strings;
@@ -118,10 +128,12 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const Node& node, con
     }
     case onnx::AttributeProto::GRAPH:
     case onnx::AttributeProto::GRAPHS:
-      throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
-                                              "' holds a sub-graph; control flow (If/Loop/Scan) is not supported");
+      throw Error(ErrorKind::Unsupported,
+                  node.describe() + ": attribute '" + a.name() +
+                      "' holds a sub-graph; control flow (If/Loop/Scan) is not supported");
     default:
-      throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() + "' has unsupported type " +
+      throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
+                                              "' has unsupported type " +
                                               std::to_string(static_cast<int>(a.type())));
   }
 }
@@ -156,8 +168,10 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
     throw Error(ErrorKind::Unsupported, "sparse initialisers are not supported");
   for (const auto& in : g.input()) {
     ValueId existing = graph.find_value(in.name());
-    if (existing != kNoValue && graph.value(existing).constant) continue;  // IR<4: initialisers listed as inputs
-    if (existing != kNoValue) throw Error(ErrorKind::InvalidModel, "graph input '" + in.name() + "' is listed twice");
+    if (existing != kNoValue && graph.value(existing).constant)
+      continue;  // IR<4: initialisers listed as inputs
+    if (existing != kNoValue)
+      throw Error(ErrorKind::InvalidModel, "graph input '" + in.name() + "' is listed twice");
     ValueId id = get_or_add(in.name());
     set_value_type(graph.value(id), in.type());
     graph.inputs.push_back(id);
@@ -173,13 +187,18 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
     while (!node_names.insert(node.name).second) node.name.append("_").append(std::to_string(i));
     auto op_it = opsets.find(node.domain);
     if (op_it == opsets.end())
-      throw Error(ErrorKind::InvalidModel, node.describe() + ": its domain '" + node.domain + "' is not imported by the model");
+      throw Error(ErrorKind::InvalidModel,
+                  node.describe() + ": its domain '" + node.domain + "' is not imported by the model");
     node.opset = op_it->second;
     for (const auto& out : np.output()) {
-      if (out.empty()) { node.outputs.push_back(kNoValue); continue; }
+      if (out.empty()) {
+        node.outputs.push_back(kNoValue);
+        continue;
+      }
       ValueId id = graph.find_value(out);
       if (id != kNoValue && (graph.value(id).constant || graph.value(id).is_graph_input))
-        throw Error(ErrorKind::InvalidModel, node.describe() + ": output '" + out + "' overwrites an initialiser or graph input");
+        throw Error(ErrorKind::InvalidModel,
+                    node.describe() + ": output '" + out + "' overwrites an initialiser or graph input");
       node.outputs.push_back(get_or_add(out));
     }
     for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, node, base_dir);
@@ -188,17 +207,22 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
   for (int i = 0; i < g.node_size(); ++i) {
     Node& node = graph.nodes[static_cast<size_t>(i)];
     for (const auto& in : g.node(i).input()) {
-      if (in.empty()) { node.inputs.push_back(kNoValue); continue; }
+      if (in.empty()) {
+        node.inputs.push_back(kNoValue);
+        continue;
+      }
       ValueId id = graph.find_value(in);
       if (id == kNoValue)
-        throw Error(ErrorKind::InvalidModel, node.describe() + ": input '" + in +
-                                                 "' is not produced by any node, nor an initialiser or graph input");
+        throw Error(ErrorKind::InvalidModel,
+                    node.describe() + ": input '" + in +
+                        "' is not produced by any node, nor an initialiser or graph input");
       node.inputs.push_back(id);
     }
   }
   for (const auto& out : g.output()) {
     ValueId id = graph.find_value(out.name());
-    if (id == kNoValue) throw Error(ErrorKind::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
+    if (id == kNoValue)
+      throw Error(ErrorKind::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
     graph.outputs.push_back(id);
   }
   if (graph.outputs.empty()) throw Error(ErrorKind::InvalidModel, "the graph has no outputs");
@@ -246,8 +270,10 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   graph.validate();
   for (const Value& v : graph.values) {
     if (!v.shape_known || v.dtype == DType::Undefined) {
-      std::string where = v.producer != kNoNode ? " (output of " + graph.node(v.producer).describe() + ")" : "";
-      throw Error(ErrorKind::Unsupported, "could not determine a static shape and type for value '" + v.name + "'" + where);
+      std::string where =
+          v.producer != kNoNode ? " (output of " + graph.node(v.producer).describe() + ")" : "";
+      throw Error(ErrorKind::Unsupported,
+                  "could not determine a static shape and type for value '" + v.name + "'" + where);
     }
   }
   return graph;
@@ -256,11 +282,13 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
 Graph import_onnx_file(const std::string& path, const ImportOptions& options, ImportReport* report) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw Error(ErrorKind::Io, "cannot open model '" + path + "': no such file");
+  if (!fs::is_regular_file(path, ec))
+    throw Error(ErrorKind::Io, "cannot open model '" + path + "': no such file");
   auto size = fs::file_size(path, ec);
   if (ec) throw Error(ErrorKind::Io, "cannot read model '" + path + "': " + ec.message());
   if (size >= static_cast<uintmax_t>(INT_MAX))
-    throw Error(ErrorKind::Unsupported, "model '" + path + "' is over 2 GiB; store its weights as external data");
+    throw Error(ErrorKind::Unsupported,
+                "model '" + path + "' is over 2 GiB; store its weights as external data");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, "cannot open model '" + path + "'");
   std::string bytes(static_cast<size_t>(size), '\0');

@@ -81,9 +81,12 @@ std::vector<IndexSet> Pattern::match_value(const Graph& graph, ValueId v) const 
   if (v == kNoValue) return kind_ == Kind::Wildcard ? std::vector<IndexSet>{empty} : std::vector<IndexSet>{};
   const Value& value = graph.value(v);
   switch (kind_) {
-    case Kind::Wildcard: return {empty};
-    case Kind::Constant: return value.constant ? std::vector<IndexSet>{empty} : std::vector<IndexSet>{};
-    case Kind::Op: return value.producer == kNoNode ? std::vector<IndexSet>{} : match_node(graph, value.producer);
+    case Kind::Wildcard:
+      return {empty};
+    case Kind::Constant:
+      return value.constant ? std::vector<IndexSet>{empty} : std::vector<IndexSet>{};
+    case Kind::Op:
+      return value.producer == kNoNode ? std::vector<IndexSet>{} : match_node(graph, value.producer);
     case Kind::Alt:
     case Kind::Optional: {
       std::vector<IndexSet> out;

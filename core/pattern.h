@@ -36,7 +36,8 @@ class Pattern {
   friend PatternPtr wildcard();
   friend PatternPtr constant();
   friend PatternPtr alt(std::vector<PatternPtr> options);
-  friend PatternPtr optional(std::vector<std::string> op_types, PatternPtr input, std::vector<PatternPtr> rest);
+  friend PatternPtr optional(std::vector<std::string> op_types, PatternPtr input,
+                             std::vector<PatternPtr> rest);
 
  private:
   // Matches of this pattern against value `v` (for Op: v's producer).

@@ -29,7 +29,8 @@ IndexSet nodes_between(const Graph& graph, const NodeEdges& edges, const IndexSe
   return out | from;
 }
 
-std::vector<IndexSet> generate_groups(const Graph& graph, const PatternRule& rule, const GroupLimits& limits) {
+std::vector<IndexSet> generate_groups(const Graph& graph, const PatternRule& rule,
+                                      const GroupLimits& limits) {
   NodeEdges edges = node_edges(graph);
   DominatorTrees trees = dominator_trees(graph);
   ConvexityChecker convexity(graph);
@@ -66,19 +67,38 @@ std::vector<IndexSet> generate_groups(const Graph& graph, const PatternRule& rul
 
 OpCategory op_category(const std::string& op) {
   static const std::set<std::string> elemwise = {
-      "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "Tanh", "Softplus", "Softsign", "HardSigmoid", "HardSwish",
-      "Clip", "Erf", "Gelu", "Exp", "Log", "Sqrt", "Neg", "Abs", "Reciprocal", "Floor", "Ceil", "Round", "Sign",
-      "Identity", "Dropout", "Cast", "Not", "Sin", "Cos", "Shrink"};
-  static const std::set<std::string> broadcast = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean",
-                                                  "PRelu", "Where", "BatchNormalization", "Equal", "Less", "Greater", "LessOrEqual",
-                                                  "GreaterOrEqual", "And", "Or", "Xor"};
-  static const std::set<std::string> injective = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-                                                  "Concat", "Slice", "Split", "Gather", "Expand", "Tile", "Pad",
-                                                  "DepthToSpace", "SpaceToDepth", "Resize"};
-  static const std::set<std::string> reduction = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
-                                                  "ReduceProd", "GlobalAveragePool", "GlobalMaxPool"};
-  static const std::set<std::string> out_fusable = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum",
-                                                    "MaxPool", "AveragePool"};
+      "Relu",        "LeakyRelu", "Elu",        "Selu",  "Sigmoid", "Tanh",  "Softplus", "Softsign",
+      "HardSigmoid", "HardSwish", "Clip",       "Erf",   "Gelu",    "Exp",   "Log",      "Sqrt",
+      "Neg",         "Abs",       "Reciprocal", "Floor", "Ceil",    "Round", "Sign",     "Identity",
+      "Dropout",     "Cast",      "Not",        "Sin",   "Cos",     "Shrink"};
+  static const std::set<std::string> broadcast = {"Add",
+                                                  "Sub",
+                                                  "Mul",
+                                                  "Div",
+                                                  "Pow",
+                                                  "Max",
+                                                  "Min",
+                                                  "Sum",
+                                                  "Mean",
+                                                  "PRelu",
+                                                  "Where",
+                                                  "BatchNormalization",
+                                                  "Equal",
+                                                  "Less",
+                                                  "Greater",
+                                                  "LessOrEqual",
+                                                  "GreaterOrEqual",
+                                                  "And",
+                                                  "Or",
+                                                  "Xor"};
+  static const std::set<std::string> injective = {
+      "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",    "Concat",       "Slice", "Split",
+      "Gather",  "Expand",  "Tile",    "Pad",       "DepthToSpace", "SpaceToDepth", "Resize"};
+  static const std::set<std::string> reduction = {"ReduceMean",   "ReduceSum",  "ReduceMax",
+                                                  "ReduceMin",    "ReduceProd", "GlobalAveragePool",
+                                                  "GlobalMaxPool"};
+  static const std::set<std::string> out_fusable = {"Conv",   "ConvTranspose", "MatMul",     "Gemm",
+                                                    "Einsum", "MaxPool",       "AveragePool"};
   if (elemwise.count(op)) return OpCategory::ElemWise;
   if (broadcast.count(op)) return OpCategory::Broadcast;
   if (injective.count(op)) return OpCategory::Injective;
@@ -89,12 +109,18 @@ OpCategory op_category(const std::string& op) {
 
 const char* op_category_name(OpCategory c) {
   switch (c) {
-    case OpCategory::ElemWise: return "elemwise";
-    case OpCategory::Broadcast: return "broadcast";
-    case OpCategory::Injective: return "injective";
-    case OpCategory::Reduction: return "reduction";
-    case OpCategory::OutEWiseFusable: return "out-ewise-fusable";
-    case OpCategory::Opaque: return "opaque";
+    case OpCategory::ElemWise:
+      return "elemwise";
+    case OpCategory::Broadcast:
+      return "broadcast";
+    case OpCategory::Injective:
+      return "injective";
+    case OpCategory::Reduction:
+      return "reduction";
+    case OpCategory::OutEWiseFusable:
+      return "out-ewise-fusable";
+    case OpCategory::Opaque:
+      return "opaque";
   }
   return "?";
 }

@@ -27,7 +27,10 @@ std::string placement_to_json(const Placement& p, const Graph& graph) {
   for (const PlacedKernel& k : p.kernels) {
     json names = json::array();
     for (NodeId n : k.nodes) names.push_back(graph.node(n).name);
-    kernels.push_back({{"nodes", k.nodes}, {"node_names", names}, {"backend", k.backend}, {"label", k.label},
+    kernels.push_back({{"nodes", k.nodes},
+                       {"node_names", names},
+                       {"backend", k.backend},
+                       {"label", k.label},
                        {"cost_ms", k.cost_ms}});
   }
   json pins = json::array();
@@ -129,7 +132,8 @@ Placement placement_from_json(const std::string& text, const Graph& graph,
 }
 
 std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& placement,
-                                      const std::vector<const BackendSpec*>& backends, const CompileOptions& options) {
+                                      const std::vector<const BackendSpec*>& backends,
+                                      const CompileOptions& options) {
   std::vector<ExecStep> steps;
   for (const PlacedKernel& k : placement.kernels) {
     const BackendSpec* spec = find_spec(backends, k.backend);

@@ -43,6 +43,7 @@ Placement placement_from_json(const std::string& text, const Graph& graph,
 
 // Compiles every kernel of the placement into executor steps.
 std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& placement,
-                                      const std::vector<const BackendSpec*>& backends, const CompileOptions& options);
+                                      const std::vector<const BackendSpec*>& backends,
+                                      const CompileOptions& options);
 
 }  // namespace collage

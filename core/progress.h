@@ -15,10 +15,10 @@ struct ProgressEvent {
   enum class Stage { Measure, Search, Refine };
   Stage stage = Stage::Measure;
   size_t done = 0;
-  size_t total = 0;           // 0 when unknown (search)
-  std::string message;        // current kernel, or a summary line
-  double best_ms = -1;        // best predicted latency so far (search) / best fitness (refine)
-  double mean_ms = -1;        // mean fitness of the generation (refine)
+  size_t total = 0;     // 0 when unknown (search)
+  std::string message;  // current kernel, or a summary line
+  double best_ms = -1;  // best predicted latency so far (search) / best fitness (refine)
+  double mean_ms = -1;  // mean fitness of the generation (refine)
   double elapsed_ms = 0;
 };
 

@@ -20,7 +20,8 @@ Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed) {
       p[i] = static_cast<float>(static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
   } else if (dtype == DType::Float64) {
     double* p = t.data<double>();
-    for (int64_t i = 0; i < t.size(); ++i) p[i] = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+    for (int64_t i = 0; i < t.size(); ++i)
+      p[i] = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
   }
   return t;
 }

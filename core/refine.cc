@@ -49,7 +49,8 @@ std::vector<size_t> offloadable_kernels(const Graph& graph, const Placement& op_
     for (const BackendSpec* b : graph_level) {
       if (kernel.backend == b->name || !b->supports_node) continue;
       bool ok = true;
-      for (NodeId n : kernel.nodes) ok &= b->supports_node(graph, graph.node(n)) && op_level.pins.allows(n, b->name);
+      for (NodeId n : kernel.nodes)
+        ok &= b->supports_node(graph, graph.node(n)) && op_level.pins.allows(n, b->name);
       if (!ok) continue;
       genes.push_back(k);
       gene_backend.push_back(b->name);
@@ -94,7 +95,8 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
       if (!touches || !convex.is_convex(joined)) continue;
       std::vector<IndexSet> trial = sets;
       for (size_t q = 0; q < regions.size(); ++q) trial.push_back(q == r ? joined : regions[q]);
-      for (size_t later = k + 1; later < op_level.kernels.size(); ++later)  // not yet placed: count as they are
+      for (size_t later = k + 1; later < op_level.kernels.size();
+           ++later)  // not yet placed: count as they are
         if (offloaded_to[later] >= 0) trial.push_back(set_of(graph, op_level.kernels[later].nodes));
       if (!partition_is_acyclic(graph, trial)) continue;
       regions[r] = joined;
@@ -137,7 +139,8 @@ FitnessFn cached_fitness(FitnessFn fitness, CostDb* db, const Graph& graph, int 
       signature += ";";
     }
     CostKey key{signature, threads, device_fingerprint()};
-    if (auto hit = db->find(key)) return hit->cost.valid ? hit->cost.median_ms : std::numeric_limits<double>::infinity();
+    if (auto hit = db->find(key))
+      return hit->cost.valid ? hit->cost.median_ms : std::numeric_limits<double>::infinity();
     double ms = fitness(p);
     CostRecord record;
     record.key = key;
@@ -233,7 +236,8 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
     std::vector<std::vector<uint8_t>> next = {r.best_genome};  // elitism
     while (next.size() < population.size()) {
       std::vector<uint8_t> a = pick(), b = pick();
-      size_t p1 = static_cast<size_t>(splitmix(rng) % (n + 1)), p2 = static_cast<size_t>(splitmix(rng) % (n + 1));
+      size_t p1 = static_cast<size_t>(splitmix(rng) % (n + 1)),
+             p2 = static_cast<size_t>(splitmix(rng) % (n + 1));
       if (p1 > p2) std::swap(p1, p2);
       for (size_t i = p1; i < p2; ++i) a[i] = b[i];  // two-point crossover
       for (auto& bit : a)

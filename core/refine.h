@@ -34,9 +34,9 @@ using FitnessFn = std::function<double(const Placement&)>;
 struct RefineResult {
   Placement best;
   double best_fitness = 0;
-  double seed_fitness = 0;        // the op-level placement's fitness (all bits 0)
+  double seed_fitness = 0;  // the op-level placement's fitness (all bits 0)
   std::vector<uint8_t> best_genome;
-  std::vector<size_t> genes;      // kernel index (in the op-level placement) per bit
+  std::vector<size_t> genes;  // kernel index (in the op-level placement) per bit
   int generations = 0;
   int evaluations = 0;
   std::vector<std::pair<double, double>> history;  // best, mean fitness per generation

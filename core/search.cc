@@ -36,8 +36,13 @@ class Searcher {
  public:
   Searcher(const Graph& graph, const std::vector<Candidate>& candidates, const std::vector<double>& cost,
            const Pins& pins, const SearchOptions& options, ProgressObserver* observer)
-      : graph_(graph), cands_(candidates), cost_(cost), options_(options), observer_(observer),
-        edges_(node_edges(graph)), n_(static_cast<size_t>(graph.num_nodes())) {
+      : graph_(graph),
+        cands_(candidates),
+        cost_(cost),
+        options_(options),
+        observer_(observer),
+        edges_(node_edges(graph)),
+        n_(static_cast<size_t>(graph.num_nodes())) {
     covering_.resize(n_);
     std::vector<double> share(n_, std::numeric_limits<double>::infinity());
     std::vector<std::string> why(n_);
@@ -86,8 +91,10 @@ class Searcher {
   // Node -> kernel id for the chain of choices ending at `state` (-1 uncovered).
   std::vector<int> groups_of(int state) const {
     std::vector<int> group(n_, -1);
-    for (int s = state; s >= 0 && states_[static_cast<size_t>(s)].candidate >= 0; s = states_[static_cast<size_t>(s)].parent)
-      for (size_t node : cands_[static_cast<size_t>(states_[static_cast<size_t>(s)].candidate)].nodes.indices())
+    for (int s = state; s >= 0 && states_[static_cast<size_t>(s)].candidate >= 0;
+         s = states_[static_cast<size_t>(s)].parent)
+      for (size_t node :
+           cands_[static_cast<size_t>(states_[static_cast<size_t>(s)].candidate)].nodes.indices())
         group[node] = states_[static_cast<size_t>(s)].candidate;
     return group;
   }
@@ -99,7 +106,10 @@ class Searcher {
     std::vector<size_t> stack;
     std::vector<uint8_t> group_done(cands_.size(), 0);
     auto push = [&](size_t node) {
-      if (!seen[node]) { seen[node] = 1; stack.push_back(node); }
+      if (!seen[node]) {
+        seen[node] = 1;
+        stack.push_back(node);
+      }
     };
     for (size_t m : c.indices())
       for (NodeId s : edges_.succs[m])
@@ -215,7 +225,11 @@ class Searcher {
           for (int other : bucket[nf]) {
             State& o = states_[static_cast<size_t>(other)];
             if (o.covered == next) {
-              if (g < o.g) { o.g = g; o.parent = id; o.candidate = static_cast<int>(ci); }
+              if (g < o.g) {
+                o.g = g;
+                o.parent = id;
+                o.candidate = static_cast<int>(ci);
+              }
               return;
             }
           }
@@ -237,7 +251,8 @@ class Searcher {
     r.states_expanded = expanded;
     r.predicted_ms = states_[static_cast<size_t>(state)].g;
     std::vector<size_t> chosen;
-    for (int s = state; s >= 0 && states_[static_cast<size_t>(s)].candidate >= 0; s = states_[static_cast<size_t>(s)].parent)
+    for (int s = state; s >= 0 && states_[static_cast<size_t>(s)].candidate >= 0;
+         s = states_[static_cast<size_t>(s)].parent)
       chosen.push_back(static_cast<size_t>(states_[static_cast<size_t>(s)].candidate));
     std::vector<IndexSet> sets;
     for (size_t c : chosen) sets.push_back(cands_[c].nodes);
@@ -271,7 +286,8 @@ std::vector<size_t> execution_order(const Graph& graph, const std::vector<IndexS
     for (NodeId s : edges.succs[node]) {
       int a = owner[node], b = owner[static_cast<size_t>(s)];
       if (a < 0 || b < 0) throw Error(ErrorKind::Internal, "execution_order: a node is not covered");
-      if (a != b && succ[static_cast<size_t>(a)].insert(static_cast<size_t>(b)).second) ++indegree[static_cast<size_t>(b)];
+      if (a != b && succ[static_cast<size_t>(a)].insert(static_cast<size_t>(b)).second)
+        ++indegree[static_cast<size_t>(b)];
     }
   // Kahn's algorithm, smallest first node first: deterministic.
   auto first_node = [&](size_t k) { return kernels[k].indices().front(); };
@@ -292,9 +308,10 @@ std::vector<size_t> execution_order(const Graph& graph, const std::vector<IndexS
 }
 
 SearchResult search_placement(const Graph& graph, const std::vector<Candidate>& candidates,
-                              const std::vector<double>& cost_ms, const Pins& pins, const SearchOptions& options,
-                              ProgressObserver* observer) {
-  if (cost_ms.size() != candidates.size()) throw Error(ErrorKind::Internal, "one cost per candidate expected");
+                              const std::vector<double>& cost_ms, const Pins& pins,
+                              const SearchOptions& options, ProgressObserver* observer) {
+  if (cost_ms.size() != candidates.size())
+    throw Error(ErrorKind::Internal, "one cost per candidate expected");
   if (graph.num_nodes() == 0) return {};
   return Searcher(graph, candidates, cost_ms, pins, options, observer).run();
 }

@@ -33,7 +33,7 @@ struct SearchResult {
   std::vector<size_t> kernels;  // candidate indices in a valid execution order
   double predicted_ms = 0;      // Σ cost + ε · #kernels
   size_t states_expanded = 0;
-  bool exact = true;            // false when the beam fallback ran
+  bool exact = true;  // false when the beam fallback ran
   double elapsed_ms = 0;
 };
 
@@ -41,8 +41,8 @@ struct SearchResult {
 // Throws InvalidInput when pins cannot be satisfied (naming the node and why),
 // Error(Cancelled) when the observer asks.
 SearchResult search_placement(const Graph& graph, const std::vector<Candidate>& candidates,
-                              const std::vector<double>& cost_ms, const Pins& pins, const SearchOptions& options,
-                              ProgressObserver* observer = nullptr);
+                              const std::vector<double>& cost_ms, const Pins& pins,
+                              const SearchOptions& options, ProgressObserver* observer = nullptr);
 
 // Orders kernels (sets of nodes) so each runs after its producers; throws Internal on a cycle.
 std::vector<size_t> execution_order(const Graph& graph, const std::vector<IndexSet>& kernels);

@@ -11,7 +11,7 @@ namespace {
 
 constexpr size_t kMaxPlaceholderBytes = size_t{4} << 30;
 
-const std::set<std::string> kLegacyBroadcastOps = {"Add", "Sub", "Mul", "Div", "Pow", "And",
+const std::set<std::string> kLegacyBroadcastOps = {"Add", "Sub", "Mul",   "Div",     "Pow", "And",
                                                    "Or",  "Xor", "Equal", "Greater", "Less"};
 
 class ShapeCompleter {
@@ -33,13 +33,15 @@ class ShapeCompleter {
 
   void process(NodeId id) {
     if (node(id).domain.empty() && node(id).opset < 13 &&
-        (node(id).op_type == "Softmax" || node(id).op_type == "LogSoftmax" || node(id).op_type == "Hardmax")) {
+        (node(id).op_type == "Softmax" || node(id).op_type == "LogSoftmax" ||
+         node(id).op_type == "Hardmax")) {
       rewrite_legacy_softmax(id);
       return;
     }
     if (node(id).domain.empty() && node(id).opset < 7 && kLegacyBroadcastOps.count(node(id).op_type))
       rewrite_legacy_broadcast(id);
-    if (node(id).domain.empty() && node(id).opset < 7 && node(id).op_type == "PRelu") rewrite_legacy_prelu(id);
+    if (node(id).domain.empty() && node(id).opset < 7 && node(id).op_type == "PRelu")
+      rewrite_legacy_prelu(id);
     if (try_fold(id)) return;
     complete_outputs(id);
   }
@@ -63,7 +65,8 @@ class ShapeCompleter {
     return graph_.add_value(std::move(v));
   }
 
-  NodeId add_reshape(const Node& like, const std::string& suffix, ValueId in, ValueId out, const Shape& shape) {
+  NodeId add_reshape(const Node& like, const std::string& suffix, ValueId in, ValueId out,
+                     const Shape& shape) {
     Node r;
     r.name = like.name + suffix;
     r.op_type = "Reshape";
@@ -83,7 +86,8 @@ class ShapeCompleter {
     int64_t axis = node(id).attr_int("axis", 1);
     if (axis < 0) axis += rank;
     if (axis < 0 || axis > rank)
-      throw Error(ErrorKind::InvalidModel, node(id).describe() + ": axis out of range for rank " + std::to_string(rank));
+      throw Error(ErrorKind::InvalidModel,
+                  node(id).describe() + ": axis out of range for rank " + std::to_string(rank));
     node(id).attrs["axis"] = Attribute::of_int(-1);
     if (axis >= rank - 1) {
       if (!try_fold(id)) complete_outputs(id);
@@ -148,7 +152,8 @@ class ShapeCompleter {
   bool try_fold(NodeId id) {
     const Node& n = node(id);
     if (!n.domain.empty() || n.outputs.empty()) return false;
-    if ((n.op_type == "Shape" || n.op_type == "Size") && !n.inputs.empty() && graph_.value(n.inputs[0]).shape_known)
+    if ((n.op_type == "Shape" || n.op_type == "Size") && !n.inputs.empty() &&
+        graph_.value(n.inputs[0]).shape_known)
       return fold_shape_op(id);
     for (ValueId in : n.inputs)
       if (in != kNoValue && !graph_.value(in).constant) return false;
@@ -216,9 +221,15 @@ class ShapeCompleter {
     placeholders.reserve(n.inputs.size());
     size_t bytes = 0;
     for (ValueId in : n.inputs) {
-      if (in == kNoValue) { inputs.push_back(nullptr); continue; }
+      if (in == kNoValue) {
+        inputs.push_back(nullptr);
+        continue;
+      }
       const Value& v = graph_.value(in);
-      if (v.constant) { inputs.push_back(&*v.constant); continue; }
+      if (v.constant) {
+        inputs.push_back(&*v.constant);
+        continue;
+      }
       if (!v.shape_known || v.dtype == DType::Undefined) return;  // reported by the final check
       bytes += static_cast<size_t>(shape_size(v.shape)) * dtype_size(v.dtype);
       if (bytes > kMaxPlaceholderBytes)

@@ -36,18 +36,52 @@ size_t dtype_size(DType dtype);  // bytes per element; 0 for Undefined/String
 const char* dtype_name(DType dtype);
 DType dtype_from_onnx(int onnx_type);  // throws Unsupported for types we cannot hold
 
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::Float32; }
-template <> constexpr DType dtype_of<double>() { return DType::Float64; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }
-template <> constexpr DType dtype_of<int16_t>() { return DType::Int16; }
-template <> constexpr DType dtype_of<int8_t>() { return DType::Int8; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
-template <> constexpr DType dtype_of<uint16_t>() { return DType::UInt16; }
-template <> constexpr DType dtype_of<uint32_t>() { return DType::UInt32; }
-template <> constexpr DType dtype_of<uint64_t>() { return DType::UInt64; }
-template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::Float32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::Float64;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::Int64;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::Int32;
+}
+template <>
+constexpr DType dtype_of<int16_t>() {
+  return DType::Int16;
+}
+template <>
+constexpr DType dtype_of<int8_t>() {
+  return DType::Int8;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::UInt8;
+}
+template <>
+constexpr DType dtype_of<uint16_t>() {
+  return DType::UInt16;
+}
+template <>
+constexpr DType dtype_of<uint32_t>() {
+  return DType::UInt32;
+}
+template <>
+constexpr DType dtype_of<uint64_t>() {
+  return DType::UInt64;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::Bool;
+}
 
 // Element count; throws InvalidModel on negative dims or overflow past 2^62.
 int64_t shape_size(const Shape& shape);
@@ -84,7 +118,9 @@ class Tensor {
   template <class T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
   template <class T>
-  static Tensor scalar(T value) { return from_vector<T>({}, {value}); }
+  static Tensor scalar(T value) {
+    return from_vector<T>({}, {value});
+  }
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
@@ -96,11 +132,13 @@ class Tensor {
 
   void* raw() { return storage_ ? storage_->data() : nullptr; }
   const void* raw() const { return storage_ ? storage_->data() : nullptr; }
-  template <class T> T* data() {
+  template <class T>
+  T* data() {
     check_type(dtype_of<T>());
     return reinterpret_cast<T*>(raw());
   }
-  template <class T> const T* data() const {
+  template <class T>
+  const T* data() const {
     check_type(dtype_of<T>());
     return reinterpret_cast<const T*>(raw());
   }

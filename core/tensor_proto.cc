@@ -10,13 +10,17 @@ namespace collage {
 
 namespace {
 
-std::string read_external(const onnx::TensorProto& proto, const std::string& base_dir, size_t expected_bytes) {
+std::string read_external(const onnx::TensorProto& proto, const std::string& base_dir,
+                          size_t expected_bytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& entry : proto.external_data()) {
-    if (entry.key() == "location") location = entry.value();
-    else if (entry.key() == "offset") offset = std::stoll(entry.value());
-    else if (entry.key() == "length") length = std::stoll(entry.value());
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset")
+      offset = std::stoll(entry.value());
+    else if (entry.key() == "length")
+      length = std::stoll(entry.value());
   }
   const std::string what = "external data of tensor '" + proto.name() + "'";
   if (location.empty()) throw Error(ErrorKind::InvalidModel, what + " has no location");
@@ -33,8 +37,8 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& bas
   if (offset < 0 || offset > file_size || length > file_size - offset)
     throw Error(ErrorKind::InvalidModel, what + ": offset/length lie outside '" + path.string() + "'");
   if (static_cast<size_t>(length) != expected_bytes)
-    throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(length) + " bytes, its shape needs " +
-                                             std::to_string(expected_bytes));
+    throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(length) +
+                                             " bytes, its shape needs " + std::to_string(expected_bytes));
   std::string bytes(static_cast<size_t>(length), '\0');
   in.seekg(offset);
   in.read(bytes.data(), length);
@@ -57,7 +61,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
   DType dtype = dtype_from_onnx(proto.data_type());
   Shape shape(proto.dims().begin(), proto.dims().end());
   if (dtype == DType::Float16)
-    throw Error(ErrorKind::Unsupported, "tensor '" + proto.name() + "' is float16; only float32 models are supported");
+    throw Error(ErrorKind::Unsupported,
+                "tensor '" + proto.name() + "' is float16; only float32 models are supported");
   Tensor t(dtype, shape);
   const size_t bytes = t.bytes();
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -68,24 +73,48 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes)
       throw Error(ErrorKind::InvalidModel, "tensor '" + proto.name() + "' has " +
-                                               std::to_string(proto.raw_data().size()) + " bytes of data, its shape " +
-                                               shape_to_string(shape) + " needs " + std::to_string(bytes));
+                                               std::to_string(proto.raw_data().size()) +
+                                               " bytes of data, its shape " + shape_to_string(shape) +
+                                               " needs " + std::to_string(bytes));
     if (bytes) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
     return t;
   }
   switch (dtype) {
-    case DType::Float32: copy_field<decltype(proto.float_data()), float>(proto.float_data(), t, proto.name()); break;
-    case DType::Float64: copy_field<decltype(proto.double_data()), double>(proto.double_data(), t, proto.name()); break;
-    case DType::Int64: copy_field<decltype(proto.int64_data()), int64_t>(proto.int64_data(), t, proto.name()); break;
-    case DType::UInt64: copy_field<decltype(proto.uint64_data()), uint64_t>(proto.uint64_data(), t, proto.name()); break;
-    case DType::UInt32: copy_field<decltype(proto.uint64_data()), uint32_t>(proto.uint64_data(), t, proto.name()); break;
-    case DType::Int32: copy_field<decltype(proto.int32_data()), int32_t>(proto.int32_data(), t, proto.name()); break;
-    case DType::Int16: copy_field<decltype(proto.int32_data()), int16_t>(proto.int32_data(), t, proto.name()); break;
-    case DType::UInt16: copy_field<decltype(proto.int32_data()), uint16_t>(proto.int32_data(), t, proto.name()); break;
-    case DType::Int8: copy_field<decltype(proto.int32_data()), int8_t>(proto.int32_data(), t, proto.name()); break;
-    case DType::UInt8: copy_field<decltype(proto.int32_data()), uint8_t>(proto.int32_data(), t, proto.name()); break;
-    case DType::Bool: copy_field<decltype(proto.int32_data()), bool>(proto.int32_data(), t, proto.name()); break;
-    default: throw Error(ErrorKind::Unsupported, "tensor '" + proto.name() + "' has an unsupported element type");
+    case DType::Float32:
+      copy_field<decltype(proto.float_data()), float>(proto.float_data(), t, proto.name());
+      break;
+    case DType::Float64:
+      copy_field<decltype(proto.double_data()), double>(proto.double_data(), t, proto.name());
+      break;
+    case DType::Int64:
+      copy_field<decltype(proto.int64_data()), int64_t>(proto.int64_data(), t, proto.name());
+      break;
+    case DType::UInt64:
+      copy_field<decltype(proto.uint64_data()), uint64_t>(proto.uint64_data(), t, proto.name());
+      break;
+    case DType::UInt32:
+      copy_field<decltype(proto.uint64_data()), uint32_t>(proto.uint64_data(), t, proto.name());
+      break;
+    case DType::Int32:
+      copy_field<decltype(proto.int32_data()), int32_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::Int16:
+      copy_field<decltype(proto.int32_data()), int16_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::UInt16:
+      copy_field<decltype(proto.int32_data()), uint16_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::Int8:
+      copy_field<decltype(proto.int32_data()), int8_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::UInt8:
+      copy_field<decltype(proto.int32_data()), uint8_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::Bool:
+      copy_field<decltype(proto.int32_data()), bool>(proto.int32_data(), t, proto.name());
+      break;
+    default:
+      throw Error(ErrorKind::Unsupported, "tensor '" + proto.name() + "' has an unsupported element type");
   }
   return t;
 }
@@ -119,8 +148,8 @@ void write_tensor_file(const Tensor& tensor, const std::string& name, const std:
 std::string sanitize_file_name(const std::string& name) {
   std::string out = name;
   for (char& c : out) {
-    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-              c == '-';
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '.' || c == '-';
     if (!ok) c = '_';
   }
   if (out.empty() || out == "." || out == "..") out = "_" + out;

@@ -7,8 +7,9 @@
 
 namespace collage {
 
-TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends, const NodeEvaluator& evaluator,
-                const TuneOptions& options, CostDb* db, ProgressObserver* observer) {
+TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
+                const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db,
+                ProgressObserver* observer) {
   TuneResult r;
   // Thread settings such as OpenMP's are per calling thread: apply them here, where measuring happens.
   for (const BackendSpec* b : backends)
@@ -17,9 +18,11 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   // Fail fast, before measuring, on pins no candidate could ever satisfy.
   for (const auto& [node, backend] : options.pins.pinned) {
     bool offered = false;
-    for (const Candidate& c : r.candidates) offered |= c.backend == backend && c.nodes.contains(static_cast<size_t>(node));
+    for (const Candidate& c : r.candidates)
+      offered |= c.backend == backend && c.nodes.contains(static_cast<size_t>(node));
     if (!offered)
-      throw Error(ErrorKind::InvalidInput, "cannot place " + graph.node(node).describe() + ": it is pinned to '" + backend +
+      throw Error(ErrorKind::InvalidInput, "cannot place " + graph.node(node).describe() +
+                                               ": it is pinned to '" + backend +
                                                "', which offers no kernel for it");
   }
   r.inputs = random_inputs(graph, options.input_seed);

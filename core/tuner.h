@@ -23,13 +23,14 @@ struct TuneResult {
   std::vector<Candidate> candidates;
   std::vector<MeasuredCandidate> costs;  // aligned with candidates
   SearchResult search;
-  std::vector<Tensor> inputs;            // the random inputs measured on
+  std::vector<Tensor> inputs;  // the random inputs measured on
   size_t measured_now = 0, from_cache = 0, invalid = 0;
   double measure_ms = 0;
 };
 
 // `evaluator` computes the reference values every candidate is checked against.
-TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends, const NodeEvaluator& evaluator,
-                const TuneOptions& options, CostDb* db, ProgressObserver* observer = nullptr);
+TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
+                const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db,
+                ProgressObserver* observer = nullptr);
 
 }  // namespace collage

@@ -27,14 +27,16 @@ GraphLayout layered(const Graph& g) {
     size_t r = static_cast<size_t>(rank[n]);
     if (used.size() <= r) used.resize(r + 1, 0);
     slot[n] = used[r]++;
-    l.nodes[n] = {60 + slot[n] * (kNodeWidth + 20), 30 + rank[n] * (kNodeHeight + 40), kNodeWidth, kNodeHeight};
+    l.nodes[n] = {60 + slot[n] * (kNodeWidth + 20), 30 + rank[n] * (kNodeHeight + 40), kNodeWidth,
+                  kNodeHeight};
     l.width = std::max(l.width, l.nodes[n].x + kNodeWidth);
     l.height = std::max(l.height, l.nodes[n].y + kNodeHeight);
   }
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (NodeId s : e.succs[n]) {
       const LayoutNode &a = l.nodes[n], &b = l.nodes[static_cast<size_t>(s)];
-      l.edges.push_back({static_cast<NodeId>(n), s, {{a.x, a.y + a.height / 2}, {b.x, b.y - b.height / 2}}, false});
+      l.edges.push_back(
+          {static_cast<NodeId>(n), s, {{a.x, a.y + a.height / 2}, {b.x, b.y - b.height / 2}}, false});
     }
   return l;
 }
@@ -59,12 +61,14 @@ GraphLayout layout_graph(const Graph& g, int dot_limit) {
   agattr(ag, AGRAPH, const_cast<char*>("nodesep"), const_cast<char*>("0.25"));
   agattr(ag, AGRAPH, const_cast<char*>("ranksep"), const_cast<char*>("0.35"));
   agattr(ag, AGNODE, const_cast<char*>("shape"), const_cast<char*>("box"));
-  agattr(ag, AGNODE, const_cast<char*>("label"), const_cast<char*>(""));  // the view draws labels; no font work here
+  agattr(ag, AGNODE, const_cast<char*>("label"),
+         const_cast<char*>(""));  // the view draws labels; no font work here
   agattr(ag, AGNODE, const_cast<char*>("fixedsize"), const_cast<char*>("true"));
   agattr(ag, AGNODE, const_cast<char*>("width"), const_cast<char*>("1.5"));
   agattr(ag, AGNODE, const_cast<char*>("height"), const_cast<char*>("0.45"));
   std::vector<Agnode_t*> nodes;
-  for (NodeId n = 0; n < g.num_nodes(); ++n) nodes.push_back(agnode(ag, const_cast<char*>(std::to_string(n).c_str()), 1));
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    nodes.push_back(agnode(ag, const_cast<char*>(std::to_string(n).c_str()), 1));
   NodeEdges e = node_edges(g);
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (NodeId s : e.succs[n]) agedge(ag, nodes[n], nodes[static_cast<size_t>(s)], nullptr, 1);
@@ -74,7 +78,9 @@ GraphLayout layout_graph(const Graph& g, int dot_limit) {
   boxf bb = GD_bb(ag);
   l.width = bb.UR.x - bb.LL.x;
   l.height = bb.UR.y - bb.LL.y;
-  auto flip = [&](pointf p) { return std::make_pair(p.x - bb.LL.x, bb.UR.y - p.y); };  // graphviz y grows upwards
+  auto flip = [&](pointf p) {
+    return std::make_pair(p.x - bb.LL.x, bb.UR.y - p.y);
+  };  // graphviz y grows upwards
   l.nodes.resize(g.nodes.size());
   for (size_t n = 0; n < nodes.size(); ++n) {
     auto [x, y] = flip(ND_coord(nodes[n]));

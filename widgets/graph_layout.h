@@ -18,7 +18,7 @@ struct LayoutNode {
 struct LayoutEdge {
   NodeId from = kNoNode, to = kNoNode;
   std::vector<std::pair<double, double>> points;  // polyline/bezier control points
-  bool bezier = false;                             // points are cubic bezier segments (1 + 3k points)
+  bool bezier = false;                            // points are cubic bezier segments (1 + 3k points)
 };
 
 struct GraphLayout {

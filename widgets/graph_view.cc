@@ -1,13 +1,13 @@
 #include "widgets/graph_view.h"
 
+#include <QContextMenuEvent>
 #include <QGraphicsPathItem>
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
-#include <QContextMenuEvent>
 #include <QImage>
-#include <QSvgGenerator>
 #include <QKeyEvent>
 #include <QPainter>
+#include <QSvgGenerator>
 #include <QWheelEvent>
 #include <algorithm>
 
@@ -18,15 +18,18 @@ namespace collage {
 namespace {
 QString node_tooltip(const Graph& g, NodeId id) {
   const Node& n = g.node(id);
-  QString tip = QString("<b>%1</b> (%2)<br>").arg(QString::fromStdString(n.name).toHtmlEscaped(), QString::fromStdString(n.op_type));
+  QString tip = QString("<b>%1</b> (%2)<br>")
+                    .arg(QString::fromStdString(n.name).toHtmlEscaped(), QString::fromStdString(n.op_type));
   for (ValueId v : n.inputs)
     if (v != kNoValue)
-      tip += QString("in: %1 %2<br>").arg(QString::fromStdString(g.value(v).name).toHtmlEscaped(),
-                                          QString::fromStdString(shape_to_string(g.value(v).shape)));
+      tip += QString("in: %1 %2<br>")
+                 .arg(QString::fromStdString(g.value(v).name).toHtmlEscaped(),
+                      QString::fromStdString(shape_to_string(g.value(v).shape)));
   for (ValueId v : n.outputs)
     if (v != kNoValue)
-      tip += QString("out: %1 %2<br>").arg(QString::fromStdString(g.value(v).name).toHtmlEscaped(),
-                                           QString::fromStdString(shape_to_string(g.value(v).shape)));
+      tip += QString("out: %1 %2<br>")
+                 .arg(QString::fromStdString(g.value(v).name).toHtmlEscaped(),
+                      QString::fromStdString(shape_to_string(g.value(v).shape)));
   return tip;
 }
 }  // namespace
@@ -46,7 +49,9 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
   });
 }
 
-GraphView::~GraphView() { scene()->blockSignals(true); }  // items die with the scene: no selection signals then
+GraphView::~GraphView() {
+  scene()->blockSignals(true);
+}  // items die with the scene: no selection signals then
 
 void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
   node_items_.clear();  // before clear(): deleting selected items emits selectionChanged
@@ -66,10 +71,12 @@ void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
     QPainterPath path(QPointF(e.points[0].first, e.points[0].second));
     if (e.bezier) {
       for (size_t i = 1; i + 2 < e.points.size(); i += 3)
-        path.cubicTo(QPointF(e.points[i].first, e.points[i].second), QPointF(e.points[i + 1].first, e.points[i + 1].second),
+        path.cubicTo(QPointF(e.points[i].first, e.points[i].second),
+                     QPointF(e.points[i + 1].first, e.points[i + 1].second),
                      QPointF(e.points[i + 2].first, e.points[i + 2].second));
     } else {
-      for (size_t i = 1; i < e.points.size(); ++i) path.lineTo(QPointF(e.points[i].first, e.points[i].second));
+      for (size_t i = 1; i < e.points.size(); ++i)
+        path.lineTo(QPointF(e.points[i].first, e.points[i].second));
     }
     auto* item = scene()->addPath(path, edge_pen);
     item->setZValue(0);
@@ -78,9 +85,10 @@ void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
       if (v != kNoValue)
         for (NodeId c : graph_->value(v).consumers)
           if (c == e.to)
-            tip += QString("%1 %2 %3<br>").arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
-                                               dtype_name(graph_->value(v).dtype),
-                                               QString::fromStdString(shape_to_string(graph_->value(v).shape)));
+            tip += QString("%1 %2 %3<br>")
+                       .arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
+                            dtype_name(graph_->value(v).dtype),
+                            QString::fromStdString(shape_to_string(graph_->value(v).shape)));
     item->setToolTip(tip);
     ++edge_count_;
   }
@@ -133,7 +141,8 @@ void GraphView::recolor() {
       box = box.united(node_items_[static_cast<size_t>(n)]->rect());
     }
     if (k.nodes.size() > 1) {  // outline each fused kernel as one group
-      auto* outline = scene()->addRect(box.adjusted(-6, -6, 6, 6), QPen(fill.darker(160), 2, Qt::DashLine), Qt::NoBrush);
+      auto* outline =
+          scene()->addRect(box.adjusted(-6, -6, 6, 6), QPen(fill.darker(160), 2, Qt::DashLine), Qt::NoBrush);
       outline->setZValue(1);
       auto* label = scene()->addSimpleText(QString::fromStdString(k.label));
       label->setBrush(fill.darker(200));
@@ -154,16 +163,20 @@ void GraphView::recolor() {
 void GraphView::highlight(const std::vector<NodeId>& nodes) {
   scene()->clearSelection();
   for (NodeId n : nodes)
-    if (n >= 0 && n < static_cast<NodeId>(node_items_.size())) node_items_[static_cast<size_t>(n)]->setSelected(true);
+    if (n >= 0 && n < static_cast<NodeId>(node_items_.size()))
+      node_items_[static_cast<size_t>(n)]->setSelected(true);
   if (!nodes.empty() && nodes[0] >= 0 && nodes[0] < static_cast<NodeId>(node_items_.size()))
     centerOn(node_items_[static_cast<size_t>(nodes[0])]);
 }
 
-int GraphView::group_count() const { return static_cast<int>(group_items_.size() / 2); }  // outline + label each
+int GraphView::group_count() const {
+  return static_cast<int>(group_items_.size() / 2);
+}  // outline + label each
 
 QColor GraphView::node_fill(NodeId node) const {
-  return node >= 0 && node < static_cast<NodeId>(node_items_.size()) ? node_items_[static_cast<size_t>(node)]->brush().color()
-                                                                      : QColor();
+  return node >= 0 && node < static_cast<NodeId>(node_items_.size())
+             ? node_items_[static_cast<size_t>(node)]->brush().color()
+             : QColor();
 }
 
 std::vector<NodeId> GraphView::selected_nodes() const {
@@ -197,7 +210,8 @@ bool GraphView::save_image(const QString& path) {
     scene()->render(&painter, QRectF(QPointF(0, 0), area.size()), area);
     return painter.end();
   }
-  double scale = std::min(2.0, 16000.0 / std::max(area.width(), area.height()));  // keep huge graphs within QImage limits
+  double scale = std::min(
+      2.0, 16000.0 / std::max(area.width(), area.height()));  // keep huge graphs within QImage limits
   QImage image((area.size() * scale).toSize(), QImage::Format_ARGB32);
   image.fill(Qt::white);
   QPainter painter(&image);
@@ -232,10 +246,14 @@ void GraphView::wheelEvent(QWheelEvent* event) {
 }
 
 void GraphView::keyPressEvent(QKeyEvent* event) {
-  if (event->key() == Qt::Key_Plus || event->key() == Qt::Key_Equal) scale(1.2, 1.2);
-  else if (event->key() == Qt::Key_Minus) scale(1 / 1.2, 1 / 1.2);
-  else if (event->key() == Qt::Key_F) fit();
-  else QGraphicsView::keyPressEvent(event);
+  if (event->key() == Qt::Key_Plus || event->key() == Qt::Key_Equal)
+    scale(1.2, 1.2);
+  else if (event->key() == Qt::Key_Minus)
+    scale(1 / 1.2, 1 / 1.2);
+  else if (event->key() == Qt::Key_F)
+    fit();
+  else
+    QGraphicsView::keyPressEvent(event);
 }
 
 }  // namespace collage

@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   QApplication::setApplicationName("collage-explorer");
   QApplication::setOrganizationName("collage");
   QCommandLineParser parser;
-  parser.setApplicationDescription("Collage Explorer: find, watch and steer the fastest multi-backend placement of an ONNX model.");
+  parser.setApplicationDescription(
+      "Collage Explorer: find, watch and steer the fastest multi-backend placement of an ONNX model.");
   parser.addHelpOption();
   parser.addPositionalArgument("model", "ONNX model to open");
   QCommandLineOption tune({"t", "tune"}, "Tune after opening the model.");
@@ -27,14 +28,20 @@ int main(int argc, char** argv) {
   if (!args.isEmpty()) {
     window.open_model(args[0]);
     if (parser.isSet(tune) && !parser.isSet(screenshot)) {
-      QObject::connect(&window, &collage::MainWindow::model_loaded, &window, [&window](bool ok) {
-        if (ok) QTimer::singleShot(0, &window, [&window] { window.start_tune(); });
-      }, Qt::QueuedConnection);
+      QObject::connect(
+          &window, &collage::MainWindow::model_loaded, &window,
+          [&window](bool ok) {
+            if (ok) QTimer::singleShot(0, &window, [&window] { window.start_tune(); });
+          },
+          Qt::QueuedConnection);
     }
     if (parser.isSet(placement)) {
-      QObject::connect(&window, &collage::MainWindow::model_loaded, &window, [&window, &parser, &placement](bool ok) {
-        if (ok) QTimer::singleShot(0, &window, [&] { window.load_placement(parser.value(placement)); });
-      }, Qt::QueuedConnection);
+      QObject::connect(
+          &window, &collage::MainWindow::model_loaded, &window,
+          [&window, &parser, &placement](bool ok) {
+            if (ok) QTimer::singleShot(0, &window, [&] { window.load_placement(parser.value(placement)); });
+          },
+          Qt::QueuedConnection);
     }
   }
   return app.exec();

@@ -52,8 +52,8 @@ class SignalObserver : public ProgressObserver {
  public:
   SignalObserver(MainWindow* window, std::atomic<bool>& cancel) : window_(window), cancel_(cancel) {}
   void on_progress(const ProgressEvent& e) override {
-    emit window_->progress(static_cast<int>(e.stage), e.done, e.total, QString::fromStdString(e.message), e.best_ms,
-                           e.elapsed_ms, e.mean_ms);
+    emit window_->progress(static_cast<int>(e.stage), e.done, e.total, QString::fromStdString(e.message),
+                           e.best_ms, e.elapsed_ms, e.mean_ms);
   }
   // The table lives on the GUI thread: copies cross over in queued calls, in order.
   void on_candidates(const std::vector<Candidate>& candidates) override {
@@ -112,10 +112,14 @@ MainWindow::MainWindow() {
   dock("Log", log_, Qt::BottomDockWidgetArea);
 
   QMenu* file = menuBar()->addMenu("&File");
-  file->addAction("&Open…", this, [this] {
-    QString path = QFileDialog::getOpenFileName(this, "Open ONNX model", QString(), "ONNX models (*.onnx)");
-    if (!path.isEmpty()) open_model(path);
-  }, QKeySequence::Open);
+  file->addAction(
+      "&Open…", this,
+      [this] {
+        QString path =
+            QFileDialog::getOpenFileName(this, "Open ONNX model", QString(), "ONNX models (*.onnx)");
+        if (!path.isEmpty()) open_model(path);
+      },
+      QKeySequence::Open);
   recent_menu_ = file->addMenu("Open &recent");
   file->addAction("Load &placement…", this, [this] {
     QString path = QFileDialog::getOpenFileName(this, "Load placement", QString(), "JSON (*.json)");
@@ -125,7 +129,8 @@ MainWindow::MainWindow() {
   file->addAction("Export &artifact…", this, &MainWindow::export_artifact_dialog);
   file->addAction("Save &view as PNG or SVG…", this, [this] {
     QString path = QFileDialog::getSaveFileName(this, "Save view", "graph.png", "PNG (*.png);;SVG (*.svg)");
-    if (!path.isEmpty() && !view_->save_image(path)) QMessageBox::critical(this, "Save view", "Cannot write " + path);
+    if (!path.isEmpty() && !view_->save_image(path))
+      QMessageBox::critical(this, "Save view", "Cannot write " + path);
   });
   file->addAction("&Quit", this, &QWidget::close, QKeySequence::Quit);
   rebuild_recent_menu();
@@ -139,13 +144,16 @@ MainWindow::MainWindow() {
   });
   tune_action_ = bar->addAction("Tune", this, &MainWindow::start_tune);
   refine_action_ = bar->addAction("Refine", this, &MainWindow::start_refine);
-  refine_action_->setToolTip("graph-level search: offload regions to graph-level backends, judged by measured latency");
+  refine_action_->setToolTip(
+      "graph-level search: offload regions to graph-level backends, judged by measured latency");
   stop_action_ = bar->addAction("Stop", this, [this] { cancel_ = true; });
   stop_action_->setEnabled(false);
   bar->addAction("Fit", view_, &GraphView::fit);
-  bar->addAction("Heatmap", this, [this](bool on) {
-    view_->set_coloring(on ? GraphView::Coloring::CostHeatmap : GraphView::Coloring::Backend);
-  })->setCheckable(true);
+  bar->addAction("Heatmap", this,
+                 [this](bool on) {
+                   view_->set_coloring(on ? GraphView::Coloring::CostHeatmap : GraphView::Coloring::Backend);
+                 })
+      ->setCheckable(true);
   bar->addAction("Export placement…", this, &MainWindow::export_placement);
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   bar->addSeparator();
@@ -168,9 +176,15 @@ MainWindow::MainWindow() {
   bar->addAction("▶", this, [this] { find_step(+1); })->setToolTip("next match (F3)");
   new QShortcut(QKeySequence(Qt::Key_F3), this, [this] { find_step(+1); });
   new QShortcut(QKeySequence("Shift+F3"), this, [this] { find_step(-1); });
-  connect(find_box_, &QLineEdit::textChanged, this, [this] { find_index_ = 0; find_hits_.clear(); });
+  connect(find_box_, &QLineEdit::textChanged, this, [this] {
+    find_index_ = 0;
+    find_hits_.clear();
+  });
   connect(find_box_, &QLineEdit::returnPressed, this, [this] { find_step(+1); });
-  new QShortcut(QKeySequence::Find, this, [this] { find_box_->setFocus(); find_box_->selectAll(); });
+  new QShortcut(QKeySequence::Find, this, [this] {
+    find_box_->setFocus();
+    find_box_->selectAll();
+  });
   bar->addSeparator();
   bar->addWidget(new QLabel(" threads ", this));
   threads_ = new QSpinBox(this);
@@ -216,7 +230,8 @@ std::vector<const BackendSpec*> MainWindow::selected_backends() const {
   std::vector<const BackendSpec*> out;
   for (size_t i = 0; i < backend_actions_.size(); ++i)
     if (backend_actions_[i]->isChecked()) out.push_back(all_backends()[i]);
-  if (std::find(out.begin(), out.end(), find_backend("native")) == out.end()) out.push_back(find_backend("native"));
+  if (std::find(out.begin(), out.end(), find_backend("native")) == out.end())
+    out.push_back(find_backend("native"));
   return out;  // native always fills gaps
 }
 
@@ -234,10 +249,13 @@ void MainWindow::open_model(const QString& path) {
       options.evaluator = native::node_evaluator();
       auto graph = std::make_unique<Graph>(import_onnx_file(path.toStdString(), options));
       GraphLayout layout = layout_graph(*graph);
-      QMetaObject::invokeMethod(this, [this, g = graph.release(), layout]() mutable {
-        graph_.reset(g);
-        layout_ = std::move(layout);
-      }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this,
+          [this, g = graph.release(), layout]() mutable {
+            graph_.reset(g);
+            layout_ = std::move(layout);
+          },
+          Qt::QueuedConnection);
       emit model_loaded(true, QString());
     } catch (const std::exception& e) {
       emit model_loaded(false, QString::fromStdString(e.what()));
@@ -266,13 +284,18 @@ void MainWindow::on_model_loaded(bool ok, const QString& message) {
   cost_table_->clear();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - open_started_).count();
   status_->setText(QString("%1: %2 nodes (%3 layout), shown in %4 s")
-                       .arg(model_path_).arg(graph_->num_nodes()).arg(QString::fromStdString(layout_.engine)).arg(seconds, 0, 'f', 2));
+                       .arg(model_path_)
+                       .arg(graph_->num_nodes())
+                       .arg(QString::fromStdString(layout_.engine))
+                       .arg(seconds, 0, 'f', 2));
   log(status_->text());
   setWindowTitle("Collage Explorer — " + model_path_);
   add_recent(model_path_);
   pins_ = Pins{};
-  if (!screenshot_path_.isEmpty() && screenshot_after_tune_) start_tune();
-  else maybe_screenshot();
+  if (!screenshot_path_.isEmpty() && screenshot_after_tune_)
+    start_tune();
+  else
+    maybe_screenshot();
 }
 
 void MainWindow::start_tune() {
@@ -286,7 +309,10 @@ void MainWindow::start_tune() {
   Pins pins = pins_;
   previous_predicted_ms_ = placement_ ? placement_->predicted_ms : -1;
   set_backend_threads(threads);
-  log(QString("tuning with %1 backends, %2 thread(s), cost DB %3").arg(backends.size()).arg(threads).arg(cost_db_path()));
+  log(QString("tuning with %1 backends, %2 thread(s), cost DB %3")
+          .arg(backends.size())
+          .arg(threads)
+          .arg(cost_db_path()));
   worker_ = std::thread([this, backends, threads, pins] {
     try {
       CostDb db(cost_db_path().toStdString());
@@ -295,7 +321,8 @@ void MainWindow::start_tune() {
       options.search.epsilon_ms = -1;
       options.pins = pins;
       SignalObserver observer(this, cancel_);
-      auto result = std::make_shared<TuneResult>(tune(*graph_, backends, native::node_evaluator(), options, &db, &observer));
+      auto result = std::make_shared<TuneResult>(
+          tune(*graph_, backends, native::node_evaluator(), options, &db, &observer));
       // End-to-end: run the placement (median of repeats) and check it against the native reference.
       CompileOptions copts;
       copts.threads = threads;
@@ -315,15 +342,19 @@ void MainWindow::start_tune() {
       for (int i = 0; i < 10; ++i) {
         auto t0 = std::chrono::steady_clock::now();
         placed.run(result->inputs);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
       std::sort(ms.begin(), ms.end());
       double median = 0.5 * (ms[4] + ms[5]);
-      QMetaObject::invokeMethod(this, [this, result, median, mismatch] {
-        tuned_ = std::move(*result);
-        measured_ms_ = median;
-        verification_ = mismatch;
-      }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this,
+          [this, result, median, mismatch] {
+            tuned_ = std::move(*result);
+            measured_ms_ = median;
+            verification_ = mismatch;
+          },
+          Qt::QueuedConnection);
       emit tune_finished(true, QString());
     } catch (const std::exception& e) {
       emit tune_finished(false, QString::fromStdString(e.what()));
@@ -331,11 +362,14 @@ void MainWindow::start_tune() {
   });
 }
 
-void MainWindow::on_progress(int stage, qulonglong done, qulonglong total, const QString& message, double best_ms,
-                             double elapsed_ms, double mean_ms) {
+void MainWindow::on_progress(int stage, qulonglong done, qulonglong total, const QString& message,
+                             double best_ms, double elapsed_ms, double mean_ms) {
   if (stage == static_cast<int>(ProgressEvent::Stage::Refine)) {
     chart_->add_generation(static_cast<int>(done), best_ms, mean_ms);
-    status_->setText(QString("refining: generation %1, best %2 ms, mean %3 ms").arg(done).arg(best_ms, 0, 'f', 3).arg(mean_ms, 0, 'f', 3));
+    status_->setText(QString("refining: generation %1, best %2 ms, mean %3 ms")
+                         .arg(done)
+                         .arg(best_ms, 0, 'f', 3)
+                         .arg(mean_ms, 0, 'f', 3));
     log(status_->text());
     return;
   }
@@ -359,7 +393,8 @@ void MainWindow::on_tune_finished(bool ok, const QString& message) {
     status_->setText("Tune stopped: " + message);
     if (!screenshot_path_.isEmpty())
       maybe_screenshot("tune failed: " + message);
-    else if (!cancel_) notify(this, QMessageBox::Warning, "Tune failed", message);
+    else if (!cancel_)
+      notify(this, QMessageBox::Warning, "Tune failed", message);
     return;
   }
   placement_ = tuned_->placement;
@@ -371,29 +406,45 @@ void MainWindow::on_tune_finished(bool ok, const QString& message) {
     per_backend[k.backend].first++;
     per_backend[k.backend].second += k.cost_ms;
   }
-  QString summary = QString("placement: %1 kernels, predicted %2 ms (").arg(placement_->kernels.size()).arg(placement_->predicted_ms, 0, 'f', 3);
+  QString summary = QString("placement: %1 kernels, predicted %2 ms (")
+                        .arg(placement_->kernels.size())
+                        .arg(placement_->predicted_ms, 0, 'f', 3);
   for (const auto& [b, stats] : per_backend)
-    summary += QString("%1: %2 kernels %3 ms, ").arg(QString::fromStdString(b)).arg(stats.first).arg(stats.second, 0, 'f', 3);
+    summary += QString("%1: %2 kernels %3 ms, ")
+                   .arg(QString::fromStdString(b))
+                   .arg(stats.first)
+                   .arg(stats.second, 0, 'f', 3);
   summary.chop(2);
-  summary += QString("); measured %1 ms, additive error %2%; %3 candidates, %4 measured now, %5 from the cost DB, %6 invalid")
+  summary += QString(
+                 "); measured %1 ms, additive error %2%; %3 candidates, %4 measured now, %5 from the cost "
+                 "DB, %6 invalid")
                  .arg(measured_ms_, 0, 'f', 3)
                  .arg(100 * (measured_ms_ - placement_->predicted_ms) / placement_->predicted_ms, 0, 'f', 1)
-                 .arg(tuned_->candidates.size()).arg(tuned_->measured_now).arg(tuned_->from_cache).arg(tuned_->invalid);
+                 .arg(tuned_->candidates.size())
+                 .arg(tuned_->measured_now)
+                 .arg(tuned_->from_cache)
+                 .arg(tuned_->invalid);
   if (previous_predicted_ms_ >= 0)
-    summary += QString("; Δ predicted vs previous placement %1 ms").arg(placement_->predicted_ms - previous_predicted_ms_, 0, 'f', 3);
+    summary += QString("; Δ predicted vs previous placement %1 ms")
+                   .arg(placement_->predicted_ms - previous_predicted_ms_, 0, 'f', 3);
   if (!verification_.empty()) {
     summary += " — DOES NOT MATCH the native reference: " + QString::fromStdString(verification_);
-    notify(this, QMessageBox::Critical, "Placement disagrees with the reference", QString::fromStdString(verification_));
+    notify(this, QMessageBox::Critical, "Placement disagrees with the reference",
+           QString::fromStdString(verification_));
   }
   status_->setText(summary);
   log(summary);
-  if (!screenshot_path_.isEmpty() && screenshot_after_refine_) start_refine();
-  else maybe_screenshot();
+  if (!screenshot_path_.isEmpty() && screenshot_after_refine_)
+    start_refine();
+  else
+    maybe_screenshot();
 }
 
 void MainWindow::start_refine() {
   if (!graph_ || !placement_ || worker_.joinable()) {
-    if (!placement_) notify(this, QMessageBox::Information, "Refine", "Tune first: refinement starts from the op-level placement.");
+    if (!placement_)
+      notify(this, QMessageBox::Information, "Refine",
+             "Tune first: refinement starts from the op-level placement.");
     return;
   }
   std::vector<const BackendSpec*> backends = selected_backends(), graph_level;
@@ -422,8 +473,8 @@ void MainWindow::start_refine() {
       options.time_budget_s = 120;
       SignalObserver observer(this, cancel_);
       CostDb db(cost_db_path().toStdString());
-      auto result = std::make_shared<RefineResult>(
-          refine_placement(*graph_, start, graph_level, cached_fitness(fitness, &db, *graph_, threads), options, &observer));
+      auto result = std::make_shared<RefineResult>(refine_placement(
+          *graph_, start, graph_level, cached_fitness(fitness, &db, *graph_, threads), options, &observer));
       // The same final check as `collage tune --refine`: both placements alternated.
       bool moved =
           std::find(result->best_genome.begin(), result->best_genome.end(), 1) != result->best_genome.end();
@@ -484,32 +535,48 @@ void MainWindow::show_node(int node) {
   const Node& n = graph_->node(node);
   QString html = QString("<h3>%1</h3><p>%2 (opset %3), node %4</p>")
                      .arg(QString::fromStdString(n.name).toHtmlEscaped(), QString::fromStdString(n.op_type))
-                     .arg(n.opset).arg(node);
+                     .arg(n.opset)
+                     .arg(node);
   NodeCost cost = node_cost(*graph_, node);
-  html += QString("<p>%1 MFLOPs, %2 KB read, %3 KB written</p>").arg(cost.flops / 1e6, 0, 'f', 3)
-              .arg(cost.bytes_read / 1024, 0, 'f', 1).arg(cost.bytes_written / 1024, 0, 'f', 1);
+  html += QString("<p>%1 MFLOPs, %2 KB read, %3 KB written</p>")
+              .arg(cost.flops / 1e6, 0, 'f', 3)
+              .arg(cost.bytes_read / 1024, 0, 'f', 1)
+              .arg(cost.bytes_written / 1024, 0, 'f', 1);
   for (const auto& [key, a] : n.attrs) {
     QString value;
     switch (a.kind) {
-      case AttrKind::Int: value = QString::number(a.i); break;
-      case AttrKind::Float: value = QString::number(a.f); break;
-      case AttrKind::String: value = QString::fromStdString(a.s).toHtmlEscaped(); break;
-      case AttrKind::Ints: for (int64_t x : a.ints) value += QString::number(x) + " "; break;
-      case AttrKind::Floats: for (float x : a.floats) value += QString::number(x) + " "; break;
-      default: value = "…";
+      case AttrKind::Int:
+        value = QString::number(a.i);
+        break;
+      case AttrKind::Float:
+        value = QString::number(a.f);
+        break;
+      case AttrKind::String:
+        value = QString::fromStdString(a.s).toHtmlEscaped();
+        break;
+      case AttrKind::Ints:
+        for (int64_t x : a.ints) value += QString::number(x) + " ";
+        break;
+      case AttrKind::Floats:
+        for (float x : a.floats) value += QString::number(x) + " ";
+        break;
+      default:
+        value = "…";
     }
     html += QString("<code>%1</code> = %2<br>").arg(QString::fromStdString(key), value);
   }
   for (ValueId v : n.inputs)
     if (v != kNoValue)
-      html += QString("in <code>%1</code> %2 %3<br>").arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
-                                                        dtype_name(graph_->value(v).dtype),
-                                                        QString::fromStdString(shape_to_string(graph_->value(v).shape)));
+      html += QString("in <code>%1</code> %2 %3<br>")
+                  .arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
+                       dtype_name(graph_->value(v).dtype),
+                       QString::fromStdString(shape_to_string(graph_->value(v).shape)));
   for (ValueId v : n.outputs)
     if (v != kNoValue)
-      html += QString("out <code>%1</code> %2 %3<br>").arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
-                                                         dtype_name(graph_->value(v).dtype),
-                                                         QString::fromStdString(shape_to_string(graph_->value(v).shape)));
+      html += QString("out <code>%1</code> %2 %3<br>")
+                  .arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
+                       dtype_name(graph_->value(v).dtype),
+                       QString::fromStdString(shape_to_string(graph_->value(v).shape)));
   if (tuned_) {
     html += "<h4>Candidate kernels covering it</h4><table>";
     for (size_t i = 0; i < tuned_->candidates.size(); ++i) {
@@ -518,7 +585,10 @@ void MainWindow::show_node(int node) {
       const KernelCost& k = tuned_->costs[i].cost;
       html += QString("<tr><td>%1</td><td>%2</td><td>%3</td></tr>")
                   .arg(QString::fromStdString(c.backend), QString::fromStdString(c.label))
-                  .arg(k.valid ? QString("%1 ms ± %2 (%3 samples)").arg(k.median_ms, 0, 'f', 4).arg(k.stddev_ms, 0, 'f', 4).arg(k.samples)
+                  .arg(k.valid ? QString("%1 ms ± %2 (%3 samples)")
+                                     .arg(k.median_ms, 0, 'f', 4)
+                                     .arg(k.stddev_ms, 0, 'f', 4)
+                                     .arg(k.samples)
                                : "invalid: " + QString::fromStdString(k.reason).toHtmlEscaped());
     }
     html += "</table>";
@@ -526,7 +596,9 @@ void MainWindow::show_node(int node) {
   if (placement_)
     for (const PlacedKernel& k : placement_->kernels)
       if (std::find(k.nodes.begin(), k.nodes.end(), node) != k.nodes.end())
-        html += QString("<p><b>Assigned:</b> %1 %2, %3 ms</p>").arg(QString::fromStdString(k.backend), QString::fromStdString(k.label)).arg(k.cost_ms, 0, 'f', 4);
+        html += QString("<p><b>Assigned:</b> %1 %2, %3 ms</p>")
+                    .arg(QString::fromStdString(k.backend), QString::fromStdString(k.label))
+                    .arg(k.cost_ms, 0, 'f', 4);
   inspector_->setHtml(html);
 }
 
@@ -536,7 +608,8 @@ void MainWindow::export_placement() {
     return;
   }
   QString path = QFileDialog::getSaveFileName(this, "Export placement", "placement.json", "JSON (*.json)");
-  if (!path.isEmpty() && !save_placement(path)) notify(this, QMessageBox::Critical, "Export placement", "Cannot write " + path);
+  if (!path.isEmpty() && !save_placement(path))
+    notify(this, QMessageBox::Critical, "Export placement", "Cannot write " + path);
 }
 
 bool MainWindow::save_placement(const QString& path) {
@@ -570,10 +643,14 @@ bool MainWindow::save_artifact(const QString& path, QString* error) {
     return false;
   }
   try {
-    ExportReport r = export_artifact(*graph_, *placement_, all_backends(), QFileInfo(model_path_).completeBaseName().toStdString(),
-                                     path.toStdString());
-    if (!r.mismatch.empty()) throw Error(ErrorKind::Internal, "the artifact's outputs disagree with the in-process run: " + r.mismatch);
-    log(QString("artifact written to %1: %2 MiB, arena %3 MiB (%4 MiB without reuse), outputs %5 the in-process run")
+    ExportReport r =
+        export_artifact(*graph_, *placement_, all_backends(),
+                        QFileInfo(model_path_).completeBaseName().toStdString(), path.toStdString());
+    if (!r.mismatch.empty())
+      throw Error(ErrorKind::Internal,
+                  "the artifact's outputs disagree with the in-process run: " + r.mismatch);
+    log(QString("artifact written to %1: %2 MiB, arena %3 MiB (%4 MiB without reuse), outputs %5 the "
+                "in-process run")
             .arg(path)
             .arg(static_cast<double>(r.file_bytes) / (1 << 20), 0, 'f', 2)
             .arg(static_cast<double>(r.arena_bytes) / (1 << 20), 0, 'f', 2)
@@ -651,10 +728,16 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
       for (NodeId n : nodes) set_pin(n, name);
       start_tune();
     });
-    pin->addAction(name, this, [this, nodes, name] { for (NodeId n : nodes) set_pin(n, name); });
-    forbid->addAction(name, this, [this, nodes, name] { for (NodeId n : nodes) set_forbid(n, name); });
+    pin->addAction(name, this, [this, nodes, name] {
+      for (NodeId n : nodes) set_pin(n, name);
+    });
+    forbid->addAction(name, this, [this, nodes, name] {
+      for (NodeId n : nodes) set_forbid(n, name);
+    });
   }
-  menu.addAction("Clear pins", this, [this, nodes] { for (NodeId n : nodes) clear_pins(n); });
+  menu.addAction("Clear pins", this, [this, nodes] {
+    for (NodeId n : nodes) clear_pins(n);
+  });
   menu.addSeparator();
   menu.addAction("Re-search with pins", this, &MainWindow::start_tune);
   menu.exec(global_pos);
@@ -711,8 +794,10 @@ void MainWindow::dropEvent(QDropEvent* event) {
   const auto urls = event->mimeData()->urls();
   if (!urls.isEmpty() && urls[0].isLocalFile()) {
     QString path = urls[0].toLocalFile();
-    if (path.endsWith(".json")) load_placement(path);
-    else open_model(path);
+    if (path.endsWith(".json"))
+      load_placement(path);
+    else
+      open_model(path);
   }
 }
 
@@ -731,7 +816,8 @@ void MainWindow::maybe_screenshot(const QString& failure) {
   view_->fit();  // the whole graph, coloured by the final placement
   QTimer::singleShot(200, this, [this, path, failed = !failure.isEmpty()] {  // let the last repaint land
     bool ok = grab().save(path, "PNG");
-    std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to", path.toStdString().c_str());
+    std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to",
+                 path.toStdString().c_str());
     QApplication::exit(ok && !failed ? 0 : 2);
   });
 }

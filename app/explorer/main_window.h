@@ -45,9 +45,9 @@ class MainWindow : public QMainWindow {
   const Pins& pins() const { return pins_; }
   const std::optional<Placement>& placement() const { return placement_; }
   const Graph* graph() const { return graph_.get(); }
-  int node_id(const std::string& name) const;  // -1 if absent
-  void set_pin(int node, const QString& backend);      // only this backend may cover the node
-  void set_forbid(int node, const QString& backend);   // this backend may not
+  int node_id(const std::string& name) const;         // -1 if absent
+  void set_pin(int node, const QString& backend);     // only this backend may cover the node
+  void set_forbid(int node, const QString& backend);  // this backend may not
   void clear_pins(int node);
   void stop() { cancel_ = true; }
   bool save_placement(const QString& path);  // false (and a logged reason) on failure
@@ -61,15 +61,15 @@ class MainWindow : public QMainWindow {
 
  signals:
   void model_loaded(bool ok, QString message);
-  void progress(int stage, qulonglong done, qulonglong total, QString message, double best_ms, double elapsed_ms,
-                double mean_ms);
+  void progress(int stage, qulonglong done, qulonglong total, QString message, double best_ms,
+                double elapsed_ms, double mean_ms);
   void tune_finished(bool ok, QString message);
   void refine_finished(bool ok, QString message);
 
  private:
   void on_model_loaded(bool ok, const QString& message);
-  void on_progress(int stage, qulonglong done, qulonglong total, const QString& message, double best_ms, double elapsed_ms,
-                   double mean_ms);
+  void on_progress(int stage, qulonglong done, qulonglong total, const QString& message, double best_ms,
+                   double elapsed_ms, double mean_ms);
   void on_refine_finished(bool ok, const QString& message);
   void on_tune_finished(bool ok, const QString& message);
   void show_node(int node);
@@ -108,8 +108,8 @@ class MainWindow : public QMainWindow {
   std::optional<Placement> placement_;
   Pins pins_;
   double previous_predicted_ms_ = -1;
-  double measured_ms_ = -1;       // end-to-end latency of the tuned placement
-  std::string verification_;      // empty when it matched the native reference
+  double measured_ms_ = -1;   // end-to-end latency of the tuned placement
+  std::string verification_;  // empty when it matched the native reference
   QLineEdit* find_box_;
   std::vector<NodeId> find_hits_;
   size_t find_index_ = 0;

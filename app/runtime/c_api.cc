@@ -98,7 +98,8 @@ int collage_output_info(const collage_model* model, int index, collage_tensor_in
   return fill_info(list[static_cast<size_t>(index)], info);
 }
 
-int collage_set_input(collage_model* model, const char* name, const void* data, int rank, const int64_t* shape) {
+int collage_set_input(collage_model* model, const char* name, const void* data, int rank,
+                      const int64_t* shape) {
   if (!check_model(model)) return 1;
   return guarded([&] {
     using collage::Error;
@@ -108,7 +109,8 @@ int collage_set_input(collage_model* model, const char* name, const void* data, 
     const auto& list = model->runtime->info().inputs;
     size_t i = 0;
     while (i < list.size() && list[i].name != name) ++i;
-    if (i == list.size()) throw Error(ErrorKind::InvalidInput, std::string("the model has no input named '") + name + "'");
+    if (i == list.size())
+      throw Error(ErrorKind::InvalidInput, std::string("the model has no input named '") + name + "'");
     collage::Shape given(shape, shape + rank);
     if (given != list[i].shape)
       throw Error(ErrorKind::InvalidInput, "input '" + list[i].name + "' must have shape " +

@@ -18,7 +18,9 @@ namespace {
 
 using namespace collage;
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 constexpr const char* kUsage =
@@ -32,7 +34,8 @@ int run(const std::vector<std::string>& argv) {
     std::printf("%s", kUsage);
     return 0;
   }
-  cli::Args args = cli::parse_args(argv, {"--input", "--output-dir", "--repeat", "--seed"}, {"--no-memory-plan"});
+  cli::Args args =
+      cli::parse_args(argv, {"--input", "--output-dir", "--repeat", "--seed"}, {"--no-memory-plan"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput, std::string(kUsage).substr(0, std::string(kUsage).find('\n')));
   int repeat = args.get_int("--repeat", 1, 1, 1000000);
@@ -42,17 +45,21 @@ int run(const std::vector<std::string>& argv) {
   std::unique_ptr<Runtime> rt = Runtime::load(args.positional[0], options);
   double load_ms = ms_since(t0);
   const ArtifactInfo& info = rt->info();
-  std::printf("artifact %s: model '%s', format %d.%d, %zu kernels, %d thread%s, loaded in %.1f ms "
-              "(read, verify, parse %.1f ms; build kernels %.1f ms)\n",
-              args.positional[0].c_str(), info.model_name.c_str(), info.major, info.minor, rt->kernel_count(),
-              info.threads, info.threads == 1 ? "" : "s", load_ms, rt->parse_ms(), rt->compile_ms());
+  std::printf(
+      "artifact %s: model '%s', format %d.%d, %zu kernels, %d thread%s, loaded in %.1f ms "
+      "(read, verify, parse %.1f ms; build kernels %.1f ms)\n",
+      args.positional[0].c_str(), info.model_name.c_str(), info.major, info.minor, rt->kernel_count(),
+      info.threads, info.threads == 1 ? "" : "s", load_ms, rt->parse_ms(), rt->compile_ms());
   for (const std::string& note : rt->notes()) std::printf("note: %s\n", note.c_str());
 
-  std::vector<Tensor> inputs = random_inputs(rt->graph(), static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30)));
+  std::vector<Tensor> inputs =
+      random_inputs(rt->graph(), static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30)));
   for (const std::string& spec : args.all("--input")) {
     auto [name, file] = cli::split_assignment(spec, "--input");
-    auto it = std::find_if(info.inputs.begin(), info.inputs.end(), [&](const ArtifactTensorInfo& t) { return t.name == name; });
-    if (it == info.inputs.end()) throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
+    auto it = std::find_if(info.inputs.begin(), info.inputs.end(),
+                           [&](const ArtifactTensorInfo& t) { return t.name == name; });
+    if (it == info.inputs.end())
+      throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
     inputs[static_cast<size_t>(it - info.inputs.begin())] = read_tensor_file(file);
   }
   std::vector<Tensor> outputs;
@@ -67,9 +74,11 @@ int run(const std::vector<std::string>& argv) {
     std::filesystem::path dir = args.get("--output-dir", ".");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) throw Error(ErrorKind::Io, "cannot create output directory '" + dir.string() + "': " + ec.message());
+    if (ec)
+      throw Error(ErrorKind::Io, "cannot create output directory '" + dir.string() + "': " + ec.message());
     for (size_t i = 0; i < outputs.size(); ++i)
-      write_tensor_file(outputs[i], info.outputs[i].name, (dir / (sanitize_file_name(info.outputs[i].name) + ".pb")).string());
+      write_tensor_file(outputs[i], info.outputs[i].name,
+                        (dir / (sanitize_file_name(info.outputs[i].name) + ".pb")).string());
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     std::printf("output %s: %s %s\n", info.outputs[i].name.c_str(), dtype_name(outputs[i].dtype()),
@@ -82,7 +91,8 @@ int run(const std::vector<std::string>& argv) {
     std::printf("memory: dynamic pool peak %.2f MiB (without reuse %.2f MiB)\n", mib(mem.peak_live_bytes),
                 mib(info.unplanned_bytes));
   std::printf("%d repeat%s: median %.3f ms, min %.3f ms\n", repeat, repeat == 1 ? "" : "s",
-              ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]), ms.front());
+              ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]),
+              ms.front());
   return 0;
 }
 

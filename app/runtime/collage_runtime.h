@@ -10,8 +10,8 @@
  * Functions returning int give 0 on success and non-zero on failure; then
  * collage_last_error() (per thread) says why. A collage_model is one context
  * (kernels, arena, inputs, outputs): separate models may run concurrently from
- * several threads; one model is used by one thread at a time. Tensors are dense, row-major; dtype codes are ONNX's
- * TensorProto.DataType (1 = float32, 7 = int64, ...). */
+ * several threads; one model is used by one thread at a time. Tensors are dense, row-major; dtype codes are
+ * ONNX's TensorProto.DataType (1 = float32, 7 = int64, ...). */
 #ifndef COLLAGE_RUNTIME_H
 #define COLLAGE_RUNTIME_H
 
@@ -26,15 +26,15 @@ typedef struct collage_model collage_model;
 
 typedef struct {
   const char* name;
-  int dtype;            /* ONNX TensorProto.DataType */
+  int dtype; /* ONNX TensorProto.DataType */
   int rank;
   const int64_t* shape; /* rank entries */
   size_t bytes;         /* dense size */
 } collage_tensor_info;
 
 collage_model* collage_load(const char* path); /* NULL on failure */
-void collage_free(collage_model* model);        /* NULL is ignored */
-const char* collage_last_error(void);           /* "" when the last call succeeded */
+void collage_free(collage_model* model);       /* NULL is ignored */
+const char* collage_last_error(void);          /* "" when the last call succeeded */
 
 int collage_num_inputs(const collage_model* model);
 int collage_num_outputs(const collage_model* model);
@@ -42,7 +42,8 @@ int collage_input_info(const collage_model* model, int index, collage_tensor_inf
 int collage_output_info(const collage_model* model, int index, collage_tensor_info* info);
 
 /* Copies `data` (dtype and shape must match the input's) into the model. */
-int collage_set_input(collage_model* model, const char* name, const void* data, int rank, const int64_t* shape);
+int collage_set_input(collage_model* model, const char* name, const void* data, int rank,
+                      const int64_t* shape);
 /* Runs on the inputs set; fails if one is missing. */
 int collage_run(collage_model* model);
 /* The index-th output of the last successful run; valid until the next run or free. */

@@ -1,5 +1,4 @@
 #include "backends/blas/blas_kernels.h"
-#include "core/conv_folding.h"
 
 #include <cblas.h>
 
@@ -7,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+
+#include "core/conv_folding.h"
 
 namespace collage::blas {
 
@@ -18,9 +19,9 @@ namespace {
 // expanded to the output's shape (constant at compile time, or a runtime input).
 struct EpilogueStep {
   enum class Kind { Add, Relu, Clip, LeakyRelu, Sigmoid, Tanh } kind = Kind::Relu;
-  float a = 0, b = 0;              // Clip bounds / LeakyRelu alpha
-  std::vector<float> constant;     // expanded Add operand
-  int runtime_input = -1;          // Add operand from the kernel's inputs (same shape as output)
+  float a = 0, b = 0;           // Clip bounds / LeakyRelu alpha
+  std::vector<float> constant;  // expanded Add operand
+  int runtime_input = -1;       // Add operand from the kernel's inputs (same shape as output)
 };
 
 const Tensor& constant_of(const Graph& g, ValueId v) {
@@ -61,12 +62,17 @@ class BlasKernel : public Kernel {
     input_index_of(g, sub, head.inputs[0]);  // validates the data input is a kernel input
     out_shape_ = g.value(sub.outputs.at(0)).shape;
     if (sub.outputs.size() != 1) refuse("one output expected");
-    if (head.op_type == "Gemm") setup_gemm(g, head);
-    else if (head.op_type == "MatMul") setup_matmul(g, head);
-    else if (head.op_type == "Conv") setup_conv(g, head);
-    else refuse("unsupported head op " + head.op_type);
+    if (head.op_type == "Gemm")
+      setup_gemm(g, head);
+    else if (head.op_type == "MatMul")
+      setup_matmul(g, head);
+    else if (head.op_type == "Conv")
+      setup_conv(g, head);
+    else
+      refuse("unsupported head op " + head.op_type);
     ValueId current = g.node(sub.node_list[first_epilogue_ - 1]).outputs[0];
-    for (size_t i = first_epilogue_; i < sub.node_list.size(); ++i) current = add_epilogue(g, g.node(sub.node_list[i]), current);
+    for (size_t i = first_epilogue_; i < sub.node_list.size(); ++i)
+      current = add_epilogue(g, g.node(sub.node_list[i]), current);
     if (current != sub.outputs[0]) refuse("the group is not a single chain");
   }
 
@@ -75,9 +81,15 @@ class BlasKernel : public Kernel {
     Tensor y = alloc.allocate(DType::Float32, out_shape_);
     float* out = y.data<float>();
     switch (head_) {
-      case Head::Gemm: run_gemm(x, inputs, out); break;
-      case Head::MatMul: run_matmul(x, inputs, out); break;
-      case Head::Conv: run_conv(x, out); break;
+      case Head::Gemm:
+        run_gemm(x, inputs, out);
+        break;
+      case Head::MatMul:
+        run_matmul(x, inputs, out);
+        break;
+      case Head::Conv:
+        run_conv(x, out);
+        break;
     }
     apply_epilogue(inputs, out, y.size());
     return {y};
@@ -123,9 +135,12 @@ class BlasKernel : public Kernel {
     a_batch_ = shape_size(a) / (m_ * k_);
     b_batch_ = shape_size(bv.shape) / (k_ * n_);
     // Only plain batching (one side broadcast as a whole) is claimed by the spec.
-    if ((a_batch_ != batch_ && a_batch_ != 1) || (b_batch_ != batch_ && b_batch_ != 1)) refuse("partial batch broadcast");
-    if (bv.constant) weight_.assign(bv.constant->data<float>(), bv.constant->data<float>() + bv.constant->size());
-    else b_input_ = input_index_of(g, sub_, n.inputs[1]);
+    if ((a_batch_ != batch_ && a_batch_ != 1) || (b_batch_ != batch_ && b_batch_ != 1))
+      refuse("partial batch broadcast");
+    if (bv.constant)
+      weight_.assign(bv.constant->data<float>(), bv.constant->data<float>() + bv.constant->size());
+    else
+      b_input_ = input_index_of(g, sub_, n.inputs[1]);
   }
 
   void setup_conv(const Graph& g, const Node& n) {
@@ -137,15 +152,18 @@ class BlasKernel : public Kernel {
     const Tensor& w = folded.weight;
     bool one_d = x.size() == 3;
     if (x.size() != 4 && !one_d) refuse("only 1-D and 2-D convolutions");
-    if (n.attr_string("auto_pad", "NOTSET") != "NOTSET") refuse("auto_pad (the spec only claims explicit pads)");
+    if (n.attr_string("auto_pad", "NOTSET") != "NOTSET")
+      refuse("auto_pad (the spec only claims explicit pads)");
     // 1-D convolutions run as 2-D ones of unit height.
     auto lift = [&](std::vector<int64_t> v, int64_t unit) {
       if (one_d) v.insert(v.begin(), unit);
       return v;
     };
     std::vector<int64_t> unit = one_d ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 1};
-    std::vector<int64_t> strides = lift(n.attr_ints("strides", unit), 1), dils = lift(n.attr_ints("dilations", unit), 1);
-    std::vector<int64_t> pads = n.attr_ints("pads", one_d ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{0, 0, 0, 0});
+    std::vector<int64_t> strides = lift(n.attr_ints("strides", unit), 1),
+                         dils = lift(n.attr_ints("dilations", unit), 1);
+    std::vector<int64_t> pads =
+        n.attr_ints("pads", one_d ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{0, 0, 0, 0});
     if (one_d) pads = {0, pads.at(0), 0, pads.at(1)};
     c_ = x[1];
     h_ = one_d ? 1 : x[2];
@@ -180,8 +198,12 @@ class BlasKernel : public Kernel {
       s.kind = EpilogueStep::Kind::Relu;
     } else if (op == "Clip") {
       s.kind = EpilogueStep::Kind::Clip;
-      s.a = n.inputs.size() > 1 && n.inputs[1] != kNoValue ? constant_of(g, n.inputs[1]).to_double_vector().at(0) : -INFINITY;
-      s.b = n.inputs.size() > 2 && n.inputs[2] != kNoValue ? constant_of(g, n.inputs[2]).to_double_vector().at(0) : INFINITY;
+      s.a = n.inputs.size() > 1 && n.inputs[1] != kNoValue
+                ? constant_of(g, n.inputs[1]).to_double_vector().at(0)
+                : -INFINITY;
+      s.b = n.inputs.size() > 2 && n.inputs[2] != kNoValue
+                ? constant_of(g, n.inputs[2]).to_double_vector().at(0)
+                : INFINITY;
     } else if (op == "LeakyRelu") {
       s.kind = EpilogueStep::Kind::LeakyRelu;
       s.a = n.attr_float("alpha", 0.01f);
@@ -201,23 +223,24 @@ class BlasKernel : public Kernel {
     if (!init_.empty()) std::memcpy(out, init_.data(), init_.size() * sizeof(float));
     cblas_sgemm(CblasRowMajor, trans_a_ ? CblasTrans : CblasNoTrans, trans_b_ ? CblasTrans : CblasNoTrans,
                 static_cast<int>(m_), static_cast<int>(n_), static_cast<int>(k_), alpha_, a.data<float>(),
-                static_cast<int>(a.dim(1)), weight_.data(), static_cast<int>(trans_b_ ? k_ : n_), init_.empty() ? 0.0f : 1.0f,
-                out, static_cast<int>(n_));
+                static_cast<int>(a.dim(1)), weight_.data(), static_cast<int>(trans_b_ ? k_ : n_),
+                init_.empty() ? 0.0f : 1.0f, out, static_cast<int>(n_));
   }
 
   void run_matmul(const Tensor& a, KernelInputs inputs, float* out) const {
     const float* b = b_input_ >= 0 ? inputs[static_cast<size_t>(b_input_)]->data<float>() : weight_.data();
     for (int64_t t = 0; t < batch_; ++t)
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m_), static_cast<int>(n_),
-                  static_cast<int>(k_), 1.0f, a.data<float>() + (a_batch_ == 1 ? 0 : t) * m_ * k_, static_cast<int>(k_),
-                  b + (b_batch_ == 1 ? 0 : t) * k_ * n_, static_cast<int>(n_), 0.0f, out + t * m_ * n_,
-                  static_cast<int>(n_));
+                  static_cast<int>(k_), 1.0f, a.data<float>() + (a_batch_ == 1 ? 0 : t) * m_ * k_,
+                  static_cast<int>(k_), b + (b_batch_ == 1 ? 0 : t) * k_ * n_, static_cast<int>(n_), 0.0f,
+                  out + t * m_ * n_, static_cast<int>(n_));
   }
 
   void run_conv(const Tensor& x, float* out) const {
     const int64_t cg = c_ / group_, mg = m_ / group_, kk = cg * kh_ * kw_, pix = oh_ * ow_;
     const int64_t batches = out_shape_[0];
-    std::vector<float> col(direct_ ? 0 : static_cast<size_t>(kk * pix));  // per run: kernels may run concurrently
+    std::vector<float> col(direct_ ? 0
+                                   : static_cast<size_t>(kk * pix));  // per run: kernels may run concurrently
     if (!init_.empty()) std::memcpy(out, init_.data(), init_.size() * sizeof(float));
     for (int64_t bn = 0; bn < batches; ++bn)
       for (int64_t g = 0; g < group_; ++g) {
@@ -246,7 +269,8 @@ class BlasKernel : public Kernel {
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(mg), static_cast<int>(pix),
                     static_cast<int>(kk), 1.0f, weight_.data() + g * mg * kk, static_cast<int>(kk), cols,
-                    static_cast<int>(pix), init_.empty() ? 0.0f : 1.0f, out + (bn * m_ + g * mg) * pix, static_cast<int>(pix));
+                    static_cast<int>(pix), init_.empty() ? 0.0f : 1.0f, out + (bn * m_ + g * mg) * pix,
+                    static_cast<int>(pix));
       }
   }
 
@@ -254,18 +278,31 @@ class BlasKernel : public Kernel {
     if (steps_.empty()) return;
     std::vector<const float*> runtime(steps_.size(), nullptr);
     for (size_t s = 0; s < steps_.size(); ++s)
-      if (steps_[s].runtime_input >= 0) runtime[s] = inputs[static_cast<size_t>(steps_[s].runtime_input)]->data<float>();
+      if (steps_[s].runtime_input >= 0)
+        runtime[s] = inputs[static_cast<size_t>(steps_[s].runtime_input)]->data<float>();
     for (int64_t i = 0; i < size; ++i) {
       float v = out[i];
       for (size_t s = 0; s < steps_.size(); ++s) {
         const EpilogueStep& st = steps_[s];
         switch (st.kind) {
-          case EpilogueStep::Kind::Add: v += runtime[s] ? runtime[s][i] : st.constant[static_cast<size_t>(i)]; break;
-          case EpilogueStep::Kind::Relu: v = v > 0 ? v : 0; break;
-          case EpilogueStep::Kind::Clip: v = std::min(std::max(v, st.a), st.b); break;
-          case EpilogueStep::Kind::LeakyRelu: v = v >= 0 ? v : v * st.a; break;
-          case EpilogueStep::Kind::Sigmoid: v = 1.0f / (1.0f + std::exp(-v)); break;
-          case EpilogueStep::Kind::Tanh: v = std::tanh(v); break;
+          case EpilogueStep::Kind::Add:
+            v += runtime[s] ? runtime[s][i] : st.constant[static_cast<size_t>(i)];
+            break;
+          case EpilogueStep::Kind::Relu:
+            v = v > 0 ? v : 0;
+            break;
+          case EpilogueStep::Kind::Clip:
+            v = std::min(std::max(v, st.a), st.b);
+            break;
+          case EpilogueStep::Kind::LeakyRelu:
+            v = v >= 0 ? v : v * st.a;
+            break;
+          case EpilogueStep::Kind::Sigmoid:
+            v = 1.0f / (1.0f + std::exp(-v));
+            break;
+          case EpilogueStep::Kind::Tanh:
+            v = std::tanh(v);
+            break;
         }
       }
       out[i] = v;
@@ -280,7 +317,8 @@ class BlasKernel : public Kernel {
   bool trans_a_ = false, trans_b_ = false, direct_ = false;
   float alpha_ = 1.0f;
   int64_t m_ = 0, n_ = 0, k_ = 0, batch_ = 1, a_batch_ = 1, b_batch_ = 1;
-  int64_t c_ = 0, h_ = 0, w_ = 0, group_ = 1, kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, pt_ = 0, pl_ = 0;
+  int64_t c_ = 0, h_ = 0, w_ = 0, group_ = 1, kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, pt_ = 0,
+          pl_ = 0;
   int64_t oh_ = 0, ow_ = 0;
   std::vector<float> weight_, init_;
   std::vector<EpilogueStep> steps_;

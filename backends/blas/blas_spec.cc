@@ -18,7 +18,9 @@ bool conv_ok(const Graph& g, const Node& n) {
 }
 
 // Gemm with constant B and C: the usual fully connected layer.
-bool gemm_ok(const Graph& g, const Node& n) { return input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2); }
+bool gemm_ok(const Graph& g, const Node& n) {
+  return input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
+}
 
 // MatMul of rank >= 2 operands where each side is either batched like the output or not at all.
 bool matmul_ok(const Graph& g, const Node& n) {
@@ -32,7 +34,9 @@ bool matmul_ok(const Graph& g, const Node& n) {
          (a.size() == y.size() || batch(a) == 1) && (b.size() == y.size() || batch(b) == 1);
 }
 
-bool clip_const(const Graph& g, const Node& n) { return input_absent_or_constant(g, n, 1) && input_absent_or_constant(g, n, 2); }
+bool clip_const(const Graph& g, const Node& n) {
+  return input_absent_or_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
+}
 
 }  // namespace
 
@@ -46,7 +50,8 @@ const BackendSpec& blas_backend() {
     PatternPtr gemm = op("Gemm")->where(f32)->where(gemm_ok);
     PatternPtr matmul = op("MatMul")->where(f32)->where(matmul_ok);
     PatternPtr matmul_bias = op("Add", {matmul, constant()});
-    PatternPtr conv_bn = op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
+    PatternPtr conv_bn =
+        op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
     for (PatternPtr head : {conv, conv_bn, gemm, matmul, matmul_bias}) {
       PatternPtr residual = op("Add", {head, wildcard()});  // residual or bias operand
       for (PatternPtr body : {head, residual}) {

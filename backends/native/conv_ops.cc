@@ -11,22 +11,27 @@ namespace collage::native {
 namespace {
 
 struct Geometry {
-  int64_t spatial = 0;                 // 1, 2 or 3
+  int64_t spatial = 0;  // 1, 2 or 3
   std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1};
   std::array<int64_t, 3> stride{1, 1, 1}, dil{1, 1, 1}, pad{0, 0, 0};  // pad = leading pad
 };
 
 std::vector<int64_t> attr_or(const Node& node, const char* key, size_t n, int64_t fallback) {
   std::vector<int64_t> v = node.attr_ints(key, std::vector<int64_t>(n, fallback));
-  if (v.size() != n) invalid(node, std::string("attribute ") + key + " must have " + std::to_string(n) + " values");
+  if (v.size() != n)
+    invalid(node, std::string("attribute ") + key + " must have " + std::to_string(n) + " values");
   return v;
 }
 
 // Fills strides, dilations, kernel and input extents; pads per ONNX auto_pad rules.
 // `transposed` selects ConvTranspose output arithmetic.
 Geometry geometry(const Node& node, const Tensor& x, const Tensor& w, bool transposed) {
-  if (x.rank() < 3 || x.rank() > 5) unsupported(node, "only 1-D, 2-D and 3-D convolutions are supported (input rank " + std::to_string(x.rank()) + ")");
-  if (w.rank() != x.rank()) invalid(node, "weight rank " + std::to_string(w.rank()) + " differs from input rank " + std::to_string(x.rank()));
+  if (x.rank() < 3 || x.rank() > 5)
+    unsupported(node, "only 1-D, 2-D and 3-D convolutions are supported (input rank " +
+                          std::to_string(x.rank()) + ")");
+  if (w.rank() != x.rank())
+    invalid(node, "weight rank " + std::to_string(w.rank()) + " differs from input rank " +
+                      std::to_string(x.rank()));
   Geometry g;
   size_t s = static_cast<size_t>(x.rank() - 2);
   g.spatial = static_cast<int64_t>(s);
@@ -41,7 +46,8 @@ Geometry geometry(const Node& node, const Tensor& x, const Tensor& w, bool trans
   size_t off = 3 - s;
   for (size_t d = 0; d < s; ++d) {
     int64_t in = x.dim(static_cast<int64_t>(d + 2)), k = w.dim(static_cast<int64_t>(d + 2));
-    if (!kshape.empty() && (kshape.size() != s || kshape[d] != k)) invalid(node, "kernel_shape does not match the weights");
+    if (!kshape.empty() && (kshape.size() != s || kshape[d] != k))
+      invalid(node, "kernel_shape does not match the weights");
     int64_t st = strides[d], dl = dils[d];
     if (st < 1 || dl < 1) invalid(node, "strides and dilations must be positive");
     int64_t span = (k - 1) * dl + 1;
@@ -68,7 +74,8 @@ Geometry geometry(const Node& node, const Tensor& x, const Tensor& w, bool trans
       }
       out = natural - begin - end;
     }
-    if (out < 1 || begin < 0 || end < 0) invalid(node, "the convolution leaves an empty or negative output extent");
+    if (out < 1 || begin < 0 || end < 0)
+      invalid(node, "the convolution leaves an empty or negative output extent");
     g.in[off + d] = in;
     g.k[off + d] = k;
     g.out[off + d] = out;
@@ -80,7 +87,8 @@ Geometry geometry(const Node& node, const Tensor& x, const Tensor& w, bool trans
 }
 
 // Range of outputs o with 0 <= o*stride - pad + tap <= in - 1.
-inline void valid_range(int64_t tap, int64_t pad, int64_t stride, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+inline void valid_range(int64_t tap, int64_t pad, int64_t stride, int64_t in, int64_t out, int64_t& lo,
+                        int64_t& hi) {
   int64_t first = pad - tap;  // o*stride >= first
   lo = first <= 0 ? 0 : (first + stride - 1) / stride;
   int64_t last = in - 1 + pad - tap;  // o*stride <= last
@@ -97,8 +105,10 @@ std::vector<Tensor> conv(const Node& node, KernelInputs inputs, TensorAllocator&
   Geometry g = geometry(node, x, w, false);
   int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0), group = node.attr_int("group", 1);
   if (group < 1 || c % group || m % group || w.dim(1) != c / group)
-    invalid(node, "channels " + std::to_string(c) + " and weights " + shape_to_string(w.shape()) + " do not fit group " + std::to_string(group));
-  if (b && b->size() != m) invalid(node, "bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
+    invalid(node, "channels " + std::to_string(c) + " and weights " + shape_to_string(w.shape()) +
+                      " do not fit group " + std::to_string(group));
+  if (b && b->size() != m)
+    invalid(node, "bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
   Shape out_shape = {n, m};
   for (int64_t d = 3 - g.spatial; d < 3; ++d) out_shape.push_back(g.out[static_cast<size_t>(d)]);
   Tensor y = alloc.allocate(DType::Float32, out_shape);
@@ -158,9 +168,12 @@ std::vector<Tensor> conv_transpose(const Node& node, KernelInputs inputs, Tensor
   require_float(node, w, "W");
   Geometry g = geometry(node, x, w, true);
   int64_t n = x.dim(0), c = x.dim(1), group = node.attr_int("group", 1);
-  if (group < 1 || c % group || w.dim(0) != c) invalid(node, "weights " + shape_to_string(w.shape()) + " do not fit " + std::to_string(c) + " input channels");
+  if (group < 1 || c % group || w.dim(0) != c)
+    invalid(node,
+            "weights " + shape_to_string(w.shape()) + " do not fit " + std::to_string(c) + " input channels");
   int64_t mg = w.dim(1), m = mg * group, cg = c / group;
-  if (b && b->size() != m) invalid(node, "bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
+  if (b && b->size() != m)
+    invalid(node, "bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
   Shape out_shape = {n, m};
   for (int64_t d = 3 - g.spatial; d < 3; ++d) out_shape.push_back(g.out[static_cast<size_t>(d)]);
   Tensor y = alloc.allocate(DType::Float32, out_shape);

@@ -46,8 +46,7 @@ Shape coalesce_dims(const Shape& out, std::array<std::vector<int64_t>, N>& strid
   for (size_t d = 0; d < out.size(); ++d) {
     if (out[d] == 1) continue;
     bool can_merge = !dims.empty();
-    for (size_t i = 0; i < N && can_merge; ++i)
-      can_merge = merged[i].back() == strides[i][d] * out[d];
+    for (size_t i = 0; i < N && can_merge; ++i) can_merge = merged[i].back() == strides[i][d] * out[d];
     if (can_merge) {
       dims.back() *= out[d];
       for (size_t i = 0; i < N; ++i) merged[i].back() = strides[i][d];
@@ -107,10 +106,11 @@ void binary_apply(const Tensor& a, const Tensor& b, Tensor& out, F f) {
     for (int64_t k = 0; k < n; ++k) po[k] = f(v, pb[k]);
   } else {
     const Shape& shape = out.shape();
-    for_each_row<2>(shape, {broadcast_strides(a.shape(), shape), broadcast_strides(b.shape(), shape)},
-                    [&](int64_t o, int64_t len, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st) {
-                      for (int64_t j = 0; j < len; ++j) po[o + j] = f(pa[off[0] + j * st[0]], pb[off[1] + j * st[1]]);
-                    });
+    for_each_row<2>(
+        shape, {broadcast_strides(a.shape(), shape), broadcast_strides(b.shape(), shape)},
+        [&](int64_t o, int64_t len, const std::array<int64_t, 2>& off, const std::array<int64_t, 2>& st) {
+          for (int64_t j = 0; j < len; ++j) po[o + j] = f(pa[off[0] + j * st[0]], pb[off[1] + j * st[1]]);
+        });
   }
 }
 

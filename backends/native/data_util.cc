@@ -11,18 +11,19 @@ namespace {
 template <size_t S>
 void strided_copy_sized(const std::byte* src, int64_t offset, const std::vector<int64_t>& src_strides,
                         std::byte* dst, const Shape& out_shape) {
-  for_each_row<1>(out_shape, {src_strides},
-                  [&](int64_t o, int64_t len, const std::array<int64_t, 1>& off, const std::array<int64_t, 1>& st) {
-                    const std::byte* s = src + (offset + off[0]) * static_cast<int64_t>(S);
-                    std::byte* d = dst + o * static_cast<int64_t>(S);
-                    if (st[0] == 1) {
-                      std::memcpy(d, s, static_cast<size_t>(len) * S);
-                      return;
-                    }
-                    // Fixed-size memcpy compiles to one load/store, without aliasing concerns.
-                    const int64_t step = st[0] * static_cast<int64_t>(S);
-                    for (int64_t j = 0; j < len; ++j) std::memcpy(d + j * static_cast<int64_t>(S), s + j * step, S);
-                  });
+  for_each_row<1>(
+      out_shape, {src_strides},
+      [&](int64_t o, int64_t len, const std::array<int64_t, 1>& off, const std::array<int64_t, 1>& st) {
+        const std::byte* s = src + (offset + off[0]) * static_cast<int64_t>(S);
+        std::byte* d = dst + o * static_cast<int64_t>(S);
+        if (st[0] == 1) {
+          std::memcpy(d, s, static_cast<size_t>(len) * S);
+          return;
+        }
+        // Fixed-size memcpy compiles to one load/store, without aliasing concerns.
+        const int64_t step = st[0] * static_cast<int64_t>(S);
+        for (int64_t j = 0; j < len; ++j) std::memcpy(d + j * static_cast<int64_t>(S), s + j * step, S);
+      });
 }
 
 // Float -> integer conversion without the undefined behaviour of out-of-range casts.
@@ -43,8 +44,8 @@ To convert_value(From v) {
   }
 }
 
-using CastTypes = TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t,
-                           uint64_t, bool>;
+using CastTypes =
+    TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t, bool>;
 
 }  // namespace
 
@@ -53,11 +54,20 @@ void strided_copy(const void* src, int64_t offset, const std::vector<int64_t>& s
   const auto* s = static_cast<const std::byte*>(src);
   auto* d = static_cast<std::byte*>(dst);
   switch (elem_size) {
-    case 1: strided_copy_sized<1>(s, offset, src_strides, d, out_shape); break;
-    case 2: strided_copy_sized<2>(s, offset, src_strides, d, out_shape); break;
-    case 4: strided_copy_sized<4>(s, offset, src_strides, d, out_shape); break;
-    case 8: strided_copy_sized<8>(s, offset, src_strides, d, out_shape); break;
-    default: throw Error(ErrorKind::Internal, "strided_copy: element size " + std::to_string(elem_size));
+    case 1:
+      strided_copy_sized<1>(s, offset, src_strides, d, out_shape);
+      break;
+    case 2:
+      strided_copy_sized<2>(s, offset, src_strides, d, out_shape);
+      break;
+    case 4:
+      strided_copy_sized<4>(s, offset, src_strides, d, out_shape);
+      break;
+    case 8:
+      strided_copy_sized<8>(s, offset, src_strides, d, out_shape);
+      break;
+    default:
+      throw Error(ErrorKind::Internal, "strided_copy: element size " + std::to_string(elem_size));
   }
 }
 
@@ -81,7 +91,8 @@ std::vector<int64_t> int_values(const Node& node, const Tensor& t, const char* r
 
 size_t element_size(const Node& node, DType dtype) {
   size_t size = dtype_size(dtype);
-  if (size == 0) unsupported(node, std::string("tensors of type ") + dtype_name(dtype) + " are not supported");
+  if (size == 0)
+    unsupported(node, std::string("tensors of type ") + dtype_name(dtype) + " are not supported");
   return size;
 }
 

@@ -26,22 +26,30 @@ T wrapping(T a, T b, F f) {
 
 struct AddOp {
   explicit AddOp(const Node&) {}
-  template <class T> T operator()(T a, T b) const { return wrapping(a, b, [](auto x, auto y) { return x + y; }); }
+  template <class T>
+  T operator()(T a, T b) const {
+    return wrapping(a, b, [](auto x, auto y) { return x + y; });
+  }
 };
 struct SubOp {
   explicit SubOp(const Node&) {}
-  template <class T> T operator()(T a, T b) const { return wrapping(a, b, [](auto x, auto y) { return x - y; }); }
+  template <class T>
+  T operator()(T a, T b) const {
+    return wrapping(a, b, [](auto x, auto y) { return x - y; });
+  }
 };
 struct MulOp {
   explicit MulOp(const Node&) {}
-  template <class T> T operator()(T a, T b) const {
+  template <class T>
+  T operator()(T a, T b) const {
     return wrapping(a, b, [](auto x, auto y) { return static_cast<decltype(x)>(x * y); });
   }
 };
 struct DivOp {
   const Node* node;
   explicit DivOp(const Node& n) : node(&n) {}
-  template <class T> T operator()(T a, T b) const {
+  template <class T>
+  T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
       if (b == 0) invalid(*node, "integer division by zero");
       if (b == -1) return wrapping(T(0), a, [](auto x, auto y) { return x - y; });  // MIN / -1 would trap
@@ -53,7 +61,8 @@ struct ModOp {
   const Node* node;
   bool fmod;
   explicit ModOp(const Node& n) : node(&n), fmod(n.attr_int("fmod", 0) != 0) {}
-  template <class T> T operator()(T a, T b) const {
+  template <class T>
+  T operator()(T a, T b) const {
     T r;
     if constexpr (std::is_integral_v<T>) {
       if (b == 0) invalid(*node, "integer modulo by zero");
@@ -69,33 +78,54 @@ struct ModOp {
 // NaN propagates through Max/Min, as in numpy.maximum/minimum.
 struct MaxOp {
   explicit MaxOp(const Node&) {}
-  template <class T> T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return (a > b || std::isnan(a)) ? a : b;
-    else return a > b ? a : b;
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return (a > b || std::isnan(a)) ? a : b;
+    else
+      return a > b ? a : b;
   }
 };
 struct MinOp {
   explicit MinOp(const Node&) {}
-  template <class T> T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return (a < b || std::isnan(a)) ? a : b;
-    else return a < b ? a : b;
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return (a < b || std::isnan(a)) ? a : b;
+    else
+      return a < b ? a : b;
   }
 };
 
 struct EqualOp {
-  template <class T> bool operator()(T a, T b) const { return a == b; }
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
 };
 struct LessOp {
-  template <class T> bool operator()(T a, T b) const { return a < b; }
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
 };
 struct GreaterOp {
-  template <class T> bool operator()(T a, T b) const { return a > b; }
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
 };
 struct LessOrEqualOp {
-  template <class T> bool operator()(T a, T b) const { return a <= b; }
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a <= b;
+  }
 };
 struct GreaterOrEqualOp {
-  template <class T> bool operator()(T a, T b) const { return a >= b; }
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a >= b;
+  }
 };
 struct AndOp {
   bool operator()(bool a, bool b) const { return a && b; }
@@ -109,7 +139,8 @@ struct XorOp {
 
 void require_same_dtype(const Node& node, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())
-    invalid(node, std::string("input types differ: ") + dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()));
+    invalid(node,
+            std::string("input types differ: ") + dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()));
 }
 
 template <class Op, class TypeSet>
@@ -181,8 +212,10 @@ std::vector<Tensor> pow_kernel(const Node& node, KernelInputs inputs, TensorAllo
     using E = typename decltype(tag)::type;
     out = alloc.allocate(DType::Float32, shape);
     binary_apply<float, E, float>(a, b, out, [](float x, E y) {
-      if constexpr (std::is_same_v<E, float>) return std::pow(x, y);
-      else return static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      if constexpr (std::is_same_v<E, float>)
+        return std::pow(x, y);
+      else
+        return static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y)));
     });
   });
   return {out};
@@ -204,7 +237,8 @@ std::vector<Tensor> prelu(const Node& node, KernelInputs inputs, TensorAllocator
 
 std::vector<Tensor> not_kernel(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& x = input(node, inputs, 0);
-  if (x.dtype() != DType::Bool) unsupported(node, std::string("input has type ") + dtype_name(x.dtype()) + "; supported: bool");
+  if (x.dtype() != DType::Bool)
+    unsupported(node, std::string("input has type ") + dtype_name(x.dtype()) + "; supported: bool");
   Tensor out = alloc.allocate(DType::Bool, x.shape());
   const bool* px = x.data<bool>();
   bool* po = out.data<bool>();
@@ -219,33 +253,44 @@ void where_copy(const Tensor& cond, const Tensor& x, const Tensor& y, Tensor& ou
   const auto* py = static_cast<const std::byte*>(y.raw());
   auto* po = static_cast<std::byte*>(out.raw());
   const Shape& shape = out.shape();
-  for_each_row<3>(shape,
-                  {broadcast_strides(cond.shape(), shape), broadcast_strides(x.shape(), shape),
-                   broadcast_strides(y.shape(), shape)},
-                  [&](int64_t o, int64_t len, const std::array<int64_t, 3>& off, const std::array<int64_t, 3>& st) {
-                    for (int64_t j = 0; j < len; ++j) {
-                      const std::byte* src = pc[off[0] + j * st[0]] ? px + (off[1] + j * st[1]) * int64_t{S}
-                                                                     : py + (off[2] + j * st[2]) * int64_t{S};
-                      std::memcpy(po + (o + j) * int64_t{S}, src, S);
-                    }
-                  });
+  for_each_row<3>(
+      shape,
+      {broadcast_strides(cond.shape(), shape), broadcast_strides(x.shape(), shape),
+       broadcast_strides(y.shape(), shape)},
+      [&](int64_t o, int64_t len, const std::array<int64_t, 3>& off, const std::array<int64_t, 3>& st) {
+        for (int64_t j = 0; j < len; ++j) {
+          const std::byte* src = pc[off[0] + j * st[0]] ? px + (off[1] + j * st[1]) * int64_t{S}
+                                                        : py + (off[2] + j * st[2]) * int64_t{S};
+          std::memcpy(po + (o + j) * int64_t{S}, src, S);
+        }
+      });
 }
 
 std::vector<Tensor> where(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& cond = input(node, inputs, 0);
   const Tensor& x = input(node, inputs, 1);
   const Tensor& y = input(node, inputs, 2);
-  if (cond.dtype() != DType::Bool) invalid(node, std::string("condition has type ") + dtype_name(cond.dtype()) + ", not bool");
+  if (cond.dtype() != DType::Bool)
+    invalid(node, std::string("condition has type ") + dtype_name(cond.dtype()) + ", not bool");
   require_same_dtype(node, x, y);
   const size_t elem = element_size(node, x.dtype());
   Shape shape = broadcast_shapes(node, broadcast_shapes(node, cond.shape(), x.shape()), y.shape());
   Tensor out = alloc.allocate(x.dtype(), shape);
   switch (elem) {
-    case 1: where_copy<1>(cond, x, y, out); break;
-    case 2: where_copy<2>(cond, x, y, out); break;
-    case 4: where_copy<4>(cond, x, y, out); break;
-    case 8: where_copy<8>(cond, x, y, out); break;
-    default: unsupported(node, std::string("type ") + dtype_name(x.dtype()) + " is not supported");
+    case 1:
+      where_copy<1>(cond, x, y, out);
+      break;
+    case 2:
+      where_copy<2>(cond, x, y, out);
+      break;
+    case 4:
+      where_copy<4>(cond, x, y, out);
+      break;
+    case 8:
+      where_copy<8>(cond, x, y, out);
+      break;
+    default:
+      unsupported(node, std::string("type ") + dtype_name(x.dtype()) + " is not supported");
   }
   return {out};
 }

@@ -24,7 +24,8 @@ class TileAllocator : public TensorAllocator {
   Tensor allocate(DType dtype, const Shape& shape) override {
     size_t bytes = static_cast<size_t>(shape_size(shape)) * dtype_size(dtype);
     if (next_ == buffers_.size() || buffers_[next_]->capacity() < bytes)
-      buffers_.insert(buffers_.begin() + static_cast<long>(next_), std::make_shared<Storage>(std::max<size_t>(bytes, kTile * 8)));
+      buffers_.insert(buffers_.begin() + static_cast<long>(next_),
+                      std::make_shared<Storage>(std::max<size_t>(bytes, kTile * 8)));
     return Tensor(dtype, shape, buffers_[next_++]);
   }
 
@@ -71,14 +72,16 @@ class TiledChainKernel : public Kernel {
       tile.clear();
       for (const Node& node : chain_) {
         args.clear();
-        for (ValueId v : node.inputs) args.push_back(v == kNoValue ? nullptr : tile_input(full, tile, tiles, v, start, n));
+        for (ValueId v : node.inputs)
+          args.push_back(v == kNoValue ? nullptr : tile_input(full, tile, tiles, v, start, n));
         auto outs = find_op(node)(node, args, tiles);
         tile[node.outputs[0]] = outs[0].reshaped({n});
       }
       for (size_t k = 0; k < sub_.outputs.size(); ++k) {
         auto it = tile.find(sub_.outputs[k]);
         if (it == tile.end()) continue;  // the head's output, already complete
-        std::memcpy(static_cast<float*>(results[k].raw()) + start, it->second.raw(), static_cast<size_t>(n) * 4);
+        std::memcpy(static_cast<float*>(results[k].raw()) + start, it->second.raw(),
+                    static_cast<size_t>(n) * 4);
       }
     }
     return results;
@@ -91,8 +94,8 @@ class TiledChainKernel : public Kernel {
   }
 
   // Scalars pass whole; full-size tensors are cut to the current tile.
-  const Tensor* tile_input(std::map<ValueId, Tensor>& full, std::map<ValueId, Tensor>& tile, TileAllocator& tiles,
-                           ValueId v, int64_t start, int64_t n) {
+  const Tensor* tile_input(std::map<ValueId, Tensor>& full, std::map<ValueId, Tensor>& tile,
+                           TileAllocator& tiles, ValueId v, int64_t start, int64_t n) {
     auto t = tile.find(v);
     if (t != tile.end()) return &t->second;
     const Tensor* whole = lookup(full, v);

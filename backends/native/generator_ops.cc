@@ -17,10 +17,12 @@ Tensor copy_into(TensorAllocator& alloc, const Tensor& src) {
 // Always copies the attribute: the caller may recycle output buffers, which
 // must never be the node's own attribute storage.
 std::vector<Tensor> constant(const Node& node, KernelInputs, TensorAllocator& alloc) {
-  if (node.attrs.size() != 1) invalid(node, "needs exactly one value attribute, has " + std::to_string(node.attrs.size()));
+  if (node.attrs.size() != 1)
+    invalid(node, "needs exactly one value attribute, has " + std::to_string(node.attrs.size()));
   const auto& [key, attr] = *node.attrs.begin();
   if (key == "value") {
-    if (attr.kind != AttrKind::Tensor || !attr.t.defined()) invalid(node, "attribute 'value' is not a tensor");
+    if (attr.kind != AttrKind::Tensor || !attr.t.defined())
+      invalid(node, "attribute 'value' is not a tensor");
     element_size(node, attr.t.dtype());
     return {copy_into(alloc, attr.t)};
   }
@@ -39,27 +41,32 @@ std::vector<Tensor> constant(const Node& node, KernelInputs, TensorAllocator& al
 
 std::vector<Tensor> constant_of_shape(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& shape_in = input(node, inputs, 0);
-  if (shape_in.rank() != 1) invalid(node, "shape must be 1-D, got shape " + shape_to_string(shape_in.shape()));
+  if (shape_in.rank() != 1)
+    invalid(node, "shape must be 1-D, got shape " + shape_to_string(shape_in.shape()));
   Shape shape = int_values(node, shape_in, "shape");
   for (int64_t d : shape)
     if (d < 0) invalid(node, "shape " + shape_to_string(shape) + " has a negative dimension");
   Tensor value = Tensor::scalar<float>(0.0f);
   if (node.has_attr("value")) {
     const Attribute& attr = node.attrs.at("value");
-    if (attr.kind != AttrKind::Tensor || !attr.t.defined()) invalid(node, "attribute 'value' is not a tensor");
-    if (attr.t.size() != 1) invalid(node, "attribute 'value' must hold one element, has " + std::to_string(attr.t.size()));
+    if (attr.kind != AttrKind::Tensor || !attr.t.defined())
+      invalid(node, "attribute 'value' is not a tensor");
+    if (attr.t.size() != 1)
+      invalid(node, "attribute 'value' must hold one element, has " + std::to_string(attr.t.size()));
     value = attr.t;
   }
   const size_t elem = element_size(node, value.dtype());
   Tensor out = alloc.allocate(value.dtype(), shape);
   auto* po = static_cast<std::byte*>(out.raw());
-  for (int64_t i = 0, n = out.size(); i < n; ++i) std::memcpy(po + i * static_cast<int64_t>(elem), value.raw(), elem);
+  for (int64_t i = 0, n = out.size(); i < n; ++i)
+    std::memcpy(po + i * static_cast<int64_t>(elem), value.raw(), elem);
   return {out};
 }
 
 template <class T>
 T scalar_value(const Node& node, const Tensor& t, const char* role) {
-  if (t.size() != 1) invalid(node, std::string(role) + " must be a scalar, got shape " + shape_to_string(t.shape()));
+  if (t.size() != 1)
+    invalid(node, std::string(role) + " must be a scalar, got shape " + shape_to_string(t.shape()));
   return t.data<T>()[0];
 }
 
@@ -77,7 +84,8 @@ std::vector<Tensor> range(const Node& node, KernelInputs inputs, TensorAllocator
     const T delta = scalar_value<T>(node, delta_t, "delta");
     if (delta == T(0)) invalid(node, "delta is zero");
     // The count in double avoids integer overflow of limit - start.
-    const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+    const double count =
+        std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
     if (!(count < double(int64_t{1} << 40))) invalid(node, "range has too many elements");
     const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     out = alloc.allocate(start_t.dtype(), {n});
@@ -88,7 +96,8 @@ std::vector<Tensor> range(const Node& node, KernelInputs inputs, TensorAllocator
         using U = std::make_unsigned_t<T>;
         po[i] = static_cast<T>(static_cast<U>(start) + static_cast<U>(i) * static_cast<U>(delta));
       } else {
-        po[i] = static_cast<T>(static_cast<double>(start) + static_cast<double>(i) * static_cast<double>(delta));
+        po[i] =
+            static_cast<T>(static_cast<double>(start) + static_cast<double>(i) * static_cast<double>(delta));
       }
     }
   });

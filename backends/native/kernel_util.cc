@@ -56,7 +56,8 @@ void invalid(const Node& node, const std::string& what) {
 
 void require_float(const Node& node, const Tensor& t, const char* role) {
   if (t.dtype() != DType::Float32)
-    unsupported(node, std::string(role) + " has type " + dtype_name(t.dtype()) + "; only float32 is supported");
+    unsupported(node,
+                std::string(role) + " has type " + dtype_name(t.dtype()) + "; only float32 is supported");
 }
 
 }  // namespace collage::native

@@ -10,9 +10,10 @@ namespace collage::native {
 
 namespace {
 
-// C[m x n] (+)= A[m x k] * B[k x n], row-major with leading dims; i-k-j order keeps the inner loop contiguous.
-void gemm_rows(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
-               bool trans_a, bool trans_b, float alpha) {
+// C[m x n] (+)= A[m x k] * B[k x n], row-major with leading dims; i-k-j order keeps the inner loop
+// contiguous.
+void gemm_rows(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k, int64_t lda,
+               int64_t ldb, bool trans_a, bool trans_b, float alpha) {
   std::vector<float> bt;
   if (trans_b) {  // materialise B^T once so the inner loop stays contiguous
     bt.resize(static_cast<size_t>(k * n));
@@ -43,14 +44,17 @@ std::vector<Tensor> gemm(const Node& node, KernelInputs inputs, TensorAllocator&
   float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
   int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
   int64_t kb = tb ? b.dim(1) : b.dim(0), n = tb ? b.dim(0) : b.dim(1);
-  if (k != kb) invalid(node, "inner dimensions differ: " + shape_to_string(a.shape()) + " x " + shape_to_string(b.shape()));
+  if (k != kb)
+    invalid(node,
+            "inner dimensions differ: " + shape_to_string(a.shape()) + " x " + shape_to_string(b.shape()));
   Tensor y = alloc.allocate(DType::Float32, {m, n});
   float* out = y.data<float>();
   std::fill(out, out + m * n, 0.0f);
   if (c && c->size() > 0) {
     require_float(node, *c, "C");
     Shape bs = broadcast_shapes(node, {m, n}, c->shape());
-    if (bs != Shape{m, n}) invalid(node, "C of shape " + shape_to_string(c->shape()) + " does not broadcast to the output");
+    if (bs != Shape{m, n})
+      invalid(node, "C of shape " + shape_to_string(c->shape()) + " does not broadcast to the output");
     auto st = broadcast_strides(c->shape(), {m, n});
     const float* cv = c->data<float>();
     for (int64_t i = 0; i < m; ++i)
@@ -73,7 +77,8 @@ std::vector<Tensor> matmul(const Node& node, KernelInputs inputs, TensorAllocato
   if (b_vec) bs.push_back(1);
   int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
   if (bs[bs.size() - 2] != k)
-    invalid(node, "inner dimensions differ: " + shape_to_string(a0.shape()) + " x " + shape_to_string(b0.shape()));
+    invalid(node,
+            "inner dimensions differ: " + shape_to_string(a0.shape()) + " x " + shape_to_string(b0.shape()));
   Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
   Shape batch = broadcast_shapes(node, abatch, bbatch);
   Shape out_shape = batch;
@@ -92,8 +97,8 @@ std::vector<Tensor> matmul(const Node& node, KernelInputs inputs, TensorAllocato
       oa += idx * sa[d];
       ob += idx * sb[d];
     }
-    gemm_rows(a0.data<float>() + oa * m * k, b0.data<float>() + ob * k * n, out + t * m * n, m, n, k, k, n, false,
-              false, 1.0f);
+    gemm_rows(a0.data<float>() + oa * m * k, b0.data<float>() + ob * k * n, out + t * m * n, m, n, k, k, n,
+              false, false, 1.0f);
   }
   return {y};
 }
@@ -102,7 +107,8 @@ std::vector<Tensor> matmul(const Node& node, KernelInputs inputs, TensorAllocato
 std::vector<Tensor> einsum(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   std::string eq = node.attr_string("equation", "");
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  if (eq.find("...") != std::string::npos) unsupported(node, "ellipsis ('...') in the equation is not supported");
+  if (eq.find("...") != std::string::npos)
+    unsupported(node, "ellipsis ('...') in the equation is not supported");
   auto arrow = eq.find("->");
   if (arrow == std::string::npos) unsupported(node, "implicit-output equations are not supported; add '->'");
   std::string lhs = eq.substr(0, arrow), rhs = eq.substr(arrow + 2);
@@ -113,15 +119,18 @@ std::vector<Tensor> einsum(const Node& node, KernelInputs inputs, TensorAllocato
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (terms.size() != inputs.size() || terms.size() > 2) unsupported(node, "only one- and two-operand einsum is supported");
+  if (terms.size() != inputs.size() || terms.size() > 2)
+    unsupported(node, "only one- and two-operand einsum is supported");
   std::map<char, int64_t> extent;
   for (size_t t = 0; t < terms.size(); ++t) {
     const Tensor& x = input(node, inputs, t);
     require_float(node, x, "operand");
-    if (static_cast<int64_t>(terms[t].size()) != x.rank()) invalid(node, "term '" + terms[t] + "' does not match its operand's rank");
+    if (static_cast<int64_t>(terms[t].size()) != x.rank())
+      invalid(node, "term '" + terms[t] + "' does not match its operand's rank");
     for (size_t d = 0; d < terms[t].size(); ++d) {
       auto [it, fresh] = extent.emplace(terms[t][d], x.dim(static_cast<int64_t>(d)));
-      if (!fresh && it->second != x.dim(static_cast<int64_t>(d))) invalid(node, std::string("letter '") + terms[t][d] + "' has two sizes");
+      if (!fresh && it->second != x.dim(static_cast<int64_t>(d)))
+        invalid(node, std::string("letter '") + terms[t][d] + "' has two sizes");
     }
   }
   std::vector<char> letters;

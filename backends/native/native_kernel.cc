@@ -8,7 +8,9 @@ namespace {
 class NodeKernel : public Kernel {
  public:
   NodeKernel(Node node, OpFunction fn) : node_(std::move(node)), fn_(fn) {}
-  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override { return fn_(node_, inputs, alloc); }
+  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
+    return fn_(node_, inputs, alloc);
+  }
 
  private:
   Node node_;

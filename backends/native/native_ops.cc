@@ -34,7 +34,8 @@ OpFunction find_op(const Node& node) {
   bool known_domain = node.domain.empty() || (node.domain == "com.microsoft" && node.op_type == "Gelu");
   auto it = op_table().find(node.op_type);
   if (!known_domain || it == op_table().end())
-    throw Error(ErrorKind::Unsupported, node.describe() + ": operator is not supported by the native backend");
+    throw Error(ErrorKind::Unsupported,
+                node.describe() + ": operator is not supported by the native backend");
   return it->second;
 }
 

@@ -29,14 +29,18 @@ OpFunction find_op(const Node& node);
 std::vector<Tensor> evaluate_node(const Node& node, KernelInputs inputs, TensorAllocator& alloc);
 
 // One registration function per kernel file (see native_ops.cc).
-void register_conv_ops(OpTable& table);         // Conv, ConvTranspose
-void register_matmul_ops(OpTable& table);       // Gemm, MatMul, Einsum
-void register_pool_ops(OpTable& table);         // MaxPool, AveragePool, Global*Pool
-void register_norm_ops(OpTable& table);         // BatchNormalization, LayerNormalization, InstanceNormalization, Softmax, LogSoftmax
-void register_reduce_ops(OpTable& table);       // ReduceMean/Sum/Max/Min/Prod
-void register_resize_ops(OpTable& table);       // Resize
-void register_elementwise_ops(OpTable& table);  // unary, binary (broadcast), variadic, compare, logic, Where, Cast
-void register_shape_ops(OpTable& table);        // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Shape, Size, Expand, Tile, ...
-void register_tensor_ops(OpTable& table);       // Concat, Split, Slice, Gather, Pad, DepthToSpace, SpaceToDepth, Constant*, Range, Identity, Dropout
+void register_conv_ops(OpTable& table);    // Conv, ConvTranspose
+void register_matmul_ops(OpTable& table);  // Gemm, MatMul, Einsum
+void register_pool_ops(OpTable& table);    // MaxPool, AveragePool, Global*Pool
+void register_norm_ops(
+    OpTable& table);  // BatchNormalization, LayerNormalization, InstanceNormalization, Softmax, LogSoftmax
+void register_reduce_ops(OpTable& table);  // ReduceMean/Sum/Max/Min/Prod
+void register_resize_ops(OpTable& table);  // Resize
+void register_elementwise_ops(
+    OpTable& table);  // unary, binary (broadcast), variadic, compare, logic, Where, Cast
+void register_shape_ops(
+    OpTable& table);  // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Shape, Size, Expand, Tile, ...
+void register_tensor_ops(OpTable& table);  // Concat, Split, Slice, Gather, Pad, DepthToSpace, SpaceToDepth,
+                                           // Constant*, Range, Identity, Dropout
 
 }  // namespace collage::native

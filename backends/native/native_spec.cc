@@ -18,7 +18,8 @@ const BackendSpec& native_backend() {
       return (n.domain.empty() || n.domain == "com.microsoft") && native::supports_op(n.op_type);
     }));
     s.limits.max_nodes = 8;
-    s.compile = [](const Graph& graph, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
+    s.compile = [](const Graph& graph, const SubGraph& sub,
+                   const CompileOptions&) -> std::unique_ptr<Kernel> {
       return native::make_fused_kernel(graph, sub);
     };
     return s;

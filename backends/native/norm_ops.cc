@@ -11,7 +11,8 @@ namespace collage::native {
 namespace {
 
 std::vector<Tensor> batch_norm(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  if (node.outputs.size() > 1) unsupported(node, "training-mode outputs (running mean/var) are not supported");
+  if (node.outputs.size() > 1)
+    unsupported(node, "training-mode outputs (running mean/var) are not supported");
   if (node.attr_int("training_mode", 0) != 0) unsupported(node, "training_mode=1 is not supported");
   const Tensor& x = input(node, inputs, 0);
   require_float(node, x, "X");
@@ -21,13 +22,14 @@ std::vector<Tensor> batch_norm(const Node& node, KernelInputs inputs, TensorAllo
   for (size_t i = 0; i < 4; ++i) {
     params[i] = &input(node, inputs, i + 1);
     require_float(node, *params[i], "parameter");
-    if (params[i]->size() != c) invalid(node, "parameter " + std::to_string(i + 1) + " must have " + std::to_string(c) + " values");
+    if (params[i]->size() != c)
+      invalid(node, "parameter " + std::to_string(i + 1) + " must have " + std::to_string(c) + " values");
   }
   float eps = node.attr_float("epsilon", 1e-5f);
   Tensor y = alloc.allocate(DType::Float32, x.shape());
   int64_t inner = x.size() / std::max<int64_t>(x.dim(0) * c, 1);
-  const float *scale = params[0]->data<float>(), *bias = params[1]->data<float>(), *mean = params[2]->data<float>(),
-              *var = params[3]->data<float>();
+  const float *scale = params[0]->data<float>(), *bias = params[1]->data<float>(),
+              *mean = params[2]->data<float>(), *var = params[3]->data<float>();
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
   for (int64_t n = 0; n < x.dim(0); ++n)
@@ -54,7 +56,8 @@ std::vector<Tensor> layer_norm(const Node& node, KernelInputs inputs, TensorAllo
   auto check_param = [&](const Tensor& p, const char* what) {
     require_float(node, p, what);
     if (broadcast_shapes(node, norm_shape, p.shape()) != norm_shape)
-      invalid(node, std::string(what) + " of shape " + shape_to_string(p.shape()) + " does not broadcast to " + shape_to_string(norm_shape));
+      invalid(node, std::string(what) + " of shape " + shape_to_string(p.shape()) +
+                        " does not broadcast to " + shape_to_string(norm_shape));
   };
   check_param(scale, "Scale");
   if (bias && bias->size() > 0) check_param(*bias, "B");
@@ -91,7 +94,8 @@ std::vector<Tensor> layer_norm(const Node& node, KernelInputs inputs, TensorAllo
     for (int64_t i = 0; i < inner; ++i) sq += (in[i] - mean) * (in[i] - mean);
     double inv = 1.0 / std::sqrt(sq / static_cast<double>(inner) + eps);
     for (int64_t i = 0; i < inner; ++i)
-      yp[r * inner + i] = static_cast<float>((in[i] - mean) * inv) * sc[static_cast<size_t>(i)] + bi[static_cast<size_t>(i)];
+      yp[r * inner + i] =
+          static_cast<float>((in[i] - mean) * inv) * sc[static_cast<size_t>(i)] + bi[static_cast<size_t>(i)];
     if (want_mean) mean_t.data<float>()[r] = static_cast<float>(mean);
     if (want_inv) inv_t.data<float>()[r] = static_cast<float>(inv);
   }
@@ -151,7 +155,8 @@ std::vector<Tensor> softmax(const Node& node, KernelInputs inputs, TensorAllocat
         float log_sum = static_cast<float>(std::log(sum));
         for (int64_t k = 0; k < len; ++k) out[k * inner] = in[k * inner] - mx - log_sum;
       } else {
-        for (int64_t k = 0; k < len; ++k) out[k * inner] = static_cast<float>(std::exp(static_cast<double>(in[k * inner] - mx)) / sum);
+        for (int64_t k = 0; k < len; ++k)
+          out[k * inner] = static_cast<float>(std::exp(static_cast<double>(in[k * inner] - mx)) / sum);
       }
     }
   return {y};

@@ -60,7 +60,8 @@ std::vector<Tensor> pad(const Node& node, KernelInputs inputs, TensorAllocator& 
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
   if (pads.size() != 2 * axes.size())
-    invalid(node, "pads has " + std::to_string(pads.size()) + " entries for " + std::to_string(axes.size()) + " axes");
+    invalid(node, "pads has " + std::to_string(pads.size()) + " entries for " + std::to_string(axes.size()) +
+                      " axes");
   std::vector<int64_t> begin(static_cast<size_t>(rank), 0), end(static_cast<size_t>(rank), 0);
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -82,7 +83,8 @@ std::vector<Tensor> pad(const Node& node, KernelInputs inputs, TensorAllocator& 
     const int64_t dim = data.shape()[d];
     lo[d] = std::max<int64_t>(-begin[d], 0);
     kept[d] = dim - lo[d] - std::max<int64_t>(-end[d], 0);
-    if (kept[d] < 0) invalid(node, "pads crop more than the size " + std::to_string(dim) + " of axis " + std::to_string(d));
+    if (kept[d] < 0)
+      invalid(node, "pads crop more than the size " + std::to_string(dim) + " of axis " + std::to_string(d));
     shape[d] = kept[d] + std::max<int64_t>(begin[d], 0) + std::max<int64_t>(end[d], 0);
     if (mode != "constant" && kept[d] == 0 && shape[d] > 0)
       invalid(node, "cannot " + mode + "-pad axis " + std::to_string(d) + ", which is empty");
@@ -131,11 +133,20 @@ std::vector<Tensor> pad(const Node& node, KernelInputs inputs, TensorAllocator& 
   auto* dst = static_cast<std::byte*>(out.raw());
   const std::vector<int64_t> in_strides = strides_of(data.shape());
   switch (elem) {
-    case 1: pad_copy<1>(src, dst, shape, tables, in_strides, fill); break;
-    case 2: pad_copy<2>(src, dst, shape, tables, in_strides, fill); break;
-    case 4: pad_copy<4>(src, dst, shape, tables, in_strides, fill); break;
-    case 8: pad_copy<8>(src, dst, shape, tables, in_strides, fill); break;
-    default: unsupported(node, std::string("type ") + dtype_name(data.dtype()) + " is not supported");
+    case 1:
+      pad_copy<1>(src, dst, shape, tables, in_strides, fill);
+      break;
+    case 2:
+      pad_copy<2>(src, dst, shape, tables, in_strides, fill);
+      break;
+    case 4:
+      pad_copy<4>(src, dst, shape, tables, in_strides, fill);
+      break;
+    case 8:
+      pad_copy<8>(src, dst, shape, tables, in_strides, fill);
+      break;
+    default:
+      unsupported(node, std::string("type ") + dtype_name(data.dtype()) + " is not supported");
   }
   return {out};
 }
@@ -161,7 +172,8 @@ std::vector<Tensor> depth_to_space(const Node& node, KernelInputs inputs, Tensor
   if (mode != "DCR" && mode != "CRD") unsupported(node, "attribute mode='" + mode + "' is not supported");
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   if (c % (b * b) != 0)
-    invalid(node, "channels " + std::to_string(c) + " are not divisible by blocksize^2 = " + std::to_string(b * b));
+    invalid(node,
+            "channels " + std::to_string(c) + " are not divisible by blocksize^2 = " + std::to_string(b * b));
   const int64_t oc = c / (b * b);
   const int64_t hw = h * w;
   // Input index of (n, c', h, b1, w, b2): DCR reads channel (b1*b + b2)*oc + c', CRD c'*b*b + b1*b + b2.
@@ -181,8 +193,8 @@ std::vector<Tensor> space_to_depth(const Node& node, KernelInputs inputs, Tensor
   const int64_t b = block_size(node);
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   if (h % b != 0 || w % b != 0)
-    invalid(node, "spatial size " + std::to_string(h) + "x" + std::to_string(w) + " is not divisible by blocksize " +
-                      std::to_string(b));
+    invalid(node, "spatial size " + std::to_string(h) + "x" + std::to_string(w) +
+                      " is not divisible by blocksize " + std::to_string(b));
   // Output channel (b1*b + b2)*c + c' at (h', w') reads input (c', h'*b + b1, w'*b + b2).
   const Shape view = {n, b, b, c, h / b, w / b};
   const std::vector<int64_t> strides = {c * h * w, w, 1, h * w, b * w, b};

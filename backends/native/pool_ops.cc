@@ -25,7 +25,8 @@ PoolGeometry pool_geometry(const Node& node, const Tensor& x) {
   auto strides = node.attr_ints("strides", std::vector<int64_t>(s, 1));
   auto dils = node.attr_ints("dilations", std::vector<int64_t>(s, 1));
   auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
-  if (strides.size() != s || dils.size() != s || pads.size() != 2 * s) invalid(node, "strides/dilations/pads have the wrong length");
+  if (strides.size() != s || dils.size() != s || pads.size() != 2 * s)
+    invalid(node, "strides/dilations/pads have the wrong length");
   bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
@@ -67,11 +68,13 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
   require_float(node, x, "X");
   PoolGeometry g = pool_geometry(node, x);
   if (!kMax && node.has_attr("dilations")) {
-    for (int64_t d : g.dil) if (d != 1) unsupported(node, "AveragePool with dilations is not supported");
+    for (int64_t d : g.dil)
+      if (d != 1) unsupported(node, "AveragePool with dilations is not supported");
   }
   bool include_pad = node.attr_int("count_include_pad", 0) != 0;
   bool want_indices = kMax && node.outputs.size() > 1 && node.outputs[1] != kNoValue;
-  if (kMax && node.attr_int("storage_order", 0) != 0 && want_indices) unsupported(node, "storage_order=1 for Indices is not supported");
+  if (kMax && node.attr_int("storage_order", 0) != 0 && want_indices)
+    unsupported(node, "storage_order=1 for Indices is not supported");
   int64_t n = x.dim(0), c = x.dim(1);
   Shape out_shape = {n, c};
   for (int64_t d = 3 - g.spatial; d < 3; ++d) out_shape.push_back(g.out[static_cast<size_t>(d)]);
@@ -113,7 +116,10 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
                 int64_t at = (id * g.in[1] + ih) * g.in[2] + iw;
                 float v = in[at];
                 if (kMax) {
-                  if (v > best) { best = v; best_index = at; }
+                  if (v > best) {
+                    best = v;
+                    best_index = at;
+                  }
                 } else {
                   sum += v;
                   ++count;

@@ -22,9 +22,10 @@ void reduce_typed(const Tensor& x, Tensor& y, const std::vector<bool>& reduced) 
   auto ks = strides_of(kept);
   int64_t out_n = shape_size(kept);
   std::vector<double> acc(static_cast<size_t>(out_n));
-  double init = kOp == Reduce::Max ? -std::numeric_limits<double>::infinity()
-                : kOp == Reduce::Min ? std::numeric_limits<double>::infinity()
-                : kOp == Reduce::Prod ? 1.0 : 0.0;
+  double init = kOp == Reduce::Max    ? -std::numeric_limits<double>::infinity()
+                : kOp == Reduce::Min  ? std::numeric_limits<double>::infinity()
+                : kOp == Reduce::Prod ? 1.0
+                                      : 0.0;
   std::fill(acc.begin(), acc.end(), init);
   const T* xp = x.data<T>();
   for (int64_t i = 0; i < x.size(); ++i) {
@@ -33,14 +34,20 @@ void reduce_typed(const Tensor& x, Tensor& y, const std::vector<bool>& reduced) 
       if (!reduced[d]) o += ((i / xs[d]) % s[d]) * ks[d];
     double v = static_cast<double>(xp[i]);
     double& a = acc[static_cast<size_t>(o)];
-    if (kOp == Reduce::Max) a = std::max(a, v);
-    else if (kOp == Reduce::Min) a = std::min(a, v);
-    else if (kOp == Reduce::Prod) a *= v;
-    else a += v;
+    if (kOp == Reduce::Max)
+      a = std::max(a, v);
+    else if (kOp == Reduce::Min)
+      a = std::min(a, v);
+    else if (kOp == Reduce::Prod)
+      a *= v;
+    else
+      a += v;
   }
   double count = out_n ? static_cast<double>(x.size()) / static_cast<double>(out_n) : 1.0;
   T* yp = y.data<T>();
-  for (int64_t o = 0; o < out_n; ++o) yp[o] = static_cast<T>(kOp == Reduce::Mean ? acc[static_cast<size_t>(o)] / count : acc[static_cast<size_t>(o)]);
+  for (int64_t o = 0; o < out_n; ++o)
+    yp[o] = static_cast<T>(kOp == Reduce::Mean ? acc[static_cast<size_t>(o)] / count
+                                               : acc[static_cast<size_t>(o)]);
 }
 
 template <Reduce kOp>
@@ -56,16 +63,24 @@ std::vector<Tensor> reduce(const Node& node, KernelInputs inputs, TensorAllocato
   for (int64_t a : axes) reduced[static_cast<size_t>(normalize_axis(node, a, x.rank()))] = true;
   Shape out_shape;
   for (int64_t d = 0; d < x.rank(); ++d) {
-    if (!reduced[static_cast<size_t>(d)]) out_shape.push_back(x.dim(d));
-    else if (keepdims) out_shape.push_back(1);
+    if (!reduced[static_cast<size_t>(d)])
+      out_shape.push_back(x.dim(d));
+    else if (keepdims)
+      out_shape.push_back(1);
   }
-  if (x.size() == 0 && (kOp == Reduce::Max || kOp == Reduce::Min)) invalid(node, "cannot reduce an empty tensor with max/min");
+  if (x.size() == 0 && (kOp == Reduce::Max || kOp == Reduce::Min))
+    invalid(node, "cannot reduce an empty tensor with max/min");
   Tensor y = alloc.allocate(x.dtype(), out_shape);
-  if (x.dtype() == DType::Float32) reduce_typed<float, kOp>(x, y, reduced);
-  else if (x.dtype() == DType::Int64) reduce_typed<int64_t, kOp>(x, y, reduced);
-  else if (x.dtype() == DType::Int32) reduce_typed<int32_t, kOp>(x, y, reduced);
-  else if (x.dtype() == DType::Float64) reduce_typed<double, kOp>(x, y, reduced);
-  else unsupported(node, std::string("input type ") + dtype_name(x.dtype()) + " is not supported");
+  if (x.dtype() == DType::Float32)
+    reduce_typed<float, kOp>(x, y, reduced);
+  else if (x.dtype() == DType::Int64)
+    reduce_typed<int64_t, kOp>(x, y, reduced);
+  else if (x.dtype() == DType::Int32)
+    reduce_typed<int32_t, kOp>(x, y, reduced);
+  else if (x.dtype() == DType::Float64)
+    reduce_typed<double, kOp>(x, y, reduced);
+  else
+    unsupported(node, std::string("input type ") + dtype_name(x.dtype()) + " is not supported");
   return {y};
 }
 

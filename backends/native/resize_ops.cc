@@ -21,10 +21,12 @@ std::vector<Tensor> resize(const Node& node, KernelInputs inputs, TensorAllocato
   std::string mode = node.attr_string("mode", "nearest");
   std::string ctm = node.attr_string("coordinate_transformation_mode", "half_pixel");
   std::string nearest = node.attr_string("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear") unsupported(node, "mode='" + mode + "' is not supported (nearest, linear)");
+  if (mode != "nearest" && mode != "linear")
+    unsupported(node, "mode='" + mode + "' is not supported (nearest, linear)");
   if (ctm != "half_pixel" && ctm != "asymmetric" && ctm != "align_corners" && ctm != "pytorch_half_pixel")
     unsupported(node, "coordinate_transformation_mode='" + ctm + "' is not supported");
-  if (nearest != "round_prefer_floor" && nearest != "round_prefer_ceil" && nearest != "floor" && nearest != "ceil")
+  if (nearest != "round_prefer_floor" && nearest != "round_prefer_ceil" && nearest != "floor" &&
+      nearest != "ceil")
     unsupported(node, "nearest_mode='" + nearest + "' is not supported");
   if (x.dtype() != DType::Float32) unsupported(node, "only float32 input is supported");
   size_t rank = static_cast<size_t>(x.rank());
@@ -36,7 +38,9 @@ std::vector<Tensor> resize(const Node& node, KernelInputs inputs, TensorAllocato
     for (size_t d = 0; d < rank; ++d) {
       if (sizes[d] < 0) invalid(node, "negative size");
       out_shape[d] = sizes[d];
-      scale[d] = x.dim(static_cast<int64_t>(d)) ? static_cast<double>(sizes[d]) / static_cast<double>(x.dim(static_cast<int64_t>(d))) : 1.0;
+      scale[d] = x.dim(static_cast<int64_t>(d))
+                     ? static_cast<double>(sizes[d]) / static_cast<double>(x.dim(static_cast<int64_t>(d)))
+                     : 1.0;
     }
   } else if (scales_t && scales_t->size() > 0) {
     auto s = scales_t->to_double_vector();
@@ -44,7 +48,8 @@ std::vector<Tensor> resize(const Node& node, KernelInputs inputs, TensorAllocato
     for (size_t d = 0; d < rank; ++d) {
       if (!(s[d] > 0)) invalid(node, "scales must be positive");
       scale[d] = s[d];
-      out_shape[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.dim(static_cast<int64_t>(d))) * s[d]));
+      out_shape[d] =
+          static_cast<int64_t>(std::floor(static_cast<double>(x.dim(static_cast<int64_t>(d))) * s[d]));
     }
   } else {
     invalid(node, "one of scales or sizes must be given");
@@ -55,16 +60,25 @@ std::vector<Tensor> resize(const Node& node, KernelInputs inputs, TensorAllocato
     Axis& a = axes[d];
     for (int64_t o = 0; o < out; ++o) {
       double c;
-      if (ctm == "asymmetric") c = o / scale[d];
-      else if (ctm == "align_corners") c = out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
-      else if (ctm == "pytorch_half_pixel") c = out > 1 ? (o + 0.5) / scale[d] - 0.5 : 0.0;
-      else c = (o + 0.5) / scale[d] - 0.5;
+      if (ctm == "asymmetric")
+        c = o / scale[d];
+      else if (ctm == "align_corners")
+        c = out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1)
+                    : 0.0;
+      else if (ctm == "pytorch_half_pixel")
+        c = out > 1 ? (o + 0.5) / scale[d] - 0.5 : 0.0;
+      else
+        c = (o + 0.5) / scale[d] - 0.5;
       if (mode == "nearest") {
         double r;
-        if (nearest == "floor") r = std::floor(c);
-        else if (nearest == "ceil") r = std::ceil(c);
-        else if (nearest == "round_prefer_ceil") r = std::floor(c + 0.5);
-        else r = (c - std::floor(c) == 0.5) ? std::floor(c) : std::round(c);
+        if (nearest == "floor")
+          r = std::floor(c);
+        else if (nearest == "ceil")
+          r = std::ceil(c);
+        else if (nearest == "round_prefer_ceil")
+          r = std::floor(c + 0.5);
+        else
+          r = (c - std::floor(c) == 0.5) ? std::floor(c) : std::round(c);
         int64_t idx = std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
         a.i0.push_back(idx);
         a.i1.push_back(idx);

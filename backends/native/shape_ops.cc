@@ -18,7 +18,8 @@ Tensor int64_vector_tensor(TensorAllocator& alloc, const std::vector<int64_t>& v
 std::vector<Tensor> reshape(const Node& node, KernelInputs inputs, TensorAllocator&) {
   const Tensor& data = input(node, inputs, 0);
   const Tensor& shape_in = input(node, inputs, 1);
-  if (shape_in.rank() != 1) invalid(node, "shape must be 1-D, got shape " + shape_to_string(shape_in.shape()));
+  if (shape_in.rank() != 1)
+    invalid(node, "shape must be 1-D, got shape " + shape_to_string(shape_in.shape()));
   Shape shape = int_values(node, shape_in, "shape");
   const bool allow_zero = node.attr_int("allowzero", 0) != 0;
   int64_t inferred = -1;
@@ -26,7 +27,8 @@ std::vector<Tensor> reshape(const Node& node, KernelInputs inputs, TensorAllocat
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && !allow_zero) {
       if (static_cast<int64_t>(i) >= data.rank())
-        invalid(node, "shape entry " + std::to_string(i) + " is 0 but the input has rank " + std::to_string(data.rank()));
+        invalid(node, "shape entry " + std::to_string(i) + " is 0 but the input has rank " +
+                          std::to_string(data.rank()));
       shape[i] = data.dim(static_cast<int64_t>(i));
     }
     if (shape[i] == -1) {
@@ -97,7 +99,8 @@ std::vector<Tensor> squeeze(const Node& node, KernelInputs inputs, TensorAllocat
     for (int64_t a : int_values(node, *axes, "axes")) {
       int64_t axis = normalize_axis(node, a, rank);
       if (data.dim(axis) != 1)
-        invalid(node, "cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(data.dim(axis)));
+        invalid(node,
+                "cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(data.dim(axis)));
       if (drop[static_cast<size_t>(axis)]) invalid(node, "axes repeat axis " + std::to_string(axis));
       drop[static_cast<size_t>(axis)] = true;
     }
@@ -122,7 +125,8 @@ std::vector<Tensor> unsqueeze(const Node& node, KernelInputs inputs, TensorAlloc
   }
   Shape shape;
   int64_t next = 0;
-  for (int64_t i = 0; i < out_rank; ++i) shape.push_back(inserted[static_cast<size_t>(i)] ? 1 : data.dim(next++));
+  for (int64_t i = 0; i < out_rank; ++i)
+    shape.push_back(inserted[static_cast<size_t>(i)] ? 1 : data.dim(next++));
   return {data.reshaped(shape)};
 }
 
@@ -150,7 +154,8 @@ std::vector<Tensor> size_op(const Node& node, KernelInputs inputs, TensorAllocat
 std::vector<Tensor> expand(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& data = input(node, inputs, 0);
   const Tensor& shape_in = input(node, inputs, 1);
-  if (shape_in.rank() != 1) invalid(node, "shape must be 1-D, got shape " + shape_to_string(shape_in.shape()));
+  if (shape_in.rank() != 1)
+    invalid(node, "shape must be 1-D, got shape " + shape_to_string(shape_in.shape()));
   Shape target = int_values(node, shape_in, "shape");
   for (int64_t d : target)
     if (d < 0) invalid(node, "shape " + shape_to_string(target) + " has a negative dimension");
@@ -166,7 +171,8 @@ std::vector<Tensor> tile(const Node& node, KernelInputs inputs, TensorAllocator&
   std::vector<int64_t> repeats = int_values(node, input(node, inputs, 1), "repeats");
   const int64_t rank = data.rank();
   if (static_cast<int64_t>(repeats.size()) != rank)
-    invalid(node, "repeats has " + std::to_string(repeats.size()) + " entries for rank " + std::to_string(rank));
+    invalid(node,
+            "repeats has " + std::to_string(repeats.size()) + " entries for rank " + std::to_string(rank));
   // The output viewed as [r0, d0, r1, d1, ...] reads the input with stride 0 on each r_i.
   const std::vector<int64_t> in_strides = strides_of(data.shape());
   Shape view, shape;

@@ -10,7 +10,8 @@ namespace collage::native {
 namespace {
 
 int64_t product(const Shape& shape, size_t begin, size_t end) {
-  return shape_size(Shape(shape.begin() + static_cast<int64_t>(begin), shape.begin() + static_cast<int64_t>(end)));
+  return shape_size(
+      Shape(shape.begin() + static_cast<int64_t>(begin), shape.begin() + static_cast<int64_t>(end)));
 }
 
 std::vector<Tensor> concat(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
@@ -26,11 +27,13 @@ std::vector<Tensor> concat(const Node& node, KernelInputs inputs, TensorAllocato
     const Tensor& t = input(node, inputs, i);
     if (t.dtype() != first.dtype() || t.rank() != rank)
       invalid(node, "input " + std::to_string(i) + " (" + dtype_name(t.dtype()) + shape_to_string(t.shape()) +
-                        ") does not match input 0 (" + dtype_name(first.dtype()) + shape_to_string(first.shape()) + ")");
+                        ") does not match input 0 (" + dtype_name(first.dtype()) +
+                        shape_to_string(first.shape()) + ")");
     for (size_t d = 0; d < shape.size(); ++d)
       if (d != axis && t.shape()[d] != shape[d])
-        invalid(node, "input " + std::to_string(i) + " has shape " + shape_to_string(t.shape()) + ", input 0 " +
-                          shape_to_string(first.shape()) + ": only axis " + std::to_string(axis) + " may differ");
+        invalid(node, "input " + std::to_string(i) + " has shape " + shape_to_string(t.shape()) +
+                          ", input 0 " + shape_to_string(first.shape()) + ": only axis " +
+                          std::to_string(axis) + " may differ");
     shape[axis] += t.shape()[axis];
   }
   const size_t elem = element_size(node, first.dtype());
@@ -62,7 +65,8 @@ std::vector<Tensor> split(const Node& node, KernelInputs inputs, TensorAllocator
     sizes = int_values(node, *split_in, "split");
     if (count == 0) count = static_cast<int64_t>(sizes.size());
     if (static_cast<int64_t>(sizes.size()) != count)
-      invalid(node, "split has " + std::to_string(sizes.size()) + " entries for " + std::to_string(count) + " outputs");
+      invalid(node, "split has " + std::to_string(sizes.size()) + " entries for " + std::to_string(count) +
+                        " outputs");
     int64_t total = 0;
     for (int64_t s : sizes) {
       if (s < 0) invalid(node, "split has a negative entry " + std::to_string(s));
@@ -73,13 +77,15 @@ std::vector<Tensor> split(const Node& node, KernelInputs inputs, TensorAllocator
       total += s;
     }
     if (total != dim)
-      invalid(node, "split sizes do not add up to the dimension " + std::to_string(dim) + " of axis " + std::to_string(axis));
+      invalid(node, "split sizes do not add up to the dimension " + std::to_string(dim) + " of axis " +
+                        std::to_string(axis));
   } else {
     if (count == 0) count = node.attr_int("num_outputs", 0);
     if (count <= 0) invalid(node, "the number of outputs is unknown");
     // Opset 18: chunks of ceil(dim / count), the last one smaller.
     const int64_t chunk = (dim + count - 1) / count;
-    for (int64_t i = 0, left = dim; i < count; ++i, left -= std::min(chunk, left)) sizes.push_back(std::min(chunk, left));
+    for (int64_t i = 0, left = dim; i < count; ++i, left -= std::min(chunk, left))
+      sizes.push_back(std::min(chunk, left));
   }
   const size_t elem = element_size(node, data.dtype());
   const int64_t outer = product(data.shape(), 0, axis);
@@ -164,8 +170,8 @@ std::vector<Tensor> gather(const Node& node, KernelInputs inputs, TensorAllocato
   std::vector<int64_t> idx = int_values(node, indices, "indices");
   for (int64_t& i : idx) {
     if (i < -dim || i >= dim)
-      invalid(node, "index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) + " of size " +
-                        std::to_string(dim));
+      invalid(node, "index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) +
+                        " of size " + std::to_string(dim));
     if (i < 0) i += dim;
   }
   Shape shape(data.shape().begin(), data.shape().begin() + static_cast<int64_t>(axis));

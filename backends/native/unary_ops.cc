@@ -46,7 +46,9 @@ struct Tanh {
 };
 struct Softplus {
   explicit Softplus(const Node&) {}
-  float operator()(float x) const { return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+  float operator()(float x) const {
+    return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  }
 };
 struct Softsign {
   explicit Softsign(const Node&) {}
@@ -55,7 +57,8 @@ struct Softsign {
 float clamp01(float v) { return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v); }
 struct HardSigmoid {
   float alpha, beta;
-  explicit HardSigmoid(const Node& n) : alpha(n.attr_float("alpha", 0.2f)), beta(n.attr_float("beta", 0.5f)) {}
+  explicit HardSigmoid(const Node& n)
+      : alpha(n.attr_float("alpha", 0.2f)), beta(n.attr_float("beta", 0.5f)) {}
   float operator()(float x) const { return clamp01(alpha * x + beta); }
 };
 struct HardSwish {
@@ -70,7 +73,8 @@ struct Gelu {
   bool tanh_approx;
   explicit Gelu(const Node& n) {
     std::string mode = n.attr_string("approximate", "none");
-    if (mode != "none" && mode != "tanh") unsupported(n, "attribute approximate='" + mode + "' is not supported");
+    if (mode != "none" && mode != "tanh")
+      unsupported(n, "attribute approximate='" + mode + "' is not supported");
     tanh_approx = mode == "tanh";
   }
   float operator()(float x) const {
@@ -128,23 +132,34 @@ struct Cos {
 // Ops also defined on integers: integer negation wraps (two's complement) instead of overflowing.
 template <class T>
 T wrapping_neg(T x) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));
-  else return -x;
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));
+  else
+    return -x;
 }
 struct Neg {
   explicit Neg(const Node&) {}
-  template <class T> T operator()(T x) const { return wrapping_neg(x); }
+  template <class T>
+  T operator()(T x) const {
+    return wrapping_neg(x);
+  }
 };
 struct Abs {
   explicit Abs(const Node&) {}
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) return x < 0 ? wrapping_neg(x) : x;
-    else return std::fabs(x);
+  template <class T>
+  T operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)
+      return x < 0 ? wrapping_neg(x) : x;
+    else
+      return std::fabs(x);
   }
 };
 struct Sign {
   explicit Sign(const Node&) {}
-  template <class T> T operator()(T x) const { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
+  template <class T>
+  T operator()(T x) const {
+    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+  }
 };
 
 template <class Op, class TypeSet>
@@ -166,7 +181,8 @@ std::vector<Tensor> unary_kernel(const Node& node, KernelInputs inputs, TensorAl
 template <class T>
 T clip_bound(const Node& node, const Tensor* bound, const char* role, T fallback) {
   if (bound == nullptr) return fallback;
-  if (bound->size() != 1) invalid(node, std::string(role) + " must be a scalar, got shape " + shape_to_string(bound->shape()));
+  if (bound->size() != 1)
+    invalid(node, std::string(role) + " must be a scalar, got shape " + shape_to_string(bound->shape()));
   T value{};
   convert_elements(node, bound->dtype(), bound->raw(), dtype_of<T>(), &value, 1);
   return value;
@@ -196,7 +212,8 @@ std::vector<Tensor> clip(const Node& node, KernelInputs inputs, TensorAllocator&
 }
 
 Tensor cast_to(const Node& node, const Tensor& x, DType to, TensorAllocator& alloc) {
-  if (to == DType::Float16 || x.dtype() == DType::Float16) unsupported(node, "casts from or to float16 are not supported");
+  if (to == DType::Float16 || x.dtype() == DType::Float16)
+    unsupported(node, "casts from or to float16 are not supported");
   Tensor out = alloc.allocate(to, x.shape());
   convert_elements(node, x.dtype(), x.raw(), to, out.raw(), x.size());
   return out;

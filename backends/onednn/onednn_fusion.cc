@@ -78,7 +78,9 @@ std::optional<Block> gelu_erf_at(const Graph& g, NodeId root) {
     NodeId inner_id = g.value(p).producer;
     for (auto [u, v] : orders(*inner)) {
       // (x * A) * 0.5, (x * 0.5) * A and x * (A * 0.5), with A = 1 + erf(x / sqrt(2)).
-      struct Form { ValueId x, a, half; };
+      struct Form {
+        ValueId x, a, half;
+      };
       for (Form f : {Form{u, v, q}, Form{u, q, v}, Form{q, u, v}}) {
         std::vector<NodeId> nodes;
         if (!is_scalar(g, f.half, 0.5f) || erf_plus_one(g, f.a, nodes) != f.x) continue;
@@ -113,10 +115,13 @@ std::optional<std::vector<Eltwise>> eltwise_of(const Graph& g, const Node& n) {
   if (op == "Relu") return V{{A::eltwise_relu}};
   if (op == "LeakyRelu") return V{{A::eltwise_relu, n.attr_float("alpha", 0.01f)}};
   if (op == "Elu") return V{{A::eltwise_elu, n.attr_float("alpha", 1.0f)}};
-  if (op == "Selu") return V{{A::eltwise_elu, n.attr_float("alpha", 1.67326319f)}, {A::eltwise_linear, n.attr_float("gamma", 1.05070102f)}};
+  if (op == "Selu")
+    return V{{A::eltwise_elu, n.attr_float("alpha", 1.67326319f)},
+             {A::eltwise_linear, n.attr_float("gamma", 1.05070102f)}};
   if (op == "Sigmoid") return V{{A::eltwise_logistic}};
   if (op == "HardSigmoid")  // no hardsigmoid in oneDNN 2.6: clip(alpha * x + beta, 0, 1)
-    return V{{A::eltwise_linear, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)}, {A::eltwise_clip_v2, 0.0f, 1.0f}};
+    return V{{A::eltwise_linear, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)},
+             {A::eltwise_clip_v2, 0.0f, 1.0f}};
   if (op == "Tanh") return V{{A::eltwise_tanh}};
   if (op == "Exp") return V{{A::eltwise_exp}};
   if (op == "Log") return V{{A::eltwise_log}};
@@ -127,7 +132,8 @@ std::optional<std::vector<Eltwise>> eltwise_of(const Graph& g, const Node& n) {
   if (op == "Softplus") return V{{A::eltwise_soft_relu}};
   if (op == "Round") return V{{A::eltwise_round}};  // round half to even, as ONNX
   if (op == "HardSwish") return V{{A::eltwise_hardswish}};
-  if (op == "Gelu") return V{{n.attr_string("approximate", "none") == "tanh" ? A::eltwise_gelu_tanh : A::eltwise_gelu_erf}};
+  if (op == "Gelu")
+    return V{{n.attr_string("approximate", "none") == "tanh" ? A::eltwise_gelu_tanh : A::eltwise_gelu_erf}};
   if (op == "Pow") {
     float e = n.inputs.size() == 2 ? scalar_constant(g, n.inputs[1]) : NAN;
     if (std::isnan(e)) return std::nullopt;

@@ -1,8 +1,5 @@
 #include "backends/onednn/onednn_kernels.h"
 
-#include "backends/onednn/onednn_fusion.h"
-#include "core/conv_folding.h"
-
 #include <omp.h>
 
 #include <cfloat>
@@ -12,6 +9,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <variant>
+
+#include "backends/onednn/onednn_fusion.h"
+#include "core/conv_folding.h"
 
 namespace collage::onednn {
 
@@ -29,21 +29,32 @@ dnnl::engine& cpu() {
 }
 
 // Scalars are [1] to oneDNN, which has no rank-0 memory.
-memory::dims dims_of(const Shape& s) { return s.empty() ? memory::dims{1} : memory::dims(s.begin(), s.end()); }
+memory::dims dims_of(const Shape& s) {
+  return s.empty() ? memory::dims{1} : memory::dims(s.begin(), s.end());
+}
 
 tag plain_tag(size_t rank) {
   switch (rank) {
-    case 1: return tag::a;
-    case 2: return tag::ab;
-    case 3: return tag::abc;
-    case 4: return tag::abcd;
-    case 5: return tag::abcde;
-    case 6: return tag::abcdef;
-    default: refuse("rank " + std::to_string(rank) + " tensors are not supported");
+    case 1:
+      return tag::a;
+    case 2:
+      return tag::ab;
+    case 3:
+      return tag::abc;
+    case 4:
+      return tag::abcd;
+    case 5:
+      return tag::abcde;
+    case 6:
+      return tag::abcdef;
+    default:
+      refuse("rank " + std::to_string(rank) + " tensors are not supported");
   }
 }
 
-memory::desc plain(const Shape& s) { return memory::desc(dims_of(s), dt::f32, plain_tag(std::max<size_t>(1, s.size()))); }
+memory::desc plain(const Shape& s) {
+  return memory::desc(dims_of(s), dt::f32, plain_tag(std::max<size_t>(1, s.size())));
+}
 memory::desc any(const Shape& s) { return memory::desc(dims_of(s), dt::f32, tag::any); }
 
 const Tensor& constant_of(const Graph& g, ValueId v) {
@@ -70,7 +81,8 @@ struct RuntimeArg {
 
 class PrimitiveKernel : public Kernel {
  public:
-  PrimitiveKernel(dnnl::primitive prim, Shape out_shape) : prim_(std::move(prim)), out_shape_(std::move(out_shape)) {}
+  PrimitiveKernel(dnnl::primitive prim, Shape out_shape)
+      : prim_(std::move(prim)), out_shape_(std::move(out_shape)) {}
 
   void bind_constant(int arg, const memory& m) { constants_[arg] = m; }
 
@@ -132,7 +144,8 @@ class PrimitiveKernel : public Kernel {
 };
 
 // Constant tensor copied into a oneDNN memory of `md` (plain), optionally reordered to `want`.
-memory constant_memory(const Tensor& t, const memory::desc& md, const std::optional<memory::desc>& want = std::nullopt) {
+memory constant_memory(const Tensor& t, const memory::desc& md,
+                       const std::optional<memory::desc>& want = std::nullopt) {
   memory user(md, cpu());
   std::memcpy(user.get_data_handle(), t.raw(), t.bytes());
   if (!want || *want == md) return user;
@@ -167,8 +180,9 @@ void append(PostOps& p, const std::vector<Eltwise>& stages) {
 // (the rest of a multi-stage eltwise head, or the sign/reciprocal of a swapped binary head).
 // `full_layout`: the layout for operands of the result's full shape (the head's
 // blocked destination layout; plain when absent).
-PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape, const std::vector<Unit>& units,
-                     size_t first, ValueId current, const std::vector<Eltwise>& pending = {}, size_t min_rank = 0,
+PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape,
+                     const std::vector<Unit>& units, size_t first, ValueId current,
+                     const std::vector<Eltwise>& pending = {}, size_t min_rank = 0,
                      const std::optional<memory::desc>& full_layout = std::nullopt) {
   PostOps p;
   size_t rank = std::max(min_rank, out_shape.size());
@@ -185,7 +199,8 @@ PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape
     }
     const Node& n = *u.binary;
     bool chain_first = n.inputs[0] == current;
-    if (chain_first == (n.inputs[1] == current)) refuse(n.op_type + " must combine the chain with another value");
+    if (chain_first == (n.inputs[1] == current))
+      refuse(n.op_type + " must combine the chain with another value");
     ValueId other = chain_first ? n.inputs[1] : n.inputs[0];
     const Value& ov = g.value(other);
     if (ov.producer != kNoNode && sub.nodes.contains(static_cast<size_t>(ov.producer)))
@@ -207,12 +222,16 @@ PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape
     memory::desc md = full && full_layout ? *full_layout : user;
     int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.ops.len()) | DNNL_ARG_SRC_1;
     p.ops.append_binary(alg, md);
-    if (!chain_first && n.op_type == "Sub") p.ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, -1.0f, 0.0f);
-    if (ov.constant) p.constant_args.emplace_back(arg, constant_memory(*ov.constant, user, md));
-    else p.runtime_args.emplace_back(arg, input_index(g, sub, other), user, md);
+    if (!chain_first && n.op_type == "Sub")
+      p.ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, -1.0f, 0.0f);
+    if (ov.constant)
+      p.constant_args.emplace_back(arg, constant_memory(*ov.constant, user, md));
+    else
+      p.runtime_args.emplace_back(arg, input_index(g, sub, other), user, md);
     current = n.outputs[0];
   }
-  if (sub.outputs.size() != 1 || current != sub.outputs[0] || g.value(current).shape != out_shape) refuse("the group must be one chain with one output");
+  if (sub.outputs.size() != 1 || current != sub.outputs[0] || g.value(current).shape != out_shape)
+    refuse("the group must be one chain with one output");
   return p;
 }
 
@@ -220,11 +239,13 @@ PostOps post_ops_for(const Graph& g, const SubGraph& sub, const Shape& out_shape
 PostOps post_ops_after(const Graph& g, const SubGraph& sub, size_t first,
                        const std::optional<memory::desc>& full_layout = std::nullopt) {
   ValueId head_out = g.node(sub.node_list.at(first - 1)).outputs.at(0);
-  return post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape, units_of(g, sub, first), 0, head_out, {}, 0, full_layout);
+  return post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape, units_of(g, sub, first), 0, head_out, {}, 0,
+                      full_layout);
 }
 
 template <class PD>
-std::unique_ptr<PrimitiveKernel> finish(const PD& pd, const Shape& out_shape, const PostOps& post, size_t min_rank = 0) {
+std::unique_ptr<PrimitiveKernel> finish(const PD& pd, const Shape& out_shape, const PostOps& post,
+                                        size_t min_rank = 0) {
   auto k = std::make_unique<PrimitiveKernel>(dnnl::primitive(pd), out_shape);
   k->bind_output(pd.dst_desc(), pad_rank(out_shape, std::max(min_rank, out_shape.size())));
   k->set_scratchpad(pd.scratchpad_desc());
@@ -252,7 +273,8 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   auto dils = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
   auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  if (strides.size() != s || dils.size() != s || pads.size() != 2 * s || w.size() != x.size() || y.size() != x.size())
+  if (strides.size() != s || dils.size() != s || pads.size() != 2 * s || w.size() != x.size() ||
+      y.size() != x.size())
     refuse("convolution attribute sizes do not match the input rank");
   for (size_t d = 0; d < s; ++d) {
     int64_t in = x[d + 2], out = y[d + 2], span = (w[d + 2] - 1) * dils[d] + 1;
@@ -266,7 +288,8 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
     if (transposed) {
       // Deconvolution: out = (in - 1) * stride + span - l - r (output_padding enlarges r).
       int64_t total = (in - 1) * strides[d] + span - out;
-      if (auto_pad != "NOTSET" || n.has_attr("output_shape")) l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      if (auto_pad != "NOTSET" || n.has_attr("output_shape"))
+        l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       r = total - l;
     }
     g.strides.push_back(strides[d]);
@@ -289,7 +312,8 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   int64_t group = n.attr_int("group", 1);
   if (group < 1 || w.shape().size() != xs.size() || xs[1] % group != 0 || w.shape()[0] % group != 0)
     refuse("group does not divide the channels");
-  // oneDNN grouped weights: [g, oc/g, ic/g, k...] (conv) / [g, oc/g, ic/g, k...] from ONNX's [ic, oc/g, k...] (deconv).
+  // oneDNN grouped weights: [g, oc/g, ic/g, k...] (conv) / [g, oc/g, ic/g, k...] from ONNX's [ic, oc/g, k...]
+  // (deconv).
   Shape ws = w.shape();
   Tensor wt = w;
   if (transposed) {
@@ -318,8 +342,10 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
     using Prim = decltype(prim);
     using P = dnnl::prop_kind;
     auto alg = transposed ? dnnl::algorithm::deconvolution_direct : dnnl::algorithm::convolution_direct;
-    auto d = bias_md ? typename Prim::desc(P::forward_inference, alg, src, w_any, *bias_md, dst, geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
-                     : typename Prim::desc(P::forward_inference, alg, src, w_any, dst, geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
+    auto d = bias_md ? typename Prim::desc(P::forward_inference, alg, src, w_any, *bias_md, dst, geo.strides,
+                                           geo.dilates, geo.pad_l, geo.pad_r)
+                     : typename Prim::desc(P::forward_inference, alg, src, w_any, dst, geo.strides,
+                                           geo.dilates, geo.pad_l, geo.pad_r);
     return typename Prim::primitive_desc(d, attr_with(post), cpu());
   };
   auto make = [&](auto prim) -> std::unique_ptr<Kernel> {
@@ -378,24 +404,33 @@ std::unique_ptr<Kernel> compile_matmul(const Graph& g, const SubGraph& sub, cons
   if (av.constant) a_const = *av.constant;
   if (bv.constant) b_const = *bv.constant;
   if (alpha != 1.0f) {
-    if (b_const) b_const = scaled(*b_const, alpha);
-    else if (a_const) a_const = scaled(*a_const, alpha);
-    else refuse("Gemm alpha with two runtime operands");
+    if (b_const)
+      b_const = scaled(*b_const, alpha);
+    else if (a_const)
+      a_const = scaled(*a_const, alpha);
+    else
+      refuse("Gemm alpha with two runtime operands");
   }
   std::optional<Tensor> bias;
-  if (gemm && n.inputs.size() > 2 && n.inputs[2] != kNoValue && beta != 0.0f) bias = scaled(constant_of(g, n.inputs[2]), beta);
+  if (gemm && n.inputs.size() > 2 && n.inputs[2] != kNoValue && beta != 0.0f)
+    bias = scaled(constant_of(g, n.inputs[2]), beta);
   std::optional<memory::desc> bias_md;
   if (bias) bias_md = plain(pad_rank(bias->shape(), rank));
   memory::desc a_want = a_const ? memory::desc(a_user.dims(), dt::f32, tag::any) : a_user;
   memory::desc b_want = b_const ? memory::desc(b_user.dims(), dt::f32, tag::any) : b_user;
   PostOps post = post_ops_after(g, sub, 1);
-  auto d = bias_md ? dnnl::matmul::desc(a_want, b_want, *bias_md, plain(ys)) : dnnl::matmul::desc(a_want, b_want, plain(ys));
+  auto d = bias_md ? dnnl::matmul::desc(a_want, b_want, *bias_md, plain(ys))
+                   : dnnl::matmul::desc(a_want, b_want, plain(ys));
   dnnl::matmul::primitive_desc pd(d, attr_with(post), cpu());
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
-  if (a_const) k->bind_constant(DNNL_ARG_SRC, constant_memory(*a_const, a_user, pd.src_desc()));
-  else k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), a_user, pd.src_desc());
-  if (b_const) k->bind_constant(DNNL_ARG_WEIGHTS, constant_memory(*b_const, b_user, pd.weights_desc()));
-  else k->bind_input(DNNL_ARG_WEIGHTS, input_index(g, sub, n.inputs[1]), b_user, pd.weights_desc());
+  if (a_const)
+    k->bind_constant(DNNL_ARG_SRC, constant_memory(*a_const, a_user, pd.src_desc()));
+  else
+    k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), a_user, pd.src_desc());
+  if (b_const)
+    k->bind_constant(DNNL_ARG_WEIGHTS, constant_memory(*b_const, b_user, pd.weights_desc()));
+  else
+    k->bind_input(DNNL_ARG_WEIGHTS, input_index(g, sub, n.inputs[1]), b_user, pd.weights_desc());
   if (bias) k->bind_constant(DNNL_ARG_BIAS, constant_memory(*bias, *bias_md));
   return k;
 }
@@ -415,17 +450,21 @@ std::variant<PoolGeometry, std::string> pool_geometry(const Graph& g, const Node
   size_t s = xs.size() - 2;
   bool global = n.op_type.rfind("Global", 0) == 0;
   auto ks = global ? std::vector<int64_t>(xs.begin() + 2, xs.end()) : n.attr_ints("kernel_shape");
-  auto st = n.attr_ints("strides", std::vector<int64_t>(s, 1)), dl = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
+  auto st = n.attr_ints("strides", std::vector<int64_t>(s, 1)),
+       dl = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
   auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
-  if (ks.size() != s || st.size() != s || dl.size() != s || pads.size() != 2 * s) return "pooling attribute sizes";
+  if (ks.size() != s || st.size() != s || dl.size() != s || pads.size() != 2 * s)
+    return "pooling attribute sizes";
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   using A = dnnl::algorithm;
   PoolGeometry geo;
-  bool max = n.op_type.find("Max") != std::string::npos, include = !max && n.attr_int("count_include_pad", 0) != 0;
+  bool max = n.op_type.find("Max") != std::string::npos,
+       include = !max && n.attr_int("count_include_pad", 0) != 0;
   geo.alg = max ? A::pooling_max : include ? A::pooling_avg_include_padding : A::pooling_avg_exclude_padding;
   for (size_t d = 0; d < s; ++d) {
     if (ks[d] < 1 || st[d] < 1 || dl[d] < 1) return "non-positive kernel, stride or dilation";
-    int64_t span = (ks[d] - 1) * dl[d] + 1, l = auto_pad == "VALID" ? 0 : pads[d], r = auto_pad == "VALID" ? 0 : pads[d + s];
+    int64_t span = (ks[d] - 1) * dl[d] + 1, l = auto_pad == "VALID" ? 0 : pads[d],
+            r = auto_pad == "VALID" ? 0 : pads[d + s];
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t total = std::max<int64_t>(0, (ys[d + 2] - 1) * st[d] + span - xs[d + 2]);
       l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
@@ -435,7 +474,8 @@ std::variant<PoolGeometry, std::string> pool_geometry(const Graph& g, const Node
     // ceil mode, negative when floor mode leaves input rows unread.
     int64_t pr = (ys[d + 2] - 1) * st[d] + span - xs[d + 2] - l;
     // A last window lying wholly in the padding has no ONNX meaning oneDNN shares.
-    if ((ys[d + 2] - 1) * st[d] - l >= xs[d + 2] || l >= span) return "a pooling window lies wholly in the padding";
+    if ((ys[d + 2] - 1) * st[d] - l >= xs[d + 2] || l >= span)
+      return "a pooling window lies wholly in the padding";
     // oneDNN divides by the full kernel over any overhang; ONNX only counts the declared pads.
     if (include && pr > r) return "count_include_pad with a ceil-mode overhang";
     geo.kernel.push_back(ks[d]);
@@ -453,8 +493,9 @@ std::unique_ptr<Kernel> compile_pool(const Graph& g, const SubGraph& sub, const 
   const PoolGeometry& p = std::get<PoolGeometry>(geo);
   const Shape& xs = g.value(n.inputs[0]).shape;
   PostOps post = post_ops_after(g, sub, 1);
-  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, plain(xs), any(g.value(n.outputs[0]).shape),
-                                   p.strides, p.kernel, p.dilates, p.pad_l, p.pad_r);
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, plain(xs),
+                                   any(g.value(n.outputs[0]).shape), p.strides, p.kernel, p.dilates, p.pad_l,
+                                   p.pad_r);
   dnnl::pooling_v2_forward::primitive_desc pd(d, attr_with(post), cpu());
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
   k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
@@ -467,7 +508,8 @@ std::unique_ptr<Kernel> compile_softmax(const Graph& g, const SubGraph& sub, con
   if (axis < 0) axis += static_cast<int64_t>(xs.size());
   auto alg = n.op_type == "LogSoftmax" ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
   PostOps post = post_ops_after(g, sub, 1);
-  dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, plain(xs), plain(xs), static_cast<int>(axis));
+  dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, plain(xs), plain(xs),
+                                   static_cast<int>(axis));
   dnnl::softmax_v2_forward::primitive_desc pd(d, attr_with(post), cpu());
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
   k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
@@ -486,7 +528,8 @@ std::unique_ptr<Kernel> compile_norm(const Graph& g, const SubGraph& sub, const 
     auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
     k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
     const int args[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
-    if (xs.size() < 2 || n.inputs.size() < 5) refuse("BatchNormalization needs rank >= 2 and four parameters");
+    if (xs.size() < 2 || n.inputs.size() < 5)
+      refuse("BatchNormalization needs rank >= 2 and four parameters");
     for (size_t i = 0; i < 4; ++i) {
       const Tensor& t = constant_of(g, n.inputs[i + 1]);
       if (t.size() != xs[1]) refuse("BatchNormalization parameters must have C elements");
@@ -500,7 +543,8 @@ std::unique_ptr<Kernel> compile_norm(const Graph& g, const SubGraph& sub, const 
   if (n.outputs.size() > 1) refuse("LayerNormalization statistics outputs");
   bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
   auto flags = has_bias ? F::use_scale | F::use_shift : F::use_scale;
-  dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, plain(xs), n.attr_float("epsilon", 1e-5f), flags);
+  dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, plain(xs),
+                                            n.attr_float("epsilon", 1e-5f), flags);
   dnnl::layer_normalization_forward::primitive_desc pd(d, attr_with(post), cpu());
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
   k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
@@ -540,8 +584,10 @@ std::unique_ptr<Kernel> compile_binary(const Graph& g, const SubGraph& sub, cons
   std::vector<Eltwise> pending;
   if (g.value(a).shape != y) {
     std::swap(a, b);
-    if (n.op_type == "Sub") pending.push_back({dnnl::algorithm::eltwise_linear, -1.0f, 0.0f});  // b - a = -(a - b)
-    if (n.op_type == "Div") pending.push_back({dnnl::algorithm::eltwise_pow, 1.0f, -1.0f});     // b / a = 1 / (a / b)
+    if (n.op_type == "Sub")
+      pending.push_back({dnnl::algorithm::eltwise_linear, -1.0f, 0.0f});  // b - a = -(a - b)
+    if (n.op_type == "Div")
+      pending.push_back({dnnl::algorithm::eltwise_pow, 1.0f, -1.0f});  // b / a = 1 / (a / b)
   }
   if (g.value(a).shape != y) refuse("neither operand has the result's shape");
   const Shape ys = pad_rank(y, std::max<size_t>(2, y.size()));
@@ -553,8 +599,10 @@ std::unique_ptr<Kernel> compile_binary(const Graph& g, const SubGraph& sub, cons
   dnnl::binary::primitive_desc pd(d, attr_with(post), cpu());
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post, 2);
   k->bind_input(DNNL_ARG_SRC_0, input_index(g, sub, a), plain(ys), pd.src_desc(0));
-  if (g.value(b).constant) k->bind_constant(DNNL_ARG_SRC_1, constant_memory(*g.value(b).constant, plain(bs)));
-  else k->bind_input(DNNL_ARG_SRC_1, input_index(g, sub, b), plain(bs), pd.src_desc(1));
+  if (g.value(b).constant)
+    k->bind_constant(DNNL_ARG_SRC_1, constant_memory(*g.value(b).constant, plain(bs)));
+  else
+    k->bind_input(DNNL_ARG_SRC_1, input_index(g, sub, b), plain(bs), pd.src_desc(1));
   return k;
 }
 

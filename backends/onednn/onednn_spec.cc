@@ -12,13 +12,17 @@ namespace collage {
 namespace {
 
 size_t rank_of(const Graph& g, ValueId v) { return g.value(v).shape.size(); }
-bool single_output(const Node& n) { return n.outputs.size() == 1 || (n.outputs.size() > 1 && n.outputs[1] == kNoValue); }
+bool single_output(const Node& n) {
+  return n.outputs.size() == 1 || (n.outputs.size() > 1 && n.outputs[1] == kNoValue);
+}
 
 bool conv_ok(const Graph& g, const Node& n) {
   size_t r = rank_of(g, n.inputs[0]);
   return r >= 3 && r <= 5 && input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
 }
-bool matmul_ok(const Graph& g, const Node& n) { return rank_of(g, n.inputs[0]) >= 2 && rank_of(g, n.inputs[1]) >= 2; }
+bool matmul_ok(const Graph& g, const Node& n) {
+  return rank_of(g, n.inputs[0]) >= 2 && rank_of(g, n.inputs[1]) >= 2;
+}
 // alpha is folded into a constant operand, beta into the constant C.
 bool gemm_ok(const Graph& g, const Node& n) {
   bool some_constant = input_is_constant(g, n, 0) || input_is_constant(g, n, 1);
@@ -38,7 +42,9 @@ bool norm_ok(const Graph& g, const Node& n) {
   }
   return rank_of(g, n.inputs[0]) >= 2 && n.attr_int("training_mode", 0) == 0;
 }
-bool eltwise_ok(const Graph& g, const Node& n) { return rank_of(g, n.inputs[0]) <= 6 && onednn::eltwise_supported(g, n); }
+bool eltwise_ok(const Graph& g, const Node& n) {
+  return rank_of(g, n.inputs[0]) <= 6 && onednn::eltwise_supported(g, n);
+}
 // One operand must have the result's shape (oneDNN broadcasts the other one).
 bool binary_ok(const Graph& g, const Node& n) {
   if (n.inputs.size() != 2) return false;
@@ -59,8 +65,9 @@ bool keeps_shape(const Graph& g, const Node& n) {
 }
 bool any_node(const Graph&, const Node&) { return true; }
 
-const std::vector<std::string> kEltwise = {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Exp", "Log",
-                                           "Sqrt", "Abs", "Neg", "Reciprocal", "Softplus", "Round", "HardSwish", "Gelu", "Clip", "Pow"};
+const std::vector<std::string> kEltwise = {
+    "Relu", "LeakyRelu", "Elu",        "Selu",     "Sigmoid", "HardSigmoid", "Tanh", "Exp",  "Log", "Sqrt",
+    "Abs",  "Neg",       "Reciprocal", "Softplus", "Round",   "HardSwish",   "Gelu", "Clip", "Pow"};
 const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
 
 // A chain pattern whose root node also satisfies `extra`.
@@ -76,14 +83,23 @@ Chain act(Chain in) {
 }
 Chain bin(Chain in) {
   return [in](NodePredicate extra) {
-    return alt({op_any(kBinary, {in(keeps_shape), wildcard()})->where(all_float32())->where(binary_post_ok)->where(extra),
-                op_any({"Sub", "Div"}, {wildcard(), in(keeps_shape)})->where(all_float32())->where(binary_post_ok)->where(extra)});
+    return alt({op_any(kBinary, {in(keeps_shape), wildcard()})
+                    ->where(all_float32())
+                    ->where(binary_post_ok)
+                    ->where(extra),
+                op_any({"Sub", "Div"}, {wildcard(), in(keeps_shape)})
+                    ->where(all_float32())
+                    ->where(binary_post_ok)
+                    ->where(extra)});
   };
 }
 // x * Sigmoid(x) -> eltwise swish.
 Chain swish(Chain in) {
   return [in](NodePredicate extra) {
-    return op("Mul", {op("Sigmoid", {in(any_node)}), wildcard()})->where(all_float32())->where(onednn::block_root)->where(extra);
+    return op("Mul", {op("Sigmoid", {in(any_node)}), wildcard()})
+        ->where(all_float32())
+        ->where(onednn::block_root)
+        ->where(extra);
   };
 }
 // 0.5 * x * (1 + Erf(x / sqrt(2))) as exported (three groupings of the Muls) -> eltwise gelu_erf.
@@ -112,14 +128,18 @@ const BackendSpec& onednn_backend() {
     std::vector<Chain> heads = {
         node(op_any({"Conv", "ConvTranspose"})->where(f32)->where(conv_ok)),
         // Conv + BatchNormalization: the BN is folded into the weights at compile time.
-        node(op("BatchNormalization", {conv, constant(), constant(), constant(), constant()})->where(f32)->where(norm_ok)),
+        node(op("BatchNormalization", {conv, constant(), constant(), constant(), constant()})
+                 ->where(f32)
+                 ->where(norm_ok)),
         node(op("MatMul")->where(f32)->where(matmul_ok)),
         node(op("Gemm")->where(f32)->where(gemm_ok)),
-        node(op_any({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})->where(f32)->where(pool_ok)),
+        node(op_any({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+                 ->where(f32)
+                 ->where(pool_ok)),
     };
     for (const Chain& h : heads)
-      for (const Chain& c : {h, act(h), act(act(h)), bin(h), act(bin(h)), bin(bin(h)), act(bin(bin(h))), swish(h),
-                             swish(bin(h)), gelu(h), gelu(bin(h))})
+      for (const Chain& c : {h, act(h), act(act(h)), bin(h), act(bin(h)), bin(bin(h)), act(bin(bin(h))),
+                             swish(h), swish(bin(h)), gelu(h), gelu(bin(h))})
         add(c);
     // oneDNN 2.6 batch normalisation takes one (leaky) ReLU post-op; softmax and layer norm none.
     PatternPtr bn = op("BatchNormalization")->where(f32)->where(norm_ok);
@@ -131,7 +151,8 @@ const BackendSpec& onednn_backend() {
     Chain elt = node(op_any(kEltwise)->where(f32)->where(eltwise_ok));
     Chain block_in = node(wildcard());
     Chain binary = node(op_any(kBinary)->where(f32)->where(binary_ok));
-    for (const Chain& c : {elt, act(elt), bin(elt), swish(block_in), gelu(block_in), binary, act(binary), bin(binary), gelu(binary)})
+    for (const Chain& c : {elt, act(elt), bin(elt), swish(block_in), gelu(block_in), binary, act(binary),
+                           bin(binary), gelu(binary)})
       add(c);
     s.limits.max_nodes = 8;  // MatMul + Add + the 5-node GELU
     s.compile = &onednn::compile;

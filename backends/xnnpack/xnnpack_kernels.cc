@@ -1,5 +1,4 @@
 #include "backends/xnnpack/xnnpack_kernels.h"
-#include "core/conv_folding.h"
 
 #include <xnnpack.h>
 
@@ -8,6 +7,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/conv_folding.h"
+
 namespace collage::xnnpack {
 
 namespace {
@@ -15,7 +16,8 @@ namespace {
 [[noreturn]] void refuse(const std::string& why) { throw Error(ErrorKind::Unsupported, "xnnpack: " + why); }
 
 void check(xnn_status status, const char* what) {
-  if (status != xnn_status_success) refuse(std::string(what) + " failed (status " + std::to_string(status) + ")");
+  if (status != xnn_status_success)
+    refuse(std::string(what) + " failed (status " + std::to_string(status) + ")");
 }
 
 void initialize() {
@@ -55,8 +57,10 @@ void trailing_clamp(const Graph& g, const SubGraph& sub, size_t from, float& lo,
   if (n.op_type == "Relu") {
     lo = 0.0f;
   } else if (n.op_type == "Clip") {
-    if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) lo = static_cast<float>(constant_of(g, n.inputs[1]).to_double_vector().at(0));
-    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) hi = static_cast<float>(constant_of(g, n.inputs[2]).to_double_vector().at(0));
+    if (n.inputs.size() > 1 && n.inputs[1] != kNoValue)
+      lo = static_cast<float>(constant_of(g, n.inputs[1]).to_double_vector().at(0));
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue)
+      hi = static_cast<float>(constant_of(g, n.inputs[2]).to_double_vector().at(0));
   } else {
     refuse(n.op_type + " cannot be fused as an output clamp");
   }
@@ -89,8 +93,13 @@ class XnnKernel : public Kernel {
  public:
   enum class Kind { Conv, FullyConnected, MaxPool, AvgPool, GlobalAvgPool, Binary, Clamp };
 
-  XnnKernel(Kind kind, Operator op, Shape in_shape, Shape out_shape, std::vector<int> inputs, Shape in2_shape = {})
-      : kind_(kind), op_(std::move(op)), in_(std::move(in_shape)), out_(std::move(out_shape)), inputs_(std::move(inputs)),
+  XnnKernel(Kind kind, Operator op, Shape in_shape, Shape out_shape, std::vector<int> inputs,
+            Shape in2_shape = {})
+      : kind_(kind),
+        op_(std::move(op)),
+        in_(std::move(in_shape)),
+        out_(std::move(out_shape)),
+        inputs_(std::move(inputs)),
         in2_(std::move(in2_shape)) {}
 
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
@@ -102,24 +111,30 @@ class XnnKernel : public Kernel {
       case Kind::Conv:
       case Kind::MaxPool:
       case Kind::AvgPool:
-      case Kind::GlobalAvgPool: run_spatial(x, y.data<float>(), tp); break;
+      case Kind::GlobalAvgPool:
+        run_spatial(x, y.data<float>(), tp);
+        break;
       case Kind::FullyConnected: {
         size_t batch = static_cast<size_t>(shape_size(in_) / in_.back());
-        check(xnn_setup_fully_connected_nc_f32(op_.get(), batch, x, y.data<float>(), tp), "setup fully connected");
+        check(xnn_setup_fully_connected_nc_f32(op_.get(), batch, x, y.data<float>(), tp),
+              "setup fully connected");
         check(xnn_run_operator(op_.get(), tp), "run fully connected");
         break;
       }
       case Kind::Binary: {
         std::vector<size_t> a(in_.begin(), in_.end()), b(in2_.begin(), in2_.end());
         const float* x2 = inputs[static_cast<size_t>(inputs_[1])]->data<float>();
-        xnn_status s = binary_is_mul_ ? xnn_setup_multiply_nd_f32(op_.get(), a.size(), a.data(), b.size(), b.data(), x, x2, y.data<float>(), tp)
-                                      : xnn_setup_add_nd_f32(op_.get(), a.size(), a.data(), b.size(), b.data(), x, x2, y.data<float>(), tp);
+        xnn_status s = binary_is_mul_ ? xnn_setup_multiply_nd_f32(op_.get(), a.size(), a.data(), b.size(),
+                                                                  b.data(), x, x2, y.data<float>(), tp)
+                                      : xnn_setup_add_nd_f32(op_.get(), a.size(), a.data(), b.size(),
+                                                             b.data(), x, x2, y.data<float>(), tp);
         check(s, "setup binary");
         check(xnn_run_operator(op_.get(), tp), "run binary");
         break;
       }
       case Kind::Clamp:
-        check(xnn_setup_clamp_nc_f32(op_.get(), static_cast<size_t>(shape_size(in_)), x, y.data<float>(), tp), "setup clamp");
+        check(xnn_setup_clamp_nc_f32(op_.get(), static_cast<size_t>(shape_size(in_)), x, y.data<float>(), tp),
+              "setup clamp");
         check(xnn_run_operator(op_.get(), tp), "run clamp");
         break;
     }
@@ -137,17 +152,18 @@ class XnnKernel : public Kernel {
     nchw_to_nhwc(x, nhwc_in_.data(), n, c, h * w);
     xnn_status s;
     if (kind_ == Kind::Conv)
-      s = xnn_setup_convolution2d_nhwc_f32(op_.get(), static_cast<size_t>(n), static_cast<size_t>(h), static_cast<size_t>(w),
-                                           nhwc_in_.data(), nhwc_out_.data(), tp);
+      s = xnn_setup_convolution2d_nhwc_f32(op_.get(), static_cast<size_t>(n), static_cast<size_t>(h),
+                                           static_cast<size_t>(w), nhwc_in_.data(), nhwc_out_.data(), tp);
     else if (kind_ == Kind::MaxPool)
-      s = xnn_setup_max_pooling2d_nhwc_f32(op_.get(), static_cast<size_t>(n), static_cast<size_t>(h), static_cast<size_t>(w),
-                                           nhwc_in_.data(), nhwc_out_.data(), tp);
+      s = xnn_setup_max_pooling2d_nhwc_f32(op_.get(), static_cast<size_t>(n), static_cast<size_t>(h),
+                                           static_cast<size_t>(w), nhwc_in_.data(), nhwc_out_.data(), tp);
     else if (kind_ == Kind::AvgPool)
       s = xnn_setup_average_pooling2d_nhwc_f32(op_.get(), static_cast<size_t>(n), static_cast<size_t>(h),
                                                static_cast<size_t>(w), nhwc_in_.data(), nhwc_out_.data(), tp);
     else
-      s = xnn_setup_global_average_pooling_nwc_f32(op_.get(), static_cast<size_t>(n), static_cast<size_t>(h * w),
-                                                   nhwc_in_.data(), nhwc_out_.data(), tp);
+      s = xnn_setup_global_average_pooling_nwc_f32(op_.get(), static_cast<size_t>(n),
+                                                   static_cast<size_t>(h * w), nhwc_in_.data(),
+                                                   nhwc_out_.data(), tp);
     check(s, "setup");
     check(xnn_run_operator(op_.get(), tp), "run");
     nhwc_to_nchw(nhwc_out_.data(), y, n, oc, oh * ow);
@@ -168,7 +184,8 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   FoldedConv folded = fold_conv(g, sub);  // a following BatchNormalization folds into W and b
   const Tensor& w = folded.weight;
   if (xs.size() != 4) refuse("only 2-D convolutions");
-  int64_t group = n.attr_int("group", 1), m = w.dim(0), cg = w.dim(1), kh = w.dim(2), kw = w.dim(3), mg = m / group;
+  int64_t group = n.attr_int("group", 1), m = w.dim(0), cg = w.dim(1), kh = w.dim(2), kw = w.dim(3),
+          mg = m / group;
   auto strides = n.attr_ints("strides", {1, 1}), dils = n.attr_ints("dilations", {1, 1});
   auto pads = n.attr_ints("pads", {0, 0, 0, 0});
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
@@ -191,7 +208,8 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
     for (int64_t c = 0; c < cg; ++c)
       for (int64_t y = 0; y < kh; ++y)
         for (int64_t x = 0; x < kw; ++x)
-          packed[static_cast<size_t>(((o * kh + y) * kw + x) * cg + c)] = w.data<float>()[((o * cg + c) * kh + y) * kw + x];
+          packed[static_cast<size_t>(((o * kh + y) * kw + x) * cg + c)] =
+              w.data<float>()[((o * cg + c) * kh + y) * kw + x];
   std::vector<float> bias(static_cast<size_t>(m), 0.0f);
   if (folded.bias) std::memcpy(bias.data(), folded.bias->raw(), folded.bias->bytes());
   float lo, hi;
@@ -200,11 +218,13 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   check(xnn_create_convolution2d_nhwc_f32(
             static_cast<uint32_t>(begin[0]), static_cast<uint32_t>(end[1]), static_cast<uint32_t>(end[0]),
             static_cast<uint32_t>(begin[1]), static_cast<uint32_t>(kh), static_cast<uint32_t>(kw),
-            static_cast<uint32_t>(strides[0]), static_cast<uint32_t>(strides[1]), static_cast<uint32_t>(dils[0]),
-            static_cast<uint32_t>(dils[1]), static_cast<uint32_t>(group), static_cast<size_t>(cg), static_cast<size_t>(mg),
-            static_cast<size_t>(group * cg), static_cast<size_t>(m), packed.data(), bias.data(), lo, hi, 0, &op),
+            static_cast<uint32_t>(strides[0]), static_cast<uint32_t>(strides[1]),
+            static_cast<uint32_t>(dils[0]), static_cast<uint32_t>(dils[1]), static_cast<uint32_t>(group),
+            static_cast<size_t>(cg), static_cast<size_t>(mg), static_cast<size_t>(group * cg),
+            static_cast<size_t>(m), packed.data(), bias.data(), lo, hi, 0, &op),
         "create convolution");
-  return std::make_unique<XnnKernel>(XnnKernel::Kind::Conv, Operator(op), xs, g.value(sub.outputs.at(0)).shape,
+  return std::make_unique<XnnKernel>(XnnKernel::Kind::Conv, Operator(op), xs,
+                                     g.value(sub.outputs.at(0)).shape,
                                      std::vector<int>{input_index(g, sub, n.inputs[0])});
 }
 
@@ -218,9 +238,12 @@ std::unique_ptr<Kernel> compile_dense(const Graph& g, const SubGraph& sub, const
   std::vector<float> bias(static_cast<size_t>(out), 0.0f);
   size_t next = 1;
   auto take_bias = [&](const Tensor& b) {
-    if (b.size() == out) std::memcpy(bias.data(), b.raw(), b.bytes());
-    else if (b.size() == 1) std::fill(bias.begin(), bias.end(), b.data<float>()[0]);
-    else refuse("bias must be per output channel");
+    if (b.size() == out)
+      std::memcpy(bias.data(), b.raw(), b.bytes());
+    else if (b.size() == 1)
+      std::fill(bias.begin(), bias.end(), b.data<float>()[0]);
+    else
+      refuse("bias must be per output channel");
   };
   if (gemm && n.inputs.size() > 2 && n.inputs[2] != kNoValue) take_bias(constant_of(g, n.inputs[2]));
   if (!gemm && sub.node_list.size() > 1 && g.node(sub.node_list[1]).op_type == "Add") {
@@ -231,11 +254,12 @@ std::unique_ptr<Kernel> compile_dense(const Graph& g, const SubGraph& sub, const
   float lo, hi;
   trailing_clamp(g, sub, next, lo, hi);
   xnn_operator_t op = nullptr;
-  check(xnn_create_fully_connected_nc_f32(static_cast<size_t>(in), static_cast<size_t>(out), static_cast<size_t>(in),
-                                          static_cast<size_t>(out), w.data<float>(), bias.data(), lo, hi,
-                                          trans_b ? 0 : XNN_FLAG_TRANSPOSE_WEIGHTS, &op),
+  check(xnn_create_fully_connected_nc_f32(static_cast<size_t>(in), static_cast<size_t>(out),
+                                          static_cast<size_t>(in), static_cast<size_t>(out), w.data<float>(),
+                                          bias.data(), lo, hi, trans_b ? 0 : XNN_FLAG_TRANSPOSE_WEIGHTS, &op),
         "create fully connected");
-  return std::make_unique<XnnKernel>(XnnKernel::Kind::FullyConnected, Operator(op), xs, g.value(sub.outputs.at(0)).shape,
+  return std::make_unique<XnnKernel>(XnnKernel::Kind::FullyConnected, Operator(op), xs,
+                                     g.value(sub.outputs.at(0)).shape,
                                      std::vector<int>{input_index(g, sub, n.inputs[0])});
 }
 
@@ -250,24 +274,29 @@ std::unique_ptr<Kernel> compile_pool(const Graph& g, const SubGraph& sub, const 
   size_t c = static_cast<size_t>(xs[1]);
   if (n.op_type == "GlobalAveragePool") {
     kind = XnnKernel::Kind::GlobalAvgPool;
-    check(xnn_create_global_average_pooling_nwc_f32(c, c, c, lo, hi, 0, &op), "create global average pooling");
+    check(xnn_create_global_average_pooling_nwc_f32(c, c, c, lo, hi, 0, &op),
+          "create global average pooling");
   } else {
-    auto ks = n.attr_ints("kernel_shape"), st = n.attr_ints("strides", {1, 1}), dl = n.attr_ints("dilations", {1, 1});
+    auto ks = n.attr_ints("kernel_shape"), st = n.attr_ints("strides", {1, 1}),
+         dl = n.attr_ints("dilations", {1, 1});
     auto pads = n.attr_ints("pads", {0, 0, 0, 0});
     std::array<int64_t, 2> end{};
-    for (size_t d = 0; d < 2; ++d) end[d] = (ys[d + 2] - 1) * st[d] + (ks[d] - 1) * dl[d] + 1 - xs[d + 2] - pads[d];
+    for (size_t d = 0; d < 2; ++d)
+      end[d] = (ys[d + 2] - 1) * st[d] + (ks[d] - 1) * dl[d] + 1 - xs[d + 2] - pads[d];
     if (n.op_type == "MaxPool") {
       kind = XnnKernel::Kind::MaxPool;
-      check(xnn_create_max_pooling2d_nhwc_f32(static_cast<uint32_t>(pads[0]), static_cast<uint32_t>(std::max<int64_t>(0, end[1])),
-                                              static_cast<uint32_t>(std::max<int64_t>(0, end[0])), static_cast<uint32_t>(pads[1]),
-                                              static_cast<uint32_t>(ks[0]), static_cast<uint32_t>(ks[1]), static_cast<uint32_t>(st[0]),
-                                              static_cast<uint32_t>(st[1]), static_cast<uint32_t>(dl[0]), static_cast<uint32_t>(dl[1]),
-                                              c, c, c, lo, hi, 0, &op),
+      check(xnn_create_max_pooling2d_nhwc_f32(
+                static_cast<uint32_t>(pads[0]), static_cast<uint32_t>(std::max<int64_t>(0, end[1])),
+                static_cast<uint32_t>(std::max<int64_t>(0, end[0])), static_cast<uint32_t>(pads[1]),
+                static_cast<uint32_t>(ks[0]), static_cast<uint32_t>(ks[1]), static_cast<uint32_t>(st[0]),
+                static_cast<uint32_t>(st[1]), static_cast<uint32_t>(dl[0]), static_cast<uint32_t>(dl[1]), c,
+                c, c, lo, hi, 0, &op),
             "create max pooling");
     } else {
       kind = XnnKernel::Kind::AvgPool;
-      check(xnn_create_average_pooling2d_nhwc_f32(0, 0, 0, 0, static_cast<uint32_t>(ks[0]), static_cast<uint32_t>(ks[1]),
-                                                  static_cast<uint32_t>(st[0]), static_cast<uint32_t>(st[1]), c, c, c, lo, hi, 0, &op),
+      check(xnn_create_average_pooling2d_nhwc_f32(0, 0, 0, 0, static_cast<uint32_t>(ks[0]),
+                                                  static_cast<uint32_t>(ks[1]), static_cast<uint32_t>(st[0]),
+                                                  static_cast<uint32_t>(st[1]), c, c, c, lo, hi, 0, &op),
             "create average pooling");
     }
   }
@@ -282,11 +311,12 @@ std::unique_ptr<Kernel> compile_binary(const Graph& g, const SubGraph& sub, cons
     if (g.value(v).constant) refuse("constant operands (the spec claims runtime operands only)");
   xnn_operator_t op = nullptr;
   bool mul = n.op_type == "Mul";
-  check(mul ? xnn_create_multiply_nd_f32(lo, hi, 0, &op) : xnn_create_add_nd_f32(lo, hi, 0, &op), "create binary");
-  auto k = std::make_unique<XnnKernel>(XnnKernel::Kind::Binary, Operator(op), g.value(n.inputs[0]).shape,
-                                       g.value(sub.outputs.at(0)).shape,
-                                       std::vector<int>{input_index(g, sub, n.inputs[0]), input_index(g, sub, n.inputs[1])},
-                                       g.value(n.inputs[1]).shape);
+  check(mul ? xnn_create_multiply_nd_f32(lo, hi, 0, &op) : xnn_create_add_nd_f32(lo, hi, 0, &op),
+        "create binary");
+  auto k = std::make_unique<XnnKernel>(
+      XnnKernel::Kind::Binary, Operator(op), g.value(n.inputs[0]).shape, g.value(sub.outputs.at(0)).shape,
+      std::vector<int>{input_index(g, sub, n.inputs[0]), input_index(g, sub, n.inputs[1])},
+      g.value(n.inputs[1]).shape);
   k->binary_is_mul_ = mul;
   return k;
 }
@@ -297,7 +327,8 @@ std::unique_ptr<Kernel> compile_clamp(const Graph& g, const SubGraph& sub, const
   xnn_operator_t op = nullptr;
   check(xnn_create_clamp_nc_f32(1, 1, 1, lo, hi, 0, &op), "create clamp");
   return std::make_unique<XnnKernel>(XnnKernel::Kind::Clamp, Operator(op), g.value(n.inputs[0]).shape,
-                                     g.value(sub.outputs.at(0)).shape, std::vector<int>{input_index(g, sub, n.inputs[0])});
+                                     g.value(sub.outputs.at(0)).shape,
+                                     std::vector<int>{input_index(g, sub, n.inputs[0])});
 }
 
 }  // namespace
@@ -309,7 +340,8 @@ std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const C
   const std::string& op = head.op_type;
   if (op == "Conv") return compile_conv(graph, sub, head);
   if (op == "Gemm" || op == "MatMul") return compile_dense(graph, sub, head);
-  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool") return compile_pool(graph, sub, head);
+  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool")
+    return compile_pool(graph, sub, head);
   if (op == "Add" || op == "Mul") return compile_binary(graph, sub, head);
   if (op == "Relu" || op == "Clip") return compile_clamp(graph, sub, head);
   refuse("no operator for " + op);

@@ -17,8 +17,9 @@ bool conv_ok(const Graph& g, const Node& n) {
   return rank0(g, n) == 4 && input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
 }
 bool gemm_ok(const Graph& g, const Node& n) {
-  return n.attr_int("transA", 0) == 0 && n.attr_float("alpha", 1.0f) == 1.0f && n.attr_float("beta", 1.0f) == 1.0f &&
-         input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2) &&
+  return n.attr_int("transA", 0) == 0 && n.attr_float("alpha", 1.0f) == 1.0f &&
+         n.attr_float("beta", 1.0f) == 1.0f && input_is_constant(g, n, 1) &&
+         input_absent_or_constant(g, n, 2) &&
          (n.inputs.size() < 3 || n.inputs[2] == kNoValue || g.value(n.inputs[2]).shape.size() <= 1);
 }
 bool matmul_ok(const Graph& g, const Node& n) {
@@ -30,8 +31,10 @@ bool bias_ok(const Graph& g, const Node& n) {  // Add of a per-output-channel co
   return false;
 }
 bool pool_ok(const Graph& g, const Node& n) {
-  if (rank0(g, n) != 4 || n.outputs.size() != 1 || n.attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
-  if (n.op_type == "AveragePool") {  // XNNPACK averages without padding semantics to match: claim unpadded only
+  if (rank0(g, n) != 4 || n.outputs.size() != 1 || n.attr_string("auto_pad", "NOTSET") != "NOTSET")
+    return false;
+  if (n.op_type ==
+      "AveragePool") {  // XNNPACK averages without padding semantics to match: claim unpadded only
     for (int64_t p : n.attr_ints("pads", {0, 0, 0, 0}))
       if (p != 0) return false;
     return n.attr_int("ceil_mode", 0) == 0;
@@ -41,7 +44,9 @@ bool pool_ok(const Graph& g, const Node& n) {
 bool runtime_binary(const Graph& g, const Node& n) {
   return n.inputs.size() == 2 && !g.value(n.inputs[0]).constant && !g.value(n.inputs[1]).constant;
 }
-bool clip_const(const Graph& g, const Node& n) { return input_absent_or_constant(g, n, 1) && input_absent_or_constant(g, n, 2); }
+bool clip_const(const Graph& g, const Node& n) {
+  return input_absent_or_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
+}
 
 }  // namespace
 
@@ -60,7 +65,8 @@ const BackendSpec& xnnpack_backend() {
     PatternPtr matmul_bias = op("Add", {matmul, constant()})->where(bias_ok);
     PatternPtr pool = op_any({"MaxPool", "AveragePool", "GlobalAveragePool"})->where(f32)->where(pool_ok);
     PatternPtr binary = op_any({"Add", "Mul"})->where(f32)->where(runtime_binary);
-    PatternPtr conv_bn = op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
+    PatternPtr conv_bn =
+        op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
     for (PatternPtr head : {conv, conv_bn, gemm, matmul, matmul_bias, pool, binary}) {
       s.patterns.push_back(head);
       s.patterns.push_back(clamp(head));

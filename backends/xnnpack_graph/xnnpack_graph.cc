@@ -14,7 +14,9 @@ namespace collage {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& why) { throw Error(ErrorKind::Unsupported, "xnnpack-graph: " + why); }
+[[noreturn]] void refuse(const std::string& why) {
+  throw Error(ErrorKind::Unsupported, "xnnpack-graph: " + why);
+}
 void check(xnn_status s, const char* what) {
   if (s != xnn_status_success) refuse(std::string(what) + " failed (status " + std::to_string(s) + ")");
 }
@@ -32,11 +34,11 @@ bool supported(const Graph& g, const Node& n) {
     if (v != kNoValue && g.value(v).dtype != DType::Float32) return false;
   if (n.inputs.empty() || n.inputs[0] == kNoValue || n.outputs.empty()) return false;
   const std::string& op = n.op_type;
-  if (op == "Conv")
-    return rank(n.inputs[0]) == 4 && const_in(g, n, 1) && input_absent_or_constant(g, n, 2);
+  if (op == "Conv") return rank(n.inputs[0]) == 4 && const_in(g, n, 1) && input_absent_or_constant(g, n, 2);
   if (op == "Relu" || op == "Sigmoid") return rank(n.inputs[0]) >= 1 && rank(n.inputs[0]) <= 4;
-  if (op == "Clip") return rank(n.inputs[0]) >= 1 && rank(n.inputs[0]) <= 4 && input_absent_or_constant(g, n, 1) &&
-                           input_absent_or_constant(g, n, 2);
+  if (op == "Clip")
+    return rank(n.inputs[0]) >= 1 && rank(n.inputs[0]) <= 4 && input_absent_or_constant(g, n, 1) &&
+           input_absent_or_constant(g, n, 2);
   if (op == "Add" || op == "Mul" || op == "Sub" || op == "Div") {
     if (n.inputs.size() != 2 || n.inputs[1] == kNoValue) return false;
     size_t ra = rank(n.inputs[0]), rb = rank(n.inputs[1]);
@@ -46,10 +48,12 @@ bool supported(const Graph& g, const Node& n) {
     return ra >= 1 && rb >= 1 && ra <= 3 && rb <= 3;
   }
   // Fully connected: activations [.., K] times constant [K, N] (MatMul) or Gemm without transA/scaling.
-  if (op == "MatMul") return (rank(n.inputs[0]) == 2 || rank(n.inputs[0]) == 3) && const_in(g, n, 1) && rank(n.inputs[1]) == 2;
+  if (op == "MatMul")
+    return (rank(n.inputs[0]) == 2 || rank(n.inputs[0]) == 3) && const_in(g, n, 1) && rank(n.inputs[1]) == 2;
   if (op == "Gemm") {
-    if (rank(n.inputs[0]) != 2 || !const_in(g, n, 1) || n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1) != 1.0f ||
-        n.attr_float("beta", 1) != 1.0f || !input_absent_or_constant(g, n, 2))
+    if (rank(n.inputs[0]) != 2 || !const_in(g, n, 1) || n.attr_int("transA", 0) != 0 ||
+        n.attr_float("alpha", 1) != 1.0f || n.attr_float("beta", 1) != 1.0f ||
+        !input_absent_or_constant(g, n, 2))
       return false;
     int64_t out_n = g.value(n.outputs[0]).shape.back();
     return n.inputs.size() < 3 || n.inputs[2] == kNoValue || g.value(n.inputs[2]).constant->size() == out_n;
@@ -57,9 +61,11 @@ bool supported(const Graph& g, const Node& n) {
   if (op == "Softmax") {
     size_t r = rank(n.inputs[0]);
     int64_t axis = n.attr_int("axis", n.opset >= 13 ? -1 : 1);
-    return r >= 1 && r <= 3 && (axis == -1 || axis == static_cast<int64_t>(r) - 1) && (n.opset >= 13 || r == 2);
+    return r >= 1 && r <= 3 && (axis == -1 || axis == static_cast<int64_t>(r) - 1) &&
+           (n.opset >= 13 || r == 2);
   }
-  if (op == "MaxPool") return rank(n.inputs[0]) == 4 && n.outputs.size() == 1 && n.attr_string("auto_pad", "NOTSET") == "NOTSET";
+  if (op == "MaxPool")
+    return rank(n.inputs[0]) == 4 && n.outputs.size() == 1 && n.attr_string("auto_pad", "NOTSET") == "NOTSET";
   if (op == "GlobalAveragePool") return rank(n.inputs[0]) == 4;
   // Folded into the producing Conv when both sit in the region (checked at compile time).
   if (op == "BatchNormalization")
@@ -104,18 +110,21 @@ class RegionKernel : public Kernel {
     auto define = [&](ValueId v, uint32_t external_id, uint32_t flags) {
       std::vector<size_t> dims = xnn_dims(g.value(v).shape);
       uint32_t id = 0;
-      check(xnn_define_tensor_value(subgraph.get(), xnn_datatype_fp32, dims.size(), dims.data(), nullptr, external_id,
-                                    flags, &id), "define tensor");
+      check(xnn_define_tensor_value(subgraph.get(), xnn_datatype_fp32, dims.size(), dims.data(), nullptr,
+                                    external_id, flags, &id),
+            "define tensor");
       ids[v] = id;
       return id;
     };
-    for (size_t i = 0; i < sub.inputs.size(); ++i) define(sub.inputs[i], static_cast<uint32_t>(i), XNN_VALUE_FLAG_EXTERNAL_INPUT);
+    for (size_t i = 0; i < sub.inputs.size(); ++i)
+      define(sub.inputs[i], static_cast<uint32_t>(i), XNN_VALUE_FLAG_EXTERNAL_INPUT);
     for (size_t i = 0; i < sub.outputs.size(); ++i)
       define(sub.outputs[i], static_cast<uint32_t>(sub.inputs.size() + i), XNN_VALUE_FLAG_EXTERNAL_OUTPUT);
     auto value_id = [&](ValueId v) {
       auto it = ids.find(v);
       if (it != ids.end()) return it->second;
-      if (const auto& c = g.value(v).constant) return ids[v] = static_tensor(subgraph.get(), *c, xnn_dims(c->shape()));
+      if (const auto& c = g.value(v).constant)
+        return ids[v] = static_tensor(subgraph.get(), *c, xnn_dims(c->shape()));
       return define(v, XNN_INVALID_VALUE_ID, 0);
     };
     for (NodeId id : sub.node_list) add_node(g, g.node(id), sub, subgraph.get(), value_id);
@@ -154,7 +163,8 @@ class RegionKernel : public Kernel {
     check(xnn_invoke_runtime(runtime_.get()), "invoke runtime");
     for (size_t o = 0; o < out_shapes_.size(); ++o) {
       const Shape& s = out_shapes_[o];
-      if (s.size() == 4) to_nchw(staging_[in_shapes_.size() + o].data(), outs[o].data<float>(), s[0], s[1], s[2] * s[3]);
+      if (s.size() == 4)
+        to_nchw(staging_[in_shapes_.size() + o].data(), outs[o].data<float>(), s[0], s[1], s[2] * s[3]);
     }
     return outs;
   }
@@ -190,56 +200,75 @@ class RegionKernel : public Kernel {
       FoldedConv f = fold_conv(g, make_subgraph(g, nodes));  // folds the BN when present
       const Tensor& w = f.weight;
       int64_t group = n.attr_int("group", 1), m = w.dim(0), cg = w.dim(1), kh = w.dim(2), kw = w.dim(3);
-      auto st = n.attr_ints("strides", {1, 1}), dl = n.attr_ints("dilations", {1, 1}), pads = n.attr_ints("pads", {0, 0, 0, 0});
+      auto st = n.attr_ints("strides", {1, 1}), dl = n.attr_ints("dilations", {1, 1}),
+           pads = n.attr_ints("pads", {0, 0, 0, 0});
       std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
       int64_t begin[2] = {pads[0], pads[1]}, end[2];
       for (int d = 0; d < 2; ++d) {
         int64_t span = ((d ? kw : kh) - 1) * dl[static_cast<size_t>(d)] + 1;
         if (auto_pad == "VALID") begin[d] = 0;
         if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-          int64_t total = std::max<int64_t>(0, (y[static_cast<size_t>(d) + 2] - 1) * st[static_cast<size_t>(d)] + span - x[static_cast<size_t>(d) + 2]);
+          int64_t total =
+              std::max<int64_t>(0, (y[static_cast<size_t>(d) + 2] - 1) * st[static_cast<size_t>(d)] + span -
+                                       x[static_cast<size_t>(d) + 2]);
           begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
         }
-        end[d] = std::max<int64_t>(0, (y[static_cast<size_t>(d) + 2] - 1) * st[static_cast<size_t>(d)] + span - x[static_cast<size_t>(d) + 2] - begin[d]);
+        end[d] = std::max<int64_t>(0, (y[static_cast<size_t>(d) + 2] - 1) * st[static_cast<size_t>(d)] +
+                                          span - x[static_cast<size_t>(d) + 2] - begin[d]);
       }
       // Weights OIHW -> [g][M/g][kh][kw][C/g]; buffers live as long as the kernel.
       weights_.emplace_back(static_cast<size_t>(w.size()));
       std::vector<float>& packed = weights_.back();
       for (int64_t o = 0; o < m; ++o)
         for (int64_t c = 0; c < cg; ++c)
-          for (int64_t i = 0; i < kh * kw; ++i) packed[static_cast<size_t>((o * kh * kw + i) * cg + c)] = w.data<float>()[(o * cg + c) * kh * kw + i];
+          for (int64_t i = 0; i < kh * kw; ++i)
+            packed[static_cast<size_t>((o * kh * kw + i) * cg + c)] =
+                w.data<float>()[(o * cg + c) * kh * kw + i];
       weights_.emplace_back(static_cast<size_t>(m), 0.0f);
       if (f.bias) std::memcpy(weights_.back().data(), f.bias->raw(), f.bias->bytes());
       std::vector<size_t> wd = {size_t(m), size_t(kh), size_t(kw), size_t(cg)}, bd = {size_t(m)};
       uint32_t wid = 0, bid = 0;
-      check(xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, wd.data(), packed.data(), XNN_INVALID_VALUE_ID, 0, &wid), "weights");
-      check(xnn_define_tensor_value(sg, xnn_datatype_fp32, 1, bd.data(), weights_.back().data(), XNN_INVALID_VALUE_ID, 0, &bid), "bias");
-      check(xnn_define_convolution_2d(sg, uint32_t(begin[0]), uint32_t(end[1]), uint32_t(end[0]), uint32_t(begin[1]), uint32_t(kh),
-                                      uint32_t(kw), uint32_t(st[0]), uint32_t(st[1]), uint32_t(dl[0]), uint32_t(dl[1]), uint32_t(group),
-                                      size_t(cg), size_t(m / group), -INFINITY, INFINITY, value_id(n.inputs[0]), wid, bid, out, 0),
+      check(xnn_define_tensor_value(sg, xnn_datatype_fp32, 4, wd.data(), packed.data(), XNN_INVALID_VALUE_ID,
+                                    0, &wid),
+            "weights");
+      check(xnn_define_tensor_value(sg, xnn_datatype_fp32, 1, bd.data(), weights_.back().data(),
+                                    XNN_INVALID_VALUE_ID, 0, &bid),
+            "bias");
+      check(xnn_define_convolution_2d(sg, uint32_t(begin[0]), uint32_t(end[1]), uint32_t(end[0]),
+                                      uint32_t(begin[1]), uint32_t(kh), uint32_t(kw), uint32_t(st[0]),
+                                      uint32_t(st[1]), uint32_t(dl[0]), uint32_t(dl[1]), uint32_t(group),
+                                      size_t(cg), size_t(m / group), -INFINITY, INFINITY,
+                                      value_id(n.inputs[0]), wid, bid, out, 0),
             "define convolution");
     } else if (op == "Relu" || op == "Clip") {
       float lo = op == "Relu" ? 0.0f : -INFINITY, hi = INFINITY;
-      if (op == "Clip" && n.inputs.size() > 1 && n.inputs[1] != kNoValue) lo = float(g.value(n.inputs[1]).constant->to_double_vector()[0]);
-      if (op == "Clip" && n.inputs.size() > 2 && n.inputs[2] != kNoValue) hi = float(g.value(n.inputs[2]).constant->to_double_vector()[0]);
+      if (op == "Clip" && n.inputs.size() > 1 && n.inputs[1] != kNoValue)
+        lo = float(g.value(n.inputs[1]).constant->to_double_vector()[0]);
+      if (op == "Clip" && n.inputs.size() > 2 && n.inputs[2] != kNoValue)
+        hi = float(g.value(n.inputs[2]).constant->to_double_vector()[0]);
       check(xnn_define_clamp(sg, lo, hi, value_id(n.inputs[0]), out, 0), "define clamp");
     } else if (op == "Add" || op == "Mul") {
       auto define = op == "Add" ? xnn_define_add2 : xnn_define_multiply2;
-      check(define(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), value_id(n.inputs[1]), out, 0), "define binary");
+      check(define(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), value_id(n.inputs[1]), out, 0),
+            "define binary");
     } else if (op == "MaxPool") {
       const Shape& x = g.value(n.inputs[0]).shape;
       const Shape& y = g.value(n.outputs[0]).shape;
-      auto ks = n.attr_ints("kernel_shape"), st = n.attr_ints("strides", {1, 1}), dl = n.attr_ints("dilations", {1, 1});
+      auto ks = n.attr_ints("kernel_shape"), st = n.attr_ints("strides", {1, 1}),
+           dl = n.attr_ints("dilations", {1, 1});
       auto pads = n.attr_ints("pads", {0, 0, 0, 0});
       int64_t end[2];
-      for (size_t d = 0; d < 2; ++d) end[d] = std::max<int64_t>(0, (y[d + 2] - 1) * st[d] + (ks[d] - 1) * dl[d] + 1 - x[d + 2] - pads[d]);
-      check(xnn_define_max_pooling_2d(sg, uint32_t(pads[0]), uint32_t(end[1]), uint32_t(end[0]), uint32_t(pads[1]), uint32_t(ks[0]),
-                                      uint32_t(ks[1]), uint32_t(st[0]), uint32_t(st[1]), uint32_t(dl[0]), uint32_t(dl[1]), -INFINITY,
-                                      INFINITY, value_id(n.inputs[0]), out, 0),
+      for (size_t d = 0; d < 2; ++d)
+        end[d] = std::max<int64_t>(0, (y[d + 2] - 1) * st[d] + (ks[d] - 1) * dl[d] + 1 - x[d + 2] - pads[d]);
+      check(xnn_define_max_pooling_2d(sg, uint32_t(pads[0]), uint32_t(end[1]), uint32_t(end[0]),
+                                      uint32_t(pads[1]), uint32_t(ks[0]), uint32_t(ks[1]), uint32_t(st[0]),
+                                      uint32_t(st[1]), uint32_t(dl[0]), uint32_t(dl[1]), -INFINITY, INFINITY,
+                                      value_id(n.inputs[0]), out, 0),
             "define max pooling");
     } else if (op == "Sub" || op == "Div") {
       auto define = op == "Sub" ? xnn_define_subtract : xnn_define_divide;
-      check(define(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), value_id(n.inputs[1]), out, 0), "define binary");
+      check(define(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), value_id(n.inputs[1]), out, 0),
+            "define binary");
     } else if (op == "Sigmoid") {
       check(xnn_define_sigmoid(sg, value_id(n.inputs[0]), out, 0), "define sigmoid");
     } else if (op == "Softmax") {
@@ -257,7 +286,8 @@ class RegionKernel : public Kernel {
                                        k_major ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0),
             "define fully connected");
     } else if (op == "GlobalAveragePool") {
-      check(xnn_define_global_average_pooling_2d(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), out, 0), "define global pool");
+      check(xnn_define_global_average_pooling_2d(sg, -INFINITY, INFINITY, value_id(n.inputs[0]), out, 0),
+            "define global pool");
     } else {
       refuse("no subgraph definition for " + op);
     }
@@ -274,7 +304,8 @@ class RegionKernel : public Kernel {
       for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(values[i]);
     }
     uint32_t id = 0;
-    check(xnn_define_tensor_value(sg, xnn_datatype_fp32, dims.size(), dims.data(), data.data(), XNN_INVALID_VALUE_ID, 0, &id),
+    check(xnn_define_tensor_value(sg, xnn_datatype_fp32, dims.size(), dims.data(), data.data(),
+                                  XNN_INVALID_VALUE_ID, 0, &id),
           "define constant");
     return id;
   }
@@ -300,8 +331,8 @@ const BackendSpec& xnnpack_graph_backend() {
     s.kind = BackendKind::GraphLevel;
     s.supports_node = &supported;
     // Its single-op candidates also feed the op-level search, as in Collage.
-    s.patterns.push_back(op_any({"Conv", "Relu", "Clip", "Sigmoid", "Add", "Mul", "Sub", "Div", "MatMul", "Gemm", "Softmax",
-                                 "MaxPool", "GlobalAveragePool"})
+    s.patterns.push_back(op_any({"Conv", "Relu", "Clip", "Sigmoid", "Add", "Mul", "Sub", "Div", "MatMul",
+                                 "Gemm", "Softmax", "MaxPool", "GlobalAveragePool"})
                              ->where(supported));
     s.patterns.push_back(op("BatchNormalization", {op("Conv")->where(supported)})->where(supported));
     s.limits.max_nodes = 64;

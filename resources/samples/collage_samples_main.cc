@@ -23,14 +23,23 @@ int main(int argc, char** argv) {
         for (const auto& s : samples::sample_list())
           std::printf("%-18s %s%s\n", s.name.c_str(), s.description.c_str(), s.small ? "" : " [large]");
         return 0;
-      } else if (a == "--only") only = value();
-      else if (a == "--all") all = true;
-      else if (a == "--external-data-threshold") threshold = std::stoll(value());
-      else if (a == "--seed") seed = std::stoull(value());
-      else if (!a.empty() && a[0] == '-') throw Error(ErrorKind::InvalidInput, "unknown option " + a);
-      else out_dir = a;
+      } else if (a == "--only")
+        only = value();
+      else if (a == "--all")
+        all = true;
+      else if (a == "--external-data-threshold")
+        threshold = std::stoll(value());
+      else if (a == "--seed")
+        seed = std::stoull(value());
+      else if (!a.empty() && a[0] == '-')
+        throw Error(ErrorKind::InvalidInput, "unknown option " + a);
+      else
+        out_dir = a;
     }
-    if (out_dir.empty()) throw Error(ErrorKind::InvalidInput, "usage: collage-samples OUT_DIR [--only a,b] [--all] [--list] [--external-data-threshold BYTES]");
+    if (out_dir.empty())
+      throw Error(
+          ErrorKind::InvalidInput,
+          "usage: collage-samples OUT_DIR [--only a,b] [--all] [--list] [--external-data-threshold BYTES]");
     std::vector<std::string> names;
     if (!only.empty()) {
       std::stringstream ss(only);
@@ -44,8 +53,9 @@ int main(int argc, char** argv) {
       OnnxBuilder b = samples::build_sample(n, seed);
       std::string path = (std::filesystem::path(out_dir) / (n + ".onnx")).string();
       b.save(path, threshold);
-      std::printf("%s: %d nodes, %zu parameters -> %s (%ju bytes)\n", n.c_str(), b.build().graph().node_size(),
-                  b.parameter_count(), path.c_str(), static_cast<uintmax_t>(std::filesystem::file_size(path)));
+      std::printf("%s: %d nodes, %zu parameters -> %s (%ju bytes)\n", n.c_str(),
+                  b.build().graph().node_size(), b.parameter_count(), path.c_str(),
+                  static_cast<uintmax_t>(std::filesystem::file_size(path)));
     }
     return 0;
   } catch (const collage::Error& e) {

@@ -25,19 +25,26 @@ std::string head(B& b, const std::string& x, int64_t channels, int64_t classes) 
 }
 
 // ---- ResNet family -------------------------------------------------------------
-std::string basic_block(B& b, const std::string& x, int64_t cin, int64_t cout, int64_t stride, bool bn, int spatial) {
+std::string basic_block(B& b, const std::string& x, int64_t cin, int64_t cout, int64_t stride, bool bn,
+                        int spatial) {
   std::string y;
   {
     Scope s(b, "conv1");
     y = b.conv(x, cin, cout, 3, stride, 1, 1, !bn, spatial);
   }
-  if (bn) { Scope s(b, "bn1"); y = b.batch_norm(y, cout); }
+  if (bn) {
+    Scope s(b, "bn1");
+    y = b.batch_norm(y, cout);
+  }
   y = b.relu(y);
   {
     Scope s(b, "conv2");
     y = b.conv(y, cout, cout, 3, 1, 1, 1, !bn, spatial);
   }
-  if (bn) { Scope s(b, "bn2"); y = b.batch_norm(y, cout); }
+  if (bn) {
+    Scope s(b, "bn2");
+    y = b.batch_norm(y, cout);
+  }
   std::string shortcut = x;
   if (stride != 1 || cin != cout) {
     Scope s(b, "downsample");
@@ -50,25 +57,44 @@ std::string basic_block(B& b, const std::string& x, int64_t cin, int64_t cout, i
 std::string bottleneck(B& b, const std::string& x, int64_t cin, int64_t width, int64_t stride) {
   int64_t cout = width * 4;
   std::string y;
-  { Scope s(b, "conv1"); y = b.relu(b.conv(x, cin, width, 1, 1, 0)); }
-  { Scope s(b, "conv2"); y = b.relu(b.conv(y, width, width, 3, stride, 1)); }
-  { Scope s(b, "conv3"); y = b.conv(y, width, cout, 1, 1, 0); }
+  {
+    Scope s(b, "conv1");
+    y = b.relu(b.conv(x, cin, width, 1, 1, 0));
+  }
+  {
+    Scope s(b, "conv2");
+    y = b.relu(b.conv(y, width, width, 3, stride, 1));
+  }
+  {
+    Scope s(b, "conv3");
+    y = b.conv(y, width, cout, 1, 1, 0);
+  }
   std::string shortcut = x;
-  if (stride != 1 || cin != cout) { Scope s(b, "downsample"); shortcut = b.conv(x, cin, cout, 1, stride, 0); }
+  if (stride != 1 || cin != cout) {
+    Scope s(b, "downsample");
+    shortcut = b.conv(x, cin, cout, 1, stride, 0);
+  }
   return b.relu(b.op("Add", {y, shortcut}));
 }
 
 B resnet_small(uint64_t seed) {
   B b("resnet_small", 17, seed);
   std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 64, 64});
-  { Scope s(b, "conv1"); x = b.conv(x, 3, 16, 3, 1, 1, 1, false); }
-  { Scope s(b, "bn1"); x = b.batch_norm(x, 16); }
+  {
+    Scope s(b, "conv1");
+    x = b.conv(x, 3, 16, 3, 1, 1, 1, false);
+  }
+  {
+    Scope s(b, "bn1");
+    x = b.batch_norm(x, 16);
+  }
   x = b.relu(x);
   int64_t cin = 16;
   const int64_t widths[] = {16, 32, 64};
   for (int layer = 0; layer < 3; ++layer)
     for (int block = 0; block < 2; ++block) {
-      Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." + std::to_string(block));
+      Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." +
+                     std::to_string(block));
       x = basic_block(b, x, cin, widths[layer], block == 0 && layer > 0 ? 2 : 1, true, 2);
       cin = widths[layer];
     }
@@ -79,14 +105,20 @@ B resnet_small(uint64_t seed) {
 B resnet50(uint64_t seed) {
   B b("resnet50", 17, seed);
   std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 224, 224});
-  { Scope s(b, "conv1"); x = b.relu(b.conv(x, 3, 64, 7, 2, 3)); }
-  x = b.op("MaxPool", {x}, {B::attr("ceil_mode", int64_t{0}), B::attr("kernel_shape", std::vector<int64_t>{3, 3}),
-                            B::attr("pads", std::vector<int64_t>{1, 1, 1, 1}), B::attr("strides", std::vector<int64_t>{2, 2})});
+  {
+    Scope s(b, "conv1");
+    x = b.relu(b.conv(x, 3, 64, 7, 2, 3));
+  }
+  x = b.op(
+      "MaxPool", {x},
+      {B::attr("ceil_mode", int64_t{0}), B::attr("kernel_shape", std::vector<int64_t>{3, 3}),
+       B::attr("pads", std::vector<int64_t>{1, 1, 1, 1}), B::attr("strides", std::vector<int64_t>{2, 2})});
   int64_t cin = 64;
   const int blocks[] = {3, 4, 6, 3};
   for (int layer = 0; layer < 4; ++layer)
     for (int block = 0; block < blocks[layer]; ++block) {
-      Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." + std::to_string(block));
+      Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." +
+                     std::to_string(block));
       int64_t width = 64 << layer;
       x = bottleneck(b, x, cin, width, block == 0 && layer > 0 ? 2 : 1);
       cin = width * 4;
@@ -98,7 +130,10 @@ B resnet50(uint64_t seed) {
 B resnet3d(uint64_t seed) {
   B b("resnet3d", 17, seed);
   std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 8, 56, 56});
-  { Scope s(b, "stem"); x = b.relu(b.conv(x, 3, 32, 3, 2, 1, 1, true, 3)); }
+  {
+    Scope s(b, "stem");
+    x = b.relu(b.conv(x, 3, 32, 3, 2, 1, 1, true, 3));
+  }
   int64_t cin = 32;
   const int64_t widths[] = {32, 64, 128, 256};
   for (int layer = 0; layer < 4; ++layer) {
@@ -114,19 +149,35 @@ B resnet3d(uint64_t seed) {
 B resnext_small(uint64_t seed) {
   B b("resnext_small", 17, seed);
   std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 64, 64});
-  { Scope s(b, "conv1"); x = b.relu(b.conv(x, 3, 64, 3, 2, 1)); }
+  {
+    Scope s(b, "conv1");
+    x = b.relu(b.conv(x, 3, 64, 3, 2, 1));
+  }
   int64_t cin = 64;
   const int64_t widths[] = {64, 128, 256};
   for (int layer = 0; layer < 3; ++layer)
     for (int block = 0; block < 2; ++block) {
-      Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." + std::to_string(block));
+      Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." +
+                     std::to_string(block));
       int64_t w = widths[layer], out = w * 2, stride = block == 0 && layer > 0 ? 2 : 1;
       std::string y;
-      { Scope c(b, "conv1"); y = b.relu(b.conv(x, cin, w, 1, 1, 0)); }
-      { Scope c(b, "conv2"); y = b.relu(b.conv(y, w, w, 3, stride, 1, 8)); }
-      { Scope c(b, "conv3"); y = b.conv(y, w, out, 1, 1, 0); }
+      {
+        Scope c(b, "conv1");
+        y = b.relu(b.conv(x, cin, w, 1, 1, 0));
+      }
+      {
+        Scope c(b, "conv2");
+        y = b.relu(b.conv(y, w, w, 3, stride, 1, 8));
+      }
+      {
+        Scope c(b, "conv3");
+        y = b.conv(y, w, out, 1, 1, 0);
+      }
       std::string shortcut = x;
-      if (stride != 1 || cin != out) { Scope c(b, "downsample"); shortcut = b.conv(x, cin, out, 1, stride, 0); }
+      if (stride != 1 || cin != out) {
+        Scope c(b, "downsample");
+        shortcut = b.conv(x, cin, out, 1, stride, 0);
+      }
       x = b.relu(b.op("Add", {y, shortcut}));
       cin = out;
     }
@@ -135,11 +186,12 @@ B resnext_small(uint64_t seed) {
 }
 
 // ---- MobileNetV2 -----------------------------------------------------------------
-std::string inverted_residual(B& b, const std::string& x, int64_t cin, int64_t cout, int64_t stride, int64_t t, bool bn) {
+std::string inverted_residual(B& b, const std::string& x, int64_t cin, int64_t cout, int64_t stride,
+                              int64_t t, bool bn) {
   int64_t hidden = cin * t;
   std::string y = x;
-  auto conv_bn = [&](const std::string& in, int64_t ci, int64_t co, int64_t k, int64_t st, int64_t group, bool act,
-                     const std::string& scope) {
+  auto conv_bn = [&](const std::string& in, int64_t ci, int64_t co, int64_t k, int64_t st, int64_t group,
+                     bool act, const std::string& scope) {
     Scope s(b, scope);
     std::string r = b.conv(in, ci, co, k, st, k / 2, group, !bn);
     if (bn) r = b.batch_norm(r, co);
@@ -152,8 +204,8 @@ std::string inverted_residual(B& b, const std::string& x, int64_t cin, int64_t c
   return y;
 }
 
-B mobilenet(const std::string& name, uint64_t seed, int64_t res, bool bn, int64_t stem, int64_t last, int64_t classes,
-            const std::vector<std::array<int64_t, 4>>& settings) {
+B mobilenet(const std::string& name, uint64_t seed, int64_t res, bool bn, int64_t stem, int64_t last,
+            int64_t classes, const std::vector<std::array<int64_t, 4>>& settings) {
   B b(name, 17, seed);
   std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, res, res});
   {
@@ -181,7 +233,8 @@ B mobilenet(const std::string& name, uint64_t seed, int64_t res, bool bn, int64_
 }
 
 // ---- Transformer encoder (BERT-style, post-LN) --------------------------------------
-B encoder(const std::string& name, uint64_t seed, int64_t seq, int64_t d, int64_t heads, int64_t layers, int64_t vocab) {
+B encoder(const std::string& name, uint64_t seed, int64_t seq, int64_t d, int64_t heads, int64_t layers,
+          int64_t vocab) {
   B b(name, 17, seed);
   int64_t dh = d / heads;
   std::string ids = b.input("input_ids", DType::Int64, {std::string("batch"), seq});
@@ -201,12 +254,14 @@ B encoder(const std::string& name, uint64_t seed, int64_t seq, int64_t d, int64_
         Scope q(b, scope);
         std::string p = b.linear(x, d, d, false);
         std::string r = b.dynamic_reshape(p, {seq, heads, dh});
-        return b.op("Transpose", {r}, {B::attr("perm", key ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3})});
+        return b.op(
+            "Transpose", {r},
+            {B::attr("perm", key ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3})});
       };
       std::string q = heads_of("query", false), k = heads_of("key", true), v = heads_of("value", false);
       std::string scores = b.op("MatMul", {q, k});
       scores = b.op("Div", {scores, b.scalar("encoder.layer." + std::to_string(l) + ".attention.scale",
-                                              std::sqrt(static_cast<float>(dh)))});
+                                             std::sqrt(static_cast<float>(dh)))});
       std::string probs = b.op("Softmax", {scores}, {B::attr("axis", int64_t{-1})});
       std::string ctx = b.op("MatMul", {probs, v});
       ctx = b.op("Transpose", {ctx}, {B::attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
@@ -216,7 +271,10 @@ B encoder(const std::string& name, uint64_t seed, int64_t seq, int64_t d, int64_
     }
     Scope f(b, "ffn");
     std::string h;
-    { Scope i(b, "intermediate"); h = b.gelu(b.linear(attn, d, 4 * d, false)); }
+    {
+      Scope i(b, "intermediate");
+      h = b.gelu(b.linear(attn, d, 4 * d, false));
+    }
     Scope o(b, "output");
     x = b.layer_norm(b.op("Add", {b.linear(h, 4 * d, d, false), attn}), d);
   }
@@ -225,7 +283,8 @@ B encoder(const std::string& name, uint64_t seed, int64_t seq, int64_t d, int64_
 }
 
 // ---- Inception -------------------------------------------------------------------
-std::string conv_relu(B& b, const std::string& x, int64_t cin, int64_t cout, int64_t k, const std::string& scope) {
+std::string conv_relu(B& b, const std::string& x, int64_t cin, int64_t cout, int64_t k,
+                      const std::string& scope) {
   Scope s(b, scope);
   return b.relu(b.conv(x, cin, cout, k, 1, k / 2));
 }
@@ -233,17 +292,22 @@ std::string conv_relu(B& b, const std::string& x, int64_t cin, int64_t cout, int
 B inception_small(uint64_t seed) {
   B b("inception_small", 17, seed);
   std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 64, 64});
-  { Scope s(b, "stem"); x = b.relu(b.conv(x, 3, 32, 3, 2, 1)); }
+  {
+    Scope s(b, "stem");
+    x = b.relu(b.conv(x, 3, 32, 3, 2, 1));
+  }
   int64_t cin = 32;
   for (int blk = 0; blk < 2; ++blk) {
     Scope s(b, "mixed_" + std::to_string(blk));
     std::string b1 = conv_relu(b, x, cin, 16, 1, "branch1x1");
     std::string b3 = conv_relu(b, conv_relu(b, x, cin, 16, 1, "branch3x3_1"), 16, 24, 3, "branch3x3_2");
-    std::string b5 = conv_relu(b, conv_relu(b, conv_relu(b, x, cin, 8, 1, "branch5x5_1"), 8, 12, 3, "branch5x5_2"), 12, 12,
-                               3, "branch5x5_3");
-    std::string pool = b.op("MaxPool", {x}, {B::attr("kernel_shape", std::vector<int64_t>{3, 3}),
-                                             B::attr("pads", std::vector<int64_t>{1, 1, 1, 1}),
-                                             B::attr("strides", std::vector<int64_t>{1, 1})});
+    std::string b5 =
+        conv_relu(b, conv_relu(b, conv_relu(b, x, cin, 8, 1, "branch5x5_1"), 8, 12, 3, "branch5x5_2"), 12, 12,
+                  3, "branch5x5_3");
+    std::string pool = b.op(
+        "MaxPool", {x},
+        {B::attr("kernel_shape", std::vector<int64_t>{3, 3}),
+         B::attr("pads", std::vector<int64_t>{1, 1, 1, 1}), B::attr("strides", std::vector<int64_t>{1, 1})});
     std::string bp = conv_relu(b, pool, cin, 12, 1, "branch_pool");
     x = b.op("Concat", {b1, b3, b5, bp}, {B::attr("axis", int64_t{1})});
     cin = 16 + 24 + 12 + 12;
@@ -259,12 +323,14 @@ B dcgan_generator(uint64_t seed) {
   const int64_t ch[] = {100, 512, 256, 128, 64, 3};
   for (int i = 0; i < 5; ++i) {
     Scope s(b, "main." + std::to_string(3 * i));
-    std::string w = b.random_normal("main." + std::to_string(3 * i) + ".weight", {ch[i], ch[i + 1], 4, 4}, 0.02f);
+    std::string w =
+        b.random_normal("main." + std::to_string(3 * i) + ".weight", {ch[i], ch[i + 1], 4, 4}, 0.02f);
     int64_t stride = i == 0 ? 1 : 2, pad = i == 0 ? 0 : 1;
-    x = b.op("ConvTranspose", {x, w}, {B::attr("dilations", std::vector<int64_t>{1, 1}), B::attr("group", int64_t{1}),
-                                       B::attr("kernel_shape", std::vector<int64_t>{4, 4}),
-                                       B::attr("pads", std::vector<int64_t>{pad, pad, pad, pad}),
-                                       B::attr("strides", std::vector<int64_t>{stride, stride})});
+    x = b.op("ConvTranspose", {x, w},
+             {B::attr("dilations", std::vector<int64_t>{1, 1}), B::attr("group", int64_t{1}),
+              B::attr("kernel_shape", std::vector<int64_t>{4, 4}),
+              B::attr("pads", std::vector<int64_t>{pad, pad, pad, pad}),
+              B::attr("strides", std::vector<int64_t>{stride, stride})});
     if (i < 4) x = b.relu(b.batch_norm(x, ch[i + 1]));
   }
   b.output(b.op("Tanh", {x}), "output", {std::string("batch"), 3, 64, 64});
@@ -276,14 +342,23 @@ const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> f = {
       {"resnet_small", resnet_small},
       {"mobilenet_small",
-       [](uint64_t s) { return mobilenet("mobilenet_small", s, 96, true, 16, 128, 10, {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 2, 2}, {6, 64, 2, 2}}); }},
+       [](uint64_t s) {
+         return mobilenet("mobilenet_small", s, 96, true, 16, 128, 10,
+                          {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 2, 2}, {6, 64, 2, 2}});
+       }},
       {"transformer_small", [](uint64_t s) { return encoder("transformer_small", s, 32, 64, 4, 2, 100); }},
       {"inception_small", inception_small},
       {"resnet50", resnet50},
       {"mobilenet_v2",
        [](uint64_t s) {
          return mobilenet("mobilenet_v2", s, 224, false, 32, 1280, 1000,
-                          {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}});
+                          {{1, 16, 1, 1},
+                           {6, 24, 2, 2},
+                           {6, 32, 3, 2},
+                           {6, 64, 4, 2},
+                           {6, 96, 3, 1},
+                           {6, 160, 3, 2},
+                           {6, 320, 1, 1}});
        }},
       {"bert_encoder", [](uint64_t s) { return encoder("bert_encoder", s, 128, 256, 4, 4, 1000); }},
       {"resnet3d", resnet3d},

@@ -4,13 +4,12 @@
 // model is the largest region such a backend could be given (no boundary
 // conversions at all), so if it loses there it cannot pay off on sub-regions.
 // Not part of the suite; built only when libopencv-dnn-dev is installed.
-#include <opencv2/core.hpp>
-#include <opencv2/dnn.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
 #include <string>
 #include <vector>
 
@@ -47,7 +46,8 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = graph.value(graph.inputs[i]);
     if (v.dtype != DType::Float32) {
-      std::printf("opencv: input '%s' is %s, only float inputs are compared\n", v.name.c_str(), dtype_name(v.dtype));
+      std::printf("opencv: input '%s' is %s, only float inputs are compared\n", v.name.c_str(),
+                  dtype_name(v.dtype));
       return 0;
     }
     std::vector<int> dims(v.shape.begin(), v.shape.end());
@@ -65,10 +65,12 @@ int main(int argc, char** argv) {
   }
   double max_err = 0;
   for (size_t o = 0; o < outs.size() && o < expected.size(); ++o) {
-    if (expected[o].dtype() != DType::Float32 || static_cast<int64_t>(outs[o].total()) != expected[o].size()) continue;
+    if (expected[o].dtype() != DType::Float32 || static_cast<int64_t>(outs[o].total()) != expected[o].size())
+      continue;
     const float* want = expected[o].data<float>();
     const float* got = outs[o].ptr<float>();
-    for (int64_t k = 0; k < expected[o].size(); ++k) max_err = std::max(max_err, double(std::fabs(want[k] - got[k])));
+    for (int64_t k = 0; k < expected[o].size(); ++k)
+      max_err = std::max(max_err, double(std::fabs(want[k] - got[k])));
   }
   std::vector<double> ms;
   for (int r = 0; r < repeat; ++r) {

@@ -64,7 +64,8 @@ std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefi
     if (e.path().filename().string().rfind(prefix, 0) == 0) files.push_back(e.path());
   // input_10.pb must follow input_9.pb: order by the number after the prefix.
   std::sort(files.begin(), files.end(), [&](const fs::path& a, const fs::path& b) {
-    return std::stoi(a.stem().string().substr(prefix.size())) < std::stoi(b.stem().string().substr(prefix.size()));
+    return std::stoi(a.stem().string().substr(prefix.size())) <
+           std::stoi(b.stem().string().substr(prefix.size()));
   });
   return files;
 }
@@ -84,7 +85,8 @@ std::string run_case(const fs::path& dir) {
     std::vector<Tensor> outputs = executor.run(inputs);
     auto expected = sorted_files(entry.path(), "output_");
     if (expected.size() != outputs.size())
-      return "model has " + std::to_string(outputs.size()) + " outputs, test data " + std::to_string(expected.size());
+      return "model has " + std::to_string(outputs.size()) + " outputs, test data " +
+             std::to_string(expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
       std::string diff = compare(outputs[i], read_tensor_file(expected[i].string()),
                                  entry.path().filename().string() + "/" + expected[i].filename().string());

@@ -31,7 +31,9 @@ namespace {
 namespace fs = std::filesystem;
 using collage::MainWindow;
 
-bool wait_for(QSignalSpy& spy, int ms) { return spy.count() > 0 || spy.wait(ms); }  // the worker may emit before we wait
+bool wait_for(QSignalSpy& spy, int ms) {
+  return spy.count() > 0 || spy.wait(ms);
+}  // the worker may emit before we wait
 
 collage::Graph import_sample() {
   collage::ImportOptions o;
@@ -61,7 +63,8 @@ class ExplorerTest : public QObject {
 
  private slots:
   void initTestCase() {
-    qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+    qputenv("COLLAGE_COST_DB",
+            QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
   }
 
   void draws_every_node_and_edge_and_finds_nodes() {
@@ -126,7 +129,8 @@ class ExplorerTest : public QObject {
     for (const auto& k : placement.kernels) {
       fused += k.nodes.size() > 1;
       for (collage::NodeId n : k.nodes)
-        QCOMPARE(window.graph_view()->node_fill(n), collage::backend_color(QString::fromStdString(k.backend)));
+        QCOMPARE(window.graph_view()->node_fill(n),
+                 collage::backend_color(QString::fromStdString(k.backend)));
     }
     QCOMPARE(window.graph_view()->group_count(), fused);
 
@@ -161,7 +165,8 @@ class ExplorerTest : public QObject {
     QVERIFY(window.progress_chart()->point_count() > points);
     for (const auto& k : window.placement()->kernels)
       for (collage::NodeId n : k.nodes)
-        QCOMPARE(window.graph_view()->node_fill(n), collage::backend_color(QString::fromStdString(k.backend)));
+        QCOMPARE(window.graph_view()->node_fill(n),
+                 collage::backend_color(QString::fromStdString(k.backend)));
 
     // Pin the first conv to BLAS and re-search: the placement honours it.
     int conv = window.node_id("/conv1/Conv");
@@ -190,7 +195,8 @@ class ExplorerTest : public QObject {
 
   void stop_cancels_a_cold_tune() {
     qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_cold.sqlite").c_str()));
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(fs::temp_directory_path() / (std::string("explorer_test_cold.sqlite") + suffix));
+    for (const char* suffix : {"", "-wal", "-shm"})
+      fs::remove(fs::temp_directory_path() / (std::string("explorer_test_cold.sqlite") + suffix));
     MainWindow window;
     QSignalSpy loaded(&window, &MainWindow::model_loaded);
     QSignalSpy tuned(&window, &MainWindow::tune_finished);
@@ -214,7 +220,8 @@ class ExplorerTest : public QObject {
     collage::CostTable* table = window.cost_table();
     QVERIFY(table->table()->rowCount() > 1);
     QVERIFY(table->rows_with_status("pending") > 0);
-    qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+    qputenv("COLLAGE_COST_DB",
+            QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
   }
 
   void cost_table_shows_pending_then_results() {
@@ -258,8 +265,8 @@ class ExplorerTest : public QObject {
     QVERIFY(wait_for(loaded, 60000));
     QCoreApplication::processEvents();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    qInfo("%d nodes shown in %.2f s; longest event-loop gap %.1f ms", window.graph_view()->node_count(), seconds,
-          gaps.longest_ms);
+    qInfo("%d nodes shown in %.2f s; longest event-loop gap %.1f ms", window.graph_view()->node_count(),
+          seconds, gaps.longest_ms);
     QVERIFY(window.graph_view()->node_count() >= 5000);
     QVERIFY2(gaps.longest_ms < 3000, "the GUI thread blocked while laying out");
     fs::remove(path);

@@ -4,12 +4,12 @@
 // error, never a crash (run under the asan preset too).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
-#include <cmath>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -128,8 +128,8 @@ TEST_P(ArtifactSamples, RuntimeMatchesInProcessBitwise) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Samples, ArtifactSamples,
-                         ::testing::Values("resnet_small", "mobilenet_small", "transformer_small", "inception_small",
-                                           "resnext_small", "dcgan_generator"));
+                         ::testing::Values("resnet_small", "mobilenet_small", "transformer_small",
+                                           "inception_small", "resnext_small", "dcgan_generator"));
 
 // Hand-made lifetimes: buffers that are never live together share memory, ones that
 // are must not overlap, outputs stay out of the arena.
@@ -197,8 +197,9 @@ TEST_F(ArtifactFile, NewerMajorVersionIsRefusedByName) {
 TEST_F(ArtifactFile, TruncationAndBitFlipsAreNamed) {
   EXPECT_NE(error_of(bytes_.substr(0, bytes_.size() - 100)).find("truncated"), std::string::npos);
   EXPECT_NE(error_of(bytes_.substr(0, 10)).find("truncated"), std::string::npos);
-  EXPECT_NE(error_of("hello, this is not an artifact at all, not even close to one.........").find("bad magic"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("hello, this is not an artifact at all, not even close to one.........").find("bad magic"),
+      std::string::npos);
   std::string flipped = bytes_;
   flipped[bytes_.size() / 2] ^= 0x10;
   EXPECT_NE(error_of(flipped).find("checksum mismatch"), std::string::npos);
@@ -255,7 +256,8 @@ TEST_F(ArtifactFile, MutatedArtifactsNeverCrash) {
     } catch (const Error&) {
     }
   }
-  std::printf("manifest mutations: %d of 400 still parsed and compiled (harmless edits such as names)\n", accepted);
+  std::printf("manifest mutations: %d of 400 still parsed and compiled (harmless edits such as names)\n",
+              accepted);
 }
 
 TEST_F(ArtifactFile, StructuralLiesAreRejected) {
@@ -280,14 +282,22 @@ TEST_F(ArtifactFile, StructuralLiesAreRejected) {
     artifact_detail::reseal(out);
     return out;
   };
-  auto with_manifest = [&](const std::function<void(nlohmann::json&)>& edit) { return error_of(edited(edit)); };
+  auto with_manifest = [&](const std::function<void(nlohmann::json&)>& edit) {
+    return error_of(edited(edit));
+  };
   EXPECT_EQ(with_manifest([](nlohmann::json&) {}), "") << "an unedited manifest must load";
-  EXPECT_NE(with_manifest([](nlohmann::json& m) { m["plan"].erase(0); }).find("is in no kernel"), std::string::npos);
-  EXPECT_NE(with_manifest([](nlohmann::json& m) { m["graph"]["nodes"][0]["inputs"][0] = 999999; }).find("out of range"),
+  EXPECT_NE(with_manifest([](nlohmann::json& m) { m["plan"].erase(0); }).find("is in no kernel"),
             std::string::npos);
-  EXPECT_NE(with_manifest([](nlohmann::json& m) { m["memory_plan"]["arena_bytes"] = 1ull << 50; }).find("implausibly large"),
+  EXPECT_NE(with_manifest([](nlohmann::json& m) {
+              m["graph"]["nodes"][0]["inputs"][0] = 999999;
+            }).find("out of range"),
             std::string::npos);
-  EXPECT_NE(with_manifest([](nlohmann::json& m) { m.erase("graph"); }).find("malformed manifest"), std::string::npos);
+  EXPECT_NE(with_manifest([](nlohmann::json& m) {
+              m["memory_plan"]["arena_bytes"] = 1ull << 50;
+            }).find("implausibly large"),
+            std::string::npos);
+  EXPECT_NE(with_manifest([](nlohmann::json& m) { m.erase("graph"); }).find("malformed manifest"),
+            std::string::npos);
   EXPECT_NE(with_manifest([](nlohmann::json& m) {
               for (auto& v : m["graph"]["values"])
                 if (v.contains("weight")) {
@@ -298,10 +308,11 @@ TEST_F(ArtifactFile, StructuralLiesAreRejected) {
             std::string::npos);
   // A plan whose first kernel is moved last reads values before they exist.
   Artifact reordered = parse_artifact(edited([](nlohmann::json& m) {
-    auto first = m["plan"][0];
-    m["plan"].erase(0);
-    m["plan"].push_back(first);
-  }), "x");
+                                        auto first = m["plan"][0];
+                                        m["plan"].erase(0);
+                                        m["plan"].push_back(first);
+                                      }),
+                                      "x");
   try {
     artifact_steps(reordered, all_backends(), CompileOptions{});
     ADD_FAILURE() << "a kernel reading an uncomputed value was accepted";
@@ -334,7 +345,8 @@ TEST_F(ArtifactFile, CApiReportsBadInputsAndRunsConcurrently) {
   std::vector<int64_t> wrong(in.shape, in.shape + in.rank);
   wrong[0] += 1;
   EXPECT_NE(collage_set_input(a, in.name, data.data(), in.rank, wrong.data()), 0);
-  EXPECT_NE(std::string(collage_last_error()).find("must have shape"), std::string::npos) << collage_last_error();
+  EXPECT_NE(std::string(collage_last_error()).find("must have shape"), std::string::npos)
+      << collage_last_error();
   EXPECT_NE(collage_set_input(a, "nope", data.data(), in.rank, in.shape), 0);
 
   // Reference: the in-process placement on the same input.
@@ -351,7 +363,8 @@ TEST_F(ArtifactFile, CApiReportsBadInputsAndRunsConcurrently) {
       if (collage_run(m) != 0) ++failures[static_cast<size_t>(id)];
       collage_tensor_info out{};
       collage_output_info(m, 0, &out);
-      if (std::memcmp(collage_output_data(m, 0), want.raw(), out.bytes) != 0) ++failures[static_cast<size_t>(id)];
+      if (std::memcmp(collage_output_data(m, 0), want.raw(), out.bytes) != 0)
+        ++failures[static_cast<size_t>(id)];
     }
   };
   std::thread ta(worker, a, 0), tb(worker, b, 1);

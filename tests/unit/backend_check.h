@@ -15,7 +15,8 @@
 namespace collage::testing {
 
 // values[v] for every value id (constants included); inputs random unless given.
-inline std::vector<Tensor> reference_values(const Graph& g, std::vector<Tensor> inputs = {}, uint64_t seed = 3) {
+inline std::vector<Tensor> reference_values(const Graph& g, std::vector<Tensor> inputs = {},
+                                            uint64_t seed = 3) {
   if (inputs.empty()) inputs = random_inputs(g, seed);
   std::vector<Tensor> values(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v)
@@ -33,15 +34,15 @@ inline std::vector<Tensor> reference_values(const Graph& g, std::vector<Tensor> 
 }
 
 struct CandidateCheck {
-  bool supported = true;       // false: the backend refused to compile (Unsupported)
-  std::string mismatch;        // empty when outputs agree
+  bool supported = true;  // false: the backend refused to compile (Unsupported)
+  std::string mismatch;   // empty when outputs agree
   double max_abs_error = 0.0;
 };
 
 // |got - want| <= atol + rtol * |want| element-wise.
 inline CandidateCheck check_candidate(const Graph& g, const BackendSpec& spec, const IndexSet& nodes,
-                                      const std::vector<Tensor>& values, double rtol = 1e-4, double atol = 1e-5,
-                                      int threads = 1) {
+                                      const std::vector<Tensor>& values, double rtol = 1e-4,
+                                      double atol = 1e-5, int threads = 1) {
   CandidateCheck result;
   SubGraph sub = make_subgraph(g, nodes);
   std::unique_ptr<Kernel> kernel;
@@ -68,7 +69,8 @@ inline CandidateCheck check_candidate(const Graph& g, const BackendSpec& spec, c
     const Tensor& want = values[static_cast<size_t>(sub.outputs[k])];
     const std::string& name = g.value(sub.outputs[k]).name;
     if (outs[k].shape() != want.shape() || outs[k].dtype() != want.dtype()) {
-      result.mismatch = name + ": got " + shape_to_string(outs[k].shape()) + ", want " + shape_to_string(want.shape());
+      result.mismatch =
+          name + ": got " + shape_to_string(outs[k].shape()) + ", want " + shape_to_string(want.shape());
       return result;
     }
     std::vector<double> a = outs[k].to_double_vector(), b = want.to_double_vector();

@@ -46,7 +46,8 @@ inline int64_t conv_out(int64_t in, const ConvCase& cc) {
 inline Graph conv_model(const ConvCase& cc, uint32_t seed = 1) {
   OnnxTestModel m(17);
   Shape xs = cc.one_d ? Shape{cc.n, cc.c, cc.w} : Shape{cc.n, cc.c, cc.h, cc.w};
-  Shape rs = cc.one_d ? Shape{cc.n, cc.m, conv_out(cc.w, cc)} : Shape{cc.n, cc.m, conv_out(cc.h, cc), conv_out(cc.w, cc)};
+  Shape rs = cc.one_d ? Shape{cc.n, cc.m, conv_out(cc.w, cc)}
+                      : Shape{cc.n, cc.m, conv_out(cc.h, cc), conv_out(cc.w, cc)};
   m.input("x", xs);
   m.input("r", rs);
   Shape ws = cc.one_d ? Shape{cc.m, cc.c / cc.group, cc.k} : Shape{cc.m, cc.c / cc.group, cc.k, cc.k};
@@ -55,7 +56,8 @@ inline Graph conv_model(const ConvCase& cc, uint32_t seed = 1) {
   for (int64_t i = 0; i < sp; ++i) pads.push_back(cc.pad_begin);
   for (int64_t i = 0; i < sp; ++i) pads.push_back(cc.pad_end);
   for (int branch = 0; branch < 2; ++branch) {
-    std::string w = "w" + std::to_string(branch), b = "b" + std::to_string(branch), c = "c" + std::to_string(branch);
+    std::string w = "w" + std::to_string(branch), b = "b" + std::to_string(branch),
+                c = "c" + std::to_string(branch);
     m.initializer(w, random_tensor_f32(ws, seed + 2 * static_cast<uint32_t>(branch)));
     std::vector<std::string> ins = {"x", w};
     if (cc.bias) {

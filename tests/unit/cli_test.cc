@@ -141,7 +141,8 @@ TEST_F(CliTest, BadArgumentsExitTwo) {
   expect_bad_input("tune " + model + " --epsilon fast", "--epsilon");
   expect_bad_input("tune " + model + " --backends cuda", "cuda");
   expect_bad_input("tune " + model + " --pin nowhere=native", "nowhere");
-  expect_bad_input("tune " + model + " --no-cost-db --pin 0=xnnpack", "pinned to 'xnnpack'");  // Mul by a constant: no XNNPACK kernel
+  expect_bad_input("tune " + model + " --no-cost-db --pin 0=xnnpack",
+                   "pinned to 'xnnpack'");  // Mul by a constant: no XNNPACK kernel
   expect_bad_input("run " + model + " --placement " + write("bad.json", "{\"format\": 3}"), "placement");
   EXPECT_EQ(cli("frobnicate").exit_code, 2);
 }

@@ -1,3 +1,5 @@
+#include "core/cost_db.h"
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -6,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/cost_db.h"
 #include "core/error.h"
 
 namespace collage {
@@ -17,9 +18,8 @@ namespace fs = std::filesystem;
 class CostDbTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("collage_costdb_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("collage_costdb_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -55,7 +55,7 @@ TEST_F(CostDbTest, PersistsAcrossOpens) {
   ASSERT_TRUE(a.has_value());
   EXPECT_DOUBLE_EQ(a->cost.median_ms, 1.5);
   EXPECT_FALSE(db.find({"sig-a", 2, "test-cpu | avx2"}).has_value());  // thread count is part of the key
-  EXPECT_FALSE(db.find({"sig-a", 1, "other-cpu"}).has_value());       // and the device
+  EXPECT_FALSE(db.find({"sig-a", 1, "other-cpu"}).has_value());        // and the device
   auto b = db.find({"sig-b", 1, "test-cpu | avx2"});
   ASSERT_TRUE(b.has_value());
   EXPECT_FALSE(b->cost.valid);
@@ -76,7 +76,8 @@ TEST_F(CostDbTest, RefusesNewerSchemaForeignAndCorruptFiles) {
   }
 
   ASSERT_EQ(sqlite3_open(path("foreign.sqlite").c_str(), &raw), SQLITE_OK);
-  sqlite3_exec(raw, "CREATE TABLE customers(id INTEGER); INSERT INTO customers VALUES (1);", nullptr, nullptr, nullptr);
+  sqlite3_exec(raw, "CREATE TABLE customers(id INTEGER); INSERT INTO customers VALUES (1);", nullptr, nullptr,
+               nullptr);
   sqlite3_close(raw);
   EXPECT_THROW(CostDb db(path("foreign.sqlite")), Error);
   ASSERT_EQ(sqlite3_open(path("foreign.sqlite").c_str(), &raw), SQLITE_OK);
@@ -132,8 +133,9 @@ TEST_F(CostDbTest, ExportImportRoundTripAndMalformedJson) {
   EXPECT_THROW(other.import_json("{not json"), Error);
   EXPECT_THROW(other.import_json(R"({"format": "something-else", "version": 1, "records": []})"), Error);
   EXPECT_THROW(other.import_json(R"({"format": "collage-costs", "version": 999, "records": []})"), Error);
-  EXPECT_THROW(other.import_json(R"({"format": "collage-costs", "version": 1, "records": [{"signature": "s"}]})"),
-               Error);
+  EXPECT_THROW(
+      other.import_json(R"({"format": "collage-costs", "version": 1, "records": [{"signature": "s"}]})"),
+      Error);
   EXPECT_EQ(other.size(), 2u);  // failed imports wrote nothing
 }
 

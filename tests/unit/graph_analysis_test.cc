@@ -1,8 +1,9 @@
+#include "core/graph_analysis.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "core/graph_analysis.h"
 #include "core/index_set.h"
 #include "onnx_test_model.h"
 

@@ -1,10 +1,11 @@
+#include "core/measurer.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
-#include "core/measurer.h"
 #include "core/random_inputs.h"
 #include "onnx_test_model.h"
 
@@ -68,7 +69,8 @@ TEST(Measurer, InvalidKernelsGetReasonsAndValidOnesAreCached) {
   std::vector<const BackendSpec*> backends = {&native_backend(), &wrong, &refusing};
   auto candidates = enumerate_candidates(g, backends);
   auto values = reference_values(g, random_inputs(g, 5), native::node_evaluator());
-  std::string path = (std::filesystem::temp_directory_path() / ("measurer_" + std::to_string(::getpid()))).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("measurer_" + std::to_string(::getpid()))).string();
   std::filesystem::remove(path);
   MeasureOptions options;
   options.min_time_ms = 1;
@@ -96,7 +98,8 @@ TEST(Measurer, InvalidKernelsGetReasonsAndValidOnesAreCached) {
   }
   CostDb db(path);
   Measurer again(g, values, &db, options);
-  for (const auto& m : again.measure(candidates, backends)) EXPECT_TRUE(m.from_cache);  // nothing measured twice
+  for (const auto& m : again.measure(candidates, backends))
+    EXPECT_TRUE(m.from_cache);  // nothing measured twice
   remove_db(path);
 }
 
@@ -141,7 +144,8 @@ TEST(Measurer, CancelKeepsWhatWasMeasured) {
     void on_progress(const ProgressEvent&) override { ++seen; }
     bool cancel_requested() const override { return seen >= 2; }
   } observer;
-  std::string path = (std::filesystem::temp_directory_path() / ("cancel_" + std::to_string(::getpid()))).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("cancel_" + std::to_string(::getpid()))).string();
   remove_db(path);
   auto db_holder = std::make_unique<CostDb>(path);
   CostDb& db = *db_holder;

@@ -48,7 +48,8 @@ TEST(NativeBackend, ConvWithEpilogueAndResidual) {
   OnnxTestModel m(17);
   m.input("x", {2, 3, 9, 7});
   Tensor w(DType::Float32, {3, 3, 3, 3});
-  for (int64_t i = 0; i < w.size(); ++i) w.data<float>()[i] = static_cast<float>((i * 37) % 11) / 11.0f - 0.5f;
+  for (int64_t i = 0; i < w.size(); ++i)
+    w.data<float>()[i] = static_cast<float>((i * 37) % 11) / 11.0f - 0.5f;
   m.initializer("w", w);
   m.initializer("b", Tensor::from_vector<float>({3}, {0.1f, -0.2f, 0.3f}));
   auto& conv = m.node("Conv", {"x", "w", "b"}, {"c"});

@@ -75,7 +75,8 @@ TEST(NativeCompute, ConvGroupsStridesDilationAsymmetricPads) {
               for (int64_t kw = 0; kw < 2; ++kw) {
                 int64_t ih = oh * 2 - 1 + kh * 2, iw = ow * 2 - 0 + kw;
                 if (ih < 0 || iw < 0 || ih >= 9 || iw >= 7) continue;
-                s += x.data<float>()[((b * 6 + g * 3 + c) * 9 + ih) * 7 + iw] * w.data<float>()[((oc * 3 + c) * 3 + kh) * 2 + kw];
+                s += x.data<float>()[((b * 6 + g * 3 + c) * 9 + ih) * 7 + iw] *
+                     w.data<float>()[((oc * 3 + c) * 3 + kh) * 2 + kw];
               }
           EXPECT_NEAR(y.data<float>()[((b * 4 + oc) * 4 + oh) * 4 + ow], s, 1e-5);
         }
@@ -92,7 +93,8 @@ TEST(NativeCompute, ConvAutoPadSameUpperAndLowerAndDepthwise) {
     for (int64_t oc = 0; oc < 3; ++oc)
       for (int64_t oh = 0; oh < 6; ++oh)
         for (int64_t ow = 0; ow < 5; ++ow)
-          EXPECT_NEAR(y.data<float>()[(oc * 6 + oh) * 5 + ow], conv_at(x, w, 0, oc, oh, ow, 3, 1, before, before, 1), 1e-5)
+          EXPECT_NEAR(y.data<float>()[(oc * 6 + oh) * 5 + ow],
+                      conv_at(x, w, 0, oc, oh, ow, 3, 1, before, before, 1), 1e-5)
               << mode;
   }
   Node bad = make("Conv", {{"auto_pad", Attribute::of_string("SAME_SIDEWAYS")}});
@@ -136,7 +138,8 @@ TEST(NativeCompute, MatMulBroadcastAnd1DOperands) {
       for (int64_t r = 0; r < 3; ++r)
         for (int64_t c = 0; c < 2; ++c) {
           double s = 0;
-          for (int64_t k = 0; k < 4; ++k) s += a.data<float>()[(i * 3 + r) * 4 + k] * b.data<float>()[(j * 4 + k) * 2 + c];
+          for (int64_t k = 0; k < 4; ++k)
+            s += a.data<float>()[(i * 3 + r) * 4 + k] * b.data<float>()[(j * 4 + k) * 2 + c];
           EXPECT_NEAR(y.data<float>()[((i * 5 + j) * 3 + r) * 2 + c], s, 1e-5);
         }
   Tensor v = Tensor::from_vector<float>({4}, {1, 2, 3, 4});
@@ -151,8 +154,10 @@ TEST(NativeCompute, MatMulBroadcastAnd1DOperands) {
 
 TEST(NativeCompute, GemmTransposesAlphaBetaAndBiasBroadcast) {
   Tensor a = random({4, 3}, 10), b = random({5, 4}, 11), c = random({5}, 12);
-  Node n = make("Gemm", {{"transA", Attribute::of_int(1)}, {"transB", Attribute::of_int(1)},
-                         {"alpha", Attribute::of_float(0.5f)}, {"beta", Attribute::of_float(2.0f)}});
+  Node n = make("Gemm", {{"transA", Attribute::of_int(1)},
+                         {"transB", Attribute::of_int(1)},
+                         {"alpha", Attribute::of_float(0.5f)},
+                         {"beta", Attribute::of_float(2.0f)}});
   Tensor y = run(n, {&a, &b, &c})[0];
   ASSERT_EQ(y.shape(), (Shape{3, 5}));
   for (int64_t i = 0; i < 3; ++i)
@@ -172,13 +177,15 @@ TEST(NativeCompute, EinsumMatchesMatMulAndTranspose) {
   Tensor t = run(make("Einsum", {{"equation", Attribute::of_string("bij->bji")}}), {&a})[0];
   EXPECT_EQ(t.shape(), (Shape{2, 4, 3}));
   EXPECT_EQ(t.data<float>()[1 * 3 + 2], a.data<float>()[2 * 4 + 1]);
-  EXPECT_THROW(run(make("Einsum", {{"equation", Attribute::of_string("...ij,...jk->...ik")}}), {&a, &b}), Error);
+  EXPECT_THROW(run(make("Einsum", {{"equation", Attribute::of_string("...ij,...jk->...ik")}}), {&a, &b}),
+               Error);
 }
 
 TEST(NativeCompute, MaxPoolCeilModeAndIndices) {
   // 1x1x5 input, kernel 2, stride 2, ceil_mode: windows [0,1], [2,3], [4] -> 3 outputs.
   Tensor x = Tensor::from_vector<float>({1, 1, 5}, {1, 5, 2, 4, 3});
-  Node n = make("MaxPool", {{"kernel_shape", Attribute::of_ints({2})}, {"strides", Attribute::of_ints({2})},
+  Node n = make("MaxPool", {{"kernel_shape", Attribute::of_ints({2})},
+                            {"strides", Attribute::of_ints({2})},
                             {"ceil_mode", Attribute::of_int(1)}});
   n.outputs = {0, 1};
   auto out = run(n, {&x});
@@ -188,8 +195,10 @@ TEST(NativeCompute, MaxPoolCeilModeAndIndices) {
   n.attrs["ceil_mode"] = Attribute::of_int(0);
   EXPECT_EQ(run(n, {&x})[0].shape(), (Shape{1, 1, 2}));
   // With pad 1 and ceil_mode, a window starting in the right padding is dropped.
-  Node p = make("MaxPool", {{"kernel_shape", Attribute::of_ints({2})}, {"strides", Attribute::of_ints({2})},
-                            {"pads", Attribute::of_ints({1, 1})}, {"ceil_mode", Attribute::of_int(1)}});
+  Node p = make("MaxPool", {{"kernel_shape", Attribute::of_ints({2})},
+                            {"strides", Attribute::of_ints({2})},
+                            {"pads", Attribute::of_ints({1, 1})},
+                            {"ceil_mode", Attribute::of_int(1)}});
   Tensor x4 = Tensor::from_vector<float>({1, 1, 4}, {1, 2, 3, 4});
   EXPECT_EQ(run(p, {&x4})[0].to_double_vector(), (std::vector<double>{1, 3, 4}));
 }
@@ -202,9 +211,9 @@ TEST(NativeCompute, AveragePoolCountIncludePad) {
   attrs["count_include_pad"] = Attribute::of_int(1);
   Tensor incl = run(make("AveragePool", attrs), {&x})[0];
   ASSERT_EQ(excl.shape(), (Shape{1, 1, 3, 3}));
-  EXPECT_FLOAT_EQ(excl.data<float>()[0], 1.0f);          // only x[0,0] is inside
-  EXPECT_FLOAT_EQ(incl.data<float>()[0], 1.0f / 4);      // divided by the full window
-  EXPECT_FLOAT_EQ(excl.data<float>()[4], 2.5f);          // centre window covers all four
+  EXPECT_FLOAT_EQ(excl.data<float>()[0], 1.0f);      // only x[0,0] is inside
+  EXPECT_FLOAT_EQ(incl.data<float>()[0], 1.0f / 4);  // divided by the full window
+  EXPECT_FLOAT_EQ(excl.data<float>()[4], 2.5f);      // centre window covers all four
   EXPECT_FLOAT_EQ(incl.data<float>()[4], 2.5f);
 }
 
@@ -247,25 +256,29 @@ TEST(NativeCompute, ReductionsKeepdimsNegativeAxesAndInt64) {
 TEST(NativeCompute, NormalisationsAgainstFormulas) {
   Tensor x = random({2, 3, 4}, 16);
   Tensor scale = random({4}, 17), bias = random({4}, 18);
-  Tensor y = run(make("LayerNormalization", {{"epsilon", Attribute::of_float(1e-5f)}}), {&x, &scale, &bias})[0];
+  Tensor y =
+      run(make("LayerNormalization", {{"epsilon", Attribute::of_float(1e-5f)}}), {&x, &scale, &bias})[0];
   for (int64_t r = 0; r < 6; ++r) {
     double m = 0, v = 0;
     for (int64_t i = 0; i < 4; ++i) m += x.data<float>()[r * 4 + i] / 4.0;
     for (int64_t i = 0; i < 4; ++i) v += std::pow(x.data<float>()[r * 4 + i] - m, 2) / 4.0;
     for (int64_t i = 0; i < 4; ++i)
       EXPECT_NEAR(y.data<float>()[r * 4 + i],
-                  (x.data<float>()[r * 4 + i] - m) / std::sqrt(v + 1e-5) * scale.data<float>()[i] + bias.data<float>()[i],
+                  (x.data<float>()[r * 4 + i] - m) / std::sqrt(v + 1e-5) * scale.data<float>()[i] +
+                      bias.data<float>()[i],
                   1e-5);
   }
   Tensor c = random({3}, 19), mean = random({3}, 20), var = Tensor::from_vector<float>({3}, {0.5f, 1, 2});
-  EXPECT_THROW(run(make("BatchNormalization"), {&x, &c, &bias, &mean, &var}), Error);  // 4 biases for 3 channels
+  EXPECT_THROW(run(make("BatchNormalization"), {&x, &c, &bias, &mean, &var}),
+               Error);  // 4 biases for 3 channels
   EXPECT_THROW(run(make("BatchNormalization"), {&x, &c, &bias, &mean}), Error);
   Tensor b3 = random({3}, 21);
   Tensor bn = run(make("BatchNormalization"), {&x, &c, &b3, &mean, &var})[0];
   for (int64_t i = 0; i < x.size(); ++i) {
     int64_t ch = (i / 4) % 3;
     EXPECT_NEAR(bn.data<float>()[i],
-                (x.data<float>()[i] - mean.data<float>()[ch]) / std::sqrt(var.data<float>()[ch] + 1e-5) * c.data<float>()[ch] +
+                (x.data<float>()[i] - mean.data<float>()[ch]) / std::sqrt(var.data<float>()[ch] + 1e-5) *
+                        c.data<float>()[ch] +
                     b3.data<float>()[ch],
                 1e-5);
   }

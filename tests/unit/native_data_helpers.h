@@ -28,7 +28,8 @@ class PoisonAllocator : public TensorAllocator {
   }
 };
 
-inline Node make_node(const std::string& op, std::map<std::string, Attribute> attrs = {}, size_t outputs = 1) {
+inline Node make_node(const std::string& op, std::map<std::string, Attribute> attrs = {},
+                      size_t outputs = 1) {
   Node n;
   n.name = "t";
   n.op_type = op;
@@ -58,11 +59,21 @@ std::vector<T> values(const Tensor& t) {
   return std::vector<T>(p, p + t.size());
 }
 
-inline Tensor f32(Shape shape, const std::vector<float>& v) { return Tensor::from_vector<float>(std::move(shape), v); }
-inline Tensor i64(Shape shape, const std::vector<int64_t>& v) { return Tensor::from_vector<int64_t>(std::move(shape), v); }
-inline Tensor i32(Shape shape, const std::vector<int32_t>& v) { return Tensor::from_vector<int32_t>(std::move(shape), v); }
-inline Tensor u8(Shape shape, const std::vector<uint8_t>& v) { return Tensor::from_vector<uint8_t>(std::move(shape), v); }
-inline Tensor boolean(Shape shape, const std::vector<bool>& v) { return Tensor::from_vector<bool>(std::move(shape), v); }
+inline Tensor f32(Shape shape, const std::vector<float>& v) {
+  return Tensor::from_vector<float>(std::move(shape), v);
+}
+inline Tensor i64(Shape shape, const std::vector<int64_t>& v) {
+  return Tensor::from_vector<int64_t>(std::move(shape), v);
+}
+inline Tensor i32(Shape shape, const std::vector<int32_t>& v) {
+  return Tensor::from_vector<int32_t>(std::move(shape), v);
+}
+inline Tensor u8(Shape shape, const std::vector<uint8_t>& v) {
+  return Tensor::from_vector<uint8_t>(std::move(shape), v);
+}
+inline Tensor boolean(Shape shape, const std::vector<bool>& v) {
+  return Tensor::from_vector<bool>(std::move(shape), v);
+}
 inline Tensor i64s(const std::vector<int64_t>& v) { return i64({static_cast<int64_t>(v.size())}, v); }
 
 // 0, 1, 2, ... as float32 / int64.

@@ -37,7 +37,8 @@ TEST(NativeDataUnary, FloatOpsMatchReferenceFormulas) {
       {"HardSwish", {}, [](double x) { return x * std::min(6.0, std::max(0.0, x + 3)) / 6; }},
       {"Erf", {}, [](double x) { return std::erf(x); }},
       {"Gelu", {}, [](double x) { return x * 0.5 * std::erfc(-x / std::sqrt(2.0)); }},
-      {"Gelu", {{"approximate", Attribute::of_string("tanh")}},
+      {"Gelu",
+       {{"approximate", Attribute::of_string("tanh")}},
        [&](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / pi) * (x + 0.044715 * x * x * x))); }},
       {"Exp", {}, [](double x) { return std::exp(x); }},
       {"Log", {}, [](double x) { return std::log(x); }, true},
@@ -49,7 +50,8 @@ TEST(NativeDataUnary, FloatOpsMatchReferenceFormulas) {
       {"Ceil", {}, [](double x) { return std::ceil(x); }},
       {"Sign", {}, [](double x) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); }},
       {"Shrink", {}, [](double x) { return x < -0.5 ? x : (x > 0.5 ? x : 0.0); }},
-      {"Shrink", {{"bias", Attribute::of_float(1.0f)}, {"lambd", Attribute::of_float(1.5f)}},
+      {"Shrink",
+       {{"bias", Attribute::of_float(1.0f)}, {"lambd", Attribute::of_float(1.5f)}},
        [](double x) { return x < -1.5 ? x + 1 : (x > 1.5 ? x - 1 : 0.0); }},
       {"Sin", {}, [](double x) { return std::sin(x); }},
       {"Cos", {}, [](double x) { return std::cos(x); }},
@@ -63,7 +65,8 @@ TEST(NativeDataUnary, FloatOpsMatchReferenceFormulas) {
     ASSERT_EQ(out.dtype(), DType::Float32) << c.op;
     std::vector<float> got = values<float>(out);
     for (size_t i = 0; i < in.size(); ++i)
-      EXPECT_NEAR(got[i], c.reference(in[i]), 1e-5 + 1e-5 * std::fabs(c.reference(in[i]))) << c.op << " x=" << in[i];
+      EXPECT_NEAR(got[i], c.reference(in[i]), 1e-5 + 1e-5 * std::fabs(c.reference(in[i])))
+          << c.op << " x=" << in[i];
   }
 }
 
@@ -110,7 +113,8 @@ TEST(NativeDataClip, BoundsOptionalAndTyped) {
             (std::vector<float>{-1, -1, -0.5f, 0.5f, 1, 1}));
   EXPECT_EQ(values<float>(run1(n, {x, Tensor(), Tensor::scalar<float>(0)})),
             (std::vector<float>{-kInf, -2, -0.5f, 0, 0, 0}));
-  EXPECT_EQ(values<float>(run1(n, {x, Tensor::scalar<float>(0)})), (std::vector<float>{0, 0, 0, 0.5f, 2, kInf}));
+  EXPECT_EQ(values<float>(run1(n, {x, Tensor::scalar<float>(0)})),
+            (std::vector<float>{0, 0, 0, 0.5f, 2, kInf}));
   EXPECT_EQ(values<float>(run1(n, {x})), values<float>(x));
   // min > max: numpy.clip semantics, everything becomes max.
   EXPECT_EQ(values<float>(run1(n, {x, Tensor::scalar<float>(3), Tensor::scalar<float>(1)})),
@@ -127,20 +131,27 @@ TEST(NativeDataCast, FloatToIntTruncatesTowardZero) {
   Tensor x = f32({6}, {1.9f, -1.9f, 0.0f, 2.5f, -0.4f, 1e20f});
   EXPECT_EQ(values<int64_t>(run1(cast_node(DType::Int64), {x})),
             (std::vector<int64_t>{1, -1, 0, 2, 0, std::numeric_limits<int64_t>::max()}));
-  EXPECT_EQ(values<int32_t>(run1(cast_node(DType::Int32), {f32({2}, {-7.99f, kNan})})), (std::vector<int32_t>{-7, 0}));
-  EXPECT_EQ(values<uint8_t>(run1(cast_node(DType::UInt8), {f32({2}, {200.7f, 3.2f})})), (std::vector<uint8_t>{200, 3}));
+  EXPECT_EQ(values<int32_t>(run1(cast_node(DType::Int32), {f32({2}, {-7.99f, kNan})})),
+            (std::vector<int32_t>{-7, 0}));
+  EXPECT_EQ(values<uint8_t>(run1(cast_node(DType::UInt8), {f32({2}, {200.7f, 3.2f})})),
+            (std::vector<uint8_t>{200, 3}));
 }
 
 TEST(NativeDataCast, BoolAndIntConversions) {
   EXPECT_EQ(values<bool>(run1(cast_node(DType::Bool), {f32({4}, {0.0f, 0.5f, -2.0f, kNan})})),
             (std::vector<bool>{false, true, true, true}));
-  EXPECT_EQ(values<bool>(run1(cast_node(DType::Bool), {i64({3}, {0, 5, -1})})), (std::vector<bool>{false, true, true}));
-  EXPECT_EQ(values<float>(run1(cast_node(DType::Float32), {boolean({2}, {true, false})})), (std::vector<float>{1, 0}));
-  EXPECT_EQ(values<int64_t>(run1(cast_node(DType::Int64), {boolean({2}, {false, true})})), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(values<bool>(run1(cast_node(DType::Bool), {i64({3}, {0, 5, -1})})),
+            (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(values<float>(run1(cast_node(DType::Float32), {boolean({2}, {true, false})})),
+            (std::vector<float>{1, 0}));
+  EXPECT_EQ(values<int64_t>(run1(cast_node(DType::Int64), {boolean({2}, {false, true})})),
+            (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(values<float>(run1(cast_node(DType::Float32), {i64({3}, {-3, 0, 1 << 20})})),
             (std::vector<float>{-3, 0, 1 << 20}));
-  EXPECT_EQ(values<int32_t>(run1(cast_node(DType::Int32), {i64({2}, {-5, 123456})})), (std::vector<int32_t>{-5, 123456}));
-  EXPECT_EQ(values<double>(run1(cast_node(DType::Float64), {f32({1}, {0.25f})})), (std::vector<double>{0.25}));
+  EXPECT_EQ(values<int32_t>(run1(cast_node(DType::Int32), {i64({2}, {-5, 123456})})),
+            (std::vector<int32_t>{-5, 123456}));
+  EXPECT_EQ(values<double>(run1(cast_node(DType::Float64), {f32({1}, {0.25f})})),
+            (std::vector<double>{0.25}));
   Tensor same = run1(cast_node(DType::Float32), {f32({2, 1}, {1, 2})});
   EXPECT_EQ(same.shape(), (Shape{2, 1}));
   EXPECT_EQ(values<float>(same), (std::vector<float>{1, 2}));
@@ -157,8 +168,10 @@ TEST(NativeDataCast, UnsupportedTargets) {
 
 // Applies f over the broadcast of a and b with the test's own index mapping.
 template <class T, class R>
-std::vector<R> naive_binary(const Tensor& a, const Tensor& b, const Shape& out, const std::function<R(T, T)>& f) {
-  std::vector<int64_t> ia = broadcast_source_indices(a.shape(), out), ib = broadcast_source_indices(b.shape(), out);
+std::vector<R> naive_binary(const Tensor& a, const Tensor& b, const Shape& out,
+                            const std::function<R(T, T)>& f) {
+  std::vector<int64_t> ia = broadcast_source_indices(a.shape(), out),
+                       ib = broadcast_source_indices(b.shape(), out);
   std::vector<R> r;
   for (size_t i = 0; i < ia.size(); ++i) r.push_back(f(a.data<T>()[ia[i]], b.data<T>()[ib[i]]));
   return r;
@@ -169,9 +182,15 @@ TEST(NativeDataBinary, BroadcastShapesAgainstNaiveReference) {
     Shape a, b, out;
   };
   std::vector<ShapeCase> cases = {
-      {{2, 3}, {2, 3}, {2, 3}},       {{2, 3}, {3}, {2, 3}},          {{2, 3}, {}, {2, 3}},
-      {{}, {2, 3}, {2, 3}},           {{2, 1}, {1, 3}, {2, 3}},       {{2, 1, 3}, {4, 1}, {2, 4, 3}},
-      {{1, 3, 1, 2}, {3, 4, 1}, {1, 3, 4, 2}}, {{4, 1}, {2, 1, 3}, {2, 4, 3}}, {{0, 3}, {3}, {0, 3}},
+      {{2, 3}, {2, 3}, {2, 3}},
+      {{2, 3}, {3}, {2, 3}},
+      {{2, 3}, {}, {2, 3}},
+      {{}, {2, 3}, {2, 3}},
+      {{2, 1}, {1, 3}, {2, 3}},
+      {{2, 1, 3}, {4, 1}, {2, 4, 3}},
+      {{1, 3, 1, 2}, {3, 4, 1}, {1, 3, 4, 2}},
+      {{4, 1}, {2, 1, 3}, {2, 4, 3}},
+      {{0, 3}, {3}, {0, 3}},
       {{3, 1, 5}, {3, 5}, {3, 3, 5}},
   };
   const std::map<std::string, std::function<float(float, float)>> ops = {
@@ -201,9 +220,11 @@ TEST(NativeDataBinary, IntegerArithmetic) {
             (std::vector<int64_t>{21, -21, 21, -21}));
   // Large values stay exact (no float round trip).
   const int64_t big = (int64_t{1} << 60) + 1;
-  EXPECT_EQ(values<int64_t>(run1(make_node("Add"), {i64({1}, {big}), i64({1}, {2})})), (std::vector<int64_t>{big + 2}));
+  EXPECT_EQ(values<int64_t>(run1(make_node("Add"), {i64({1}, {big}), i64({1}, {2})})),
+            (std::vector<int64_t>{big + 2}));
   const int64_t lo = std::numeric_limits<int64_t>::min();
-  EXPECT_EQ(values<int64_t>(run1(make_node("Div"), {i64({1}, {lo}), i64({1}, {-1})})), (std::vector<int64_t>{lo}));
+  EXPECT_EQ(values<int64_t>(run1(make_node("Div"), {i64({1}, {lo}), i64({1}, {-1})})),
+            (std::vector<int64_t>{lo}));
   EXPECT_EQ(values<int32_t>(run1(make_node("Div"), {i32({2, 1}, {9, -9}), i32({2}, {4, -4})})),
             (std::vector<int32_t>{2, -2, -2, 2}));
   EXPECT_EQ(values<int32_t>(run1(make_node("Max"), {i32({3}, {1, 5, -2}), i32({1}, {0})})),
@@ -225,17 +246,32 @@ TEST(NativeDataBinary, PowFloatAndIntegerExponents) {
   std::vector<float> got = values<float>(run1(make_node("Pow"), {base, f32({2}, {2, 0.5f})}));
   std::vector<float> want = {4, std::sqrt(3.0f), 16, std::sqrt(0.5f)};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(got[i], want[i]);
-  EXPECT_EQ(values<float>(run1(make_node("Pow"), {base, i64({}, {3})})), (std::vector<float>{8, 27, 64, 0.125f}));
+  EXPECT_EQ(values<float>(run1(make_node("Pow"), {base, i64({}, {3})})),
+            (std::vector<float>{8, 27, 64, 0.125f}));
   EXPECT_EQ(values<float>(run1(make_node("Pow"), {f32({1}, {-2}), i32({1}, {3})})), (std::vector<float>{-8}));
-  EXPECT_EQ(error_kind([&] { run1(make_node("Pow"), {i64({1}, {2}), i64({1}, {2})}); }), ErrorKind::Unsupported);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Pow"), {i64({1}, {2}), i64({1}, {2})});
+            }),
+            ErrorKind::Unsupported);
 }
 
 TEST(NativeDataBinary, BadInputsThrow) {
-  EXPECT_EQ(error_kind([&] { run1(make_node("Add"), {iota_f32({2, 3}), iota_f32({4})}); }), ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { run1(make_node("Mul"), {iota_f32({2, 3}), iota_i64({3})}); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Add"), {iota_f32({2, 3}), iota_f32({4})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Mul"), {iota_f32({2, 3}), iota_i64({3})});
+            }),
+            ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(make_node("Sub"), {iota_f32({2})}); }), ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { run1(make_node("Add"), {u8({1}, {1}), u8({1}, {1})}); }), ErrorKind::Unsupported);
-  EXPECT_EQ(error_kind([&] { run1(make_node("Sum"), {iota_f32({2, 3}), iota_f32({3}), iota_f32({2})}); }),
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Add"), {u8({1}, {1}), u8({1}, {1})});
+            }),
+            ErrorKind::Unsupported);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Sum"), {iota_f32({2, 3}), iota_f32({3}), iota_f32({2})});
+            }),
             ErrorKind::InvalidModel);
 }
 
@@ -250,7 +286,8 @@ TEST(NativeDataBinary, NumpyRulesAndFloat64) {
 
 TEST(NativeDataVariadic, ThreeInputsBroadcastTogether) {
   Tensor a = f32({2, 1}, {1, 10}), b = f32({3}, {0.5f, 2, 30}), c = Tensor::scalar<float>(4);
-  EXPECT_EQ(values<float>(run1(make_node("Sum"), {a, b, c})), (std::vector<float>{5.5f, 7, 35, 14.5f, 16, 44}));
+  EXPECT_EQ(values<float>(run1(make_node("Sum"), {a, b, c})),
+            (std::vector<float>{5.5f, 7, 35, 14.5f, 16, 44}));
   std::vector<float> mean = values<float>(run1(make_node("Mean"), {a, b, c}));
   std::vector<float> want = {5.5f / 3, 7.0f / 3, 35.0f / 3, 14.5f / 3, 16.0f / 3, 44.0f / 3};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(mean[i], want[i]);
@@ -259,9 +296,11 @@ TEST(NativeDataVariadic, ThreeInputsBroadcastTogether) {
   Tensor one = run1(make_node("Sum"), {a});
   EXPECT_EQ(one.shape(), (Shape{2, 1}));
   EXPECT_EQ(values<float>(one), (std::vector<float>{1, 10}));
-  EXPECT_EQ(values<int64_t>(run1(make_node("Sum"), {i64({2}, {1, 2}), i64({1}, {10}), i64({2, 1}, {100, 200})})),
-            (std::vector<int64_t>{111, 112, 211, 212}));
-  std::vector<float> nan_max = values<float>(run1(make_node("Max"), {f32({2}, {kNan, 1}), f32({2}, {0, kNan})}));
+  EXPECT_EQ(
+      values<int64_t>(run1(make_node("Sum"), {i64({2}, {1, 2}), i64({1}, {10}), i64({2, 1}, {100, 200})})),
+      (std::vector<int64_t>{111, 112, 211, 212}));
+  std::vector<float> nan_max =
+      values<float>(run1(make_node("Max"), {f32({2}, {kNan, 1}), f32({2}, {0, kNan})}));
   EXPECT_TRUE(std::isnan(nan_max[0]) && std::isnan(nan_max[1]));
   EXPECT_EQ(error_kind([&] { run1(make_node("Max"), {}); }), ErrorKind::InvalidModel);
 }
@@ -270,17 +309,20 @@ TEST(NativeDataCompare, AllTypesWithBroadcast) {
   Tensor a = f32({2, 2}, {1, 2, 3, 4}), b = f32({2}, {2, 3});
   EXPECT_EQ(values<bool>(run1(make_node("Equal"), {a, b})), (std::vector<bool>{false, false, false, false}));
   EXPECT_EQ(values<bool>(run1(make_node("Less"), {a, b})), (std::vector<bool>{true, true, false, false}));
-  EXPECT_EQ(values<bool>(run1(make_node("LessOrEqual"), {a, b})), (std::vector<bool>{true, true, false, false}));
+  EXPECT_EQ(values<bool>(run1(make_node("LessOrEqual"), {a, b})),
+            (std::vector<bool>{true, true, false, false}));
   EXPECT_EQ(values<bool>(run1(make_node("Greater"), {a, b})), (std::vector<bool>{false, false, true, true}));
   EXPECT_EQ(values<bool>(run1(make_node("GreaterOrEqual"), {a, f32({2, 1}, {2, 4})})),
             (std::vector<bool>{false, true, false, true}));
   Tensor ia = i64({3}, {-1, 0, 5}), ib = Tensor::scalar<int64_t>(0);
   EXPECT_EQ(values<bool>(run1(make_node("Equal"), {ia, ib})), (std::vector<bool>{false, true, false}));
   EXPECT_EQ(values<bool>(run1(make_node("Greater"), {ia, ib})), (std::vector<bool>{false, false, true}));
-  EXPECT_EQ(values<bool>(run1(make_node("Less"), {i32({2}, {3, 4}), i32({2}, {4, 3})})), (std::vector<bool>{true, false}));
+  EXPECT_EQ(values<bool>(run1(make_node("Less"), {i32({2}, {3, 4}), i32({2}, {4, 3})})),
+            (std::vector<bool>{true, false}));
   EXPECT_EQ(values<bool>(run1(make_node("Equal"), {boolean({2}, {true, false}), boolean({1}, {false})})),
             (std::vector<bool>{false, true}));
-  EXPECT_EQ(values<bool>(run1(make_node("Equal"), {f32({1}, {kNan}), f32({1}, {kNan})})), (std::vector<bool>{false}));
+  EXPECT_EQ(values<bool>(run1(make_node("Equal"), {f32({1}, {kNan}), f32({1}, {kNan})})),
+            (std::vector<bool>{false}));
 }
 
 TEST(NativeDataLogic, NotAndOrXor) {
@@ -289,7 +331,10 @@ TEST(NativeDataLogic, NotAndOrXor) {
   EXPECT_EQ(values<bool>(run1(make_node("Or"), {a, b})), (std::vector<bool>{false, true, true, true}));
   EXPECT_EQ(values<bool>(run1(make_node("Xor"), {a, b})), (std::vector<bool>{false, true, true, false}));
   EXPECT_EQ(values<bool>(run1(make_node("Not"), {b})), (std::vector<bool>{true, false}));
-  EXPECT_EQ(error_kind([&] { run1(make_node("And"), {iota_f32({2}), iota_f32({2})}); }), ErrorKind::Unsupported);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("And"), {iota_f32({2}), iota_f32({2})});
+            }),
+            ErrorKind::Unsupported);
 }
 
 TEST(NativeDataWhere, ThreeWayBroadcastAnyDtype) {
@@ -301,12 +346,15 @@ TEST(NativeDataWhere, ThreeWayBroadcastAnyDtype) {
   EXPECT_EQ(values<float>(out), (std::vector<float>{1, 2, 3, -1, -1, -1}));
   Tensor xi = i64({3}, {10, 20, 30}), yi = i64({2, 1}, {-1, -2});
   Tensor ci = boolean({3}, {true, false, true});
-  EXPECT_EQ(values<int64_t>(run1(make_node("Where"), {ci, xi, yi})), (std::vector<int64_t>{10, -1, 30, 10, -2, 30}));
+  EXPECT_EQ(values<int64_t>(run1(make_node("Where"), {ci, xi, yi})),
+            (std::vector<int64_t>{10, -1, 30, 10, -2, 30}));
   Tensor xb = boolean({1}, {true}), yb = boolean({1}, {false});
   EXPECT_EQ(values<bool>(run1(make_node("Where"), {ci, xb, yb})), (std::vector<bool>{true, false, true}));
   EXPECT_EQ(values<uint8_t>(run1(make_node("Where"), {ci, u8({3}, {1, 2, 3}), u8({}, {9})})),
             (std::vector<uint8_t>{1, 9, 3}));
-  EXPECT_EQ(error_kind([&] { run1(make_node("Where"), {boolean({2}, {true, false}), xi, yi}); }),
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Where"), {boolean({2}, {true, false}), xi, yi});
+            }),
             ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(make_node("Where"), {ci, xi, y}); }), ErrorKind::InvalidModel);
 }
@@ -315,9 +363,13 @@ TEST(NativeDataPRelu, SlopeBroadcastsToX) {
   Tensor x = f32({1, 2, 2}, {-1, 2, -3, 4});
   Tensor slope = f32({2, 1}, {0.5f, 0.25f});
   EXPECT_EQ(values<float>(run1(make_node("PRelu"), {x, slope})), (std::vector<float>{-0.5f, 2, -0.75f, 4}));
-  EXPECT_EQ(values<float>(run1(make_node("PRelu"), {x, f32({1}, {0.1f})})), (std::vector<float>{-0.1f, 2, -0.3f, 4}));
+  EXPECT_EQ(values<float>(run1(make_node("PRelu"), {x, f32({1}, {0.1f})})),
+            (std::vector<float>{-0.1f, 2, -0.3f, 4}));
   // The slope may not widen X.
-  EXPECT_EQ(error_kind([&] { run1(make_node("PRelu"), {x, f32({3, 1, 1}, {1, 2, 3})}); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("PRelu"), {x, f32({3, 1, 1}, {1, 2, 3})});
+            }),
+            ErrorKind::InvalidModel);
 }
 
 TEST(NativeDataIdentity, SharesStorageForAnyDtype) {

@@ -44,7 +44,9 @@ TEST(NativeDataShape, ReshapeRejectsBadShapes) {
 
 TEST(NativeDataShape, FlattenAxes) {
   Tensor x = iota_f32({2, 3, 4});
-  auto flat = [&](int64_t axis) { return run1(make_node("Flatten", {{"axis", Attribute::of_int(axis)}}), {x}).shape(); };
+  auto flat = [&](int64_t axis) {
+    return run1(make_node("Flatten", {{"axis", Attribute::of_int(axis)}}), {x}).shape();
+  };
   EXPECT_EQ(run1(make_node("Flatten"), {x}).shape(), (Shape{2, 12}));
   EXPECT_EQ(flat(0), (Shape{1, 24}));
   EXPECT_EQ(flat(3), (Shape{24, 1}));
@@ -69,13 +71,18 @@ TEST(NativeDataShape, TransposeMatchesIndexFormula) {
     for (int64_t j = 0; j < 3; ++j)
       for (int64_t k = 0; k < 4; ++k) EXPECT_EQ(p.data<int64_t>()[(j * 2 + i) * 4 + k], (i * 3 + j) * 4 + k);
 
-  Tensor b = run1(make_node("Transpose", {{"perm", Attribute::of_ints({1, 0})}}), {u8({2, 3}, {1, 2, 3, 4, 5, 6})});
+  Tensor b =
+      run1(make_node("Transpose", {{"perm", Attribute::of_ints({1, 0})}}), {u8({2, 3}, {1, 2, 3, 4, 5, 6})});
   EXPECT_EQ(values<uint8_t>(b), (std::vector<uint8_t>{1, 4, 2, 5, 3, 6}));
   Tensor empty = run1(make_node("Transpose"), {iota_f32({0, 3})});
   EXPECT_EQ(empty.shape(), (Shape{3, 0}));
-  EXPECT_EQ(error_kind([&] { run1(make_node("Transpose", {{"perm", Attribute::of_ints({0, 0, 1})}}), {x}); }),
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Transpose", {{"perm", Attribute::of_ints({0, 0, 1})}}), {x});
+            }),
             ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { run1(make_node("Transpose", {{"perm", Attribute::of_ints({1, 0})}}), {x}); }),
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Transpose", {{"perm", Attribute::of_ints({1, 0})}}), {x});
+            }),
             ErrorKind::InvalidModel);
 }
 
@@ -91,7 +98,8 @@ TEST(NativeDataShape, SqueezeAndUnsqueeze) {
   Tensor y = iota_f32({2, 3});
   EXPECT_EQ(run1(make_node("Unsqueeze"), {y, i64s({0, -1})}).shape(), (Shape{1, 2, 3, 1}));
   EXPECT_EQ(run1(make_node("Unsqueeze"), {y, i64s({1})}).shape(), (Shape{2, 1, 3}));
-  EXPECT_EQ(run1(make_node("Unsqueeze"), {y, i64s({-2})}).shape(), (Shape{2, 1, 3}));  // relative to output rank 3
+  EXPECT_EQ(run1(make_node("Unsqueeze"), {y, i64s({-2})}).shape(),
+            (Shape{2, 1, 3}));  // relative to output rank 3
   EXPECT_EQ(run1(make_node("Unsqueeze"), {y, i64s({3, 1})}).shape(), (Shape{2, 1, 3, 1}));
   EXPECT_EQ(run1(make_node("Unsqueeze"), {Tensor::scalar<int64_t>(5), i64s({0})}).shape(), (Shape{1}));
   EXPECT_EQ(error_kind([&] { run1(make_node("Unsqueeze"), {y, i64s({1, 1})}); }), ErrorKind::InvalidModel);
@@ -107,10 +115,13 @@ TEST(NativeDataShape, ShapeWithStartEndClamped) {
     return values<int64_t>(out);
   };
   EXPECT_EQ(shape_of({}), (std::vector<int64_t>{2, 3, 4, 5}));
-  EXPECT_EQ(shape_of({{"start", Attribute::of_int(1)}, {"end", Attribute::of_int(-1)}}), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(shape_of({{"start", Attribute::of_int(1)}, {"end", Attribute::of_int(-1)}}),
+            (std::vector<int64_t>{3, 4}));
   EXPECT_EQ(shape_of({{"start", Attribute::of_int(-10)}}), (std::vector<int64_t>{2, 3, 4, 5}));
-  EXPECT_EQ(shape_of({{"end", Attribute::of_int(100)}, {"start", Attribute::of_int(-1)}}), (std::vector<int64_t>{5}));
-  EXPECT_EQ(shape_of({{"start", Attribute::of_int(3)}, {"end", Attribute::of_int(1)}}), (std::vector<int64_t>{}));
+  EXPECT_EQ(shape_of({{"end", Attribute::of_int(100)}, {"start", Attribute::of_int(-1)}}),
+            (std::vector<int64_t>{5}));
+  EXPECT_EQ(shape_of({{"start", Attribute::of_int(3)}, {"end", Attribute::of_int(1)}}),
+            (std::vector<int64_t>{}));
   EXPECT_EQ(values<int64_t>(run1(make_node("Shape"), {Tensor::scalar<float>(1)})), (std::vector<int64_t>{}));
   Tensor size = run1(make_node("Size"), {x});
   EXPECT_EQ(size.shape(), (Shape{}));
@@ -140,7 +151,8 @@ TEST(NativeDataShape, TileRepeatsEachAxis) {
   ASSERT_EQ(out.shape(), (Shape{4, 9}));
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 9; ++j) EXPECT_EQ(out.data<int64_t>()[i * 9 + j], (i % 2) * 3 + j % 3);
-  EXPECT_EQ(values<float>(run1(make_node("Tile"), {f32({2}, {1, 2}), i64s({3})})), (std::vector<float>{1, 2, 1, 2, 1, 2}));
+  EXPECT_EQ(values<float>(run1(make_node("Tile"), {f32({2}, {1, 2}), i64s({3})})),
+            (std::vector<float>{1, 2, 1, 2, 1, 2}));
   EXPECT_EQ(run1(make_node("Tile"), {x, i64s({0, 1})}).shape(), (Shape{0, 3}));
   EXPECT_EQ(error_kind([&] { run1(make_node("Tile"), {x, i64s({2})}); }), ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(make_node("Tile"), {x, i64s({1, -1})}); }), ErrorKind::InvalidModel);
@@ -166,7 +178,9 @@ TEST(NativeDataGenerate, ConstantFromEachAttributeKind) {
   EXPECT_EQ(values<int64_t>(i), (std::vector<int64_t>{-7}));
   Tensor is = run1(make_node("Constant", {{"value_ints", Attribute::of_ints({4, 5, 6})}}), {});
   EXPECT_EQ(values<int64_t>(is), (std::vector<int64_t>{4, 5, 6}));
-  EXPECT_EQ(error_kind([&] { run1(make_node("Constant", {{"value_string", Attribute::of_string("x")}}), {}); }),
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Constant", {{"value_string", Attribute::of_string("x")}}), {});
+            }),
             ErrorKind::Unsupported);
   EXPECT_EQ(error_kind([&] { run1(make_node("Constant"), {}); }), ErrorKind::InvalidModel);
 }
@@ -183,7 +197,10 @@ TEST(NativeDataGenerate, ConstantOfShape) {
   EXPECT_EQ(values<int64_t>(sevens), (std::vector<int64_t>{7, 7, 7}));
   EXPECT_EQ(run1(make_node("ConstantOfShape"), {i64s({})}).shape(), (Shape{}));
   EXPECT_EQ(run1(make_node("ConstantOfShape"), {i64s({2, 0})}).shape(), (Shape{2, 0}));
-  EXPECT_EQ(error_kind([&] { run1(make_node("ConstantOfShape"), {i64s({2, -1})}); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("ConstantOfShape"), {i64s({2, -1})});
+            }),
+            ErrorKind::InvalidModel);
 }
 
 TEST(NativeDataGenerate, RangeFloatAndInt) {
@@ -192,16 +209,25 @@ TEST(NativeDataGenerate, RangeFloatAndInt) {
   ASSERT_EQ(f.shape(), (Shape{4}));  // ceil(1 / 0.3) = 4
   std::vector<float> fv = values<float>(f);
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(fv[static_cast<size_t>(i)], 0.3 * i, 1e-6);
-  EXPECT_EQ(values<int64_t>(range(Tensor::scalar<int64_t>(10), Tensor::scalar<int64_t>(4), Tensor::scalar<int64_t>(-3))),
+  EXPECT_EQ(values<int64_t>(
+                range(Tensor::scalar<int64_t>(10), Tensor::scalar<int64_t>(4), Tensor::scalar<int64_t>(-3))),
             (std::vector<int64_t>{10, 7}));
-  EXPECT_EQ(values<int64_t>(range(Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(5), Tensor::scalar<int64_t>(1))),
+  EXPECT_EQ(values<int64_t>(
+                range(Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(5), Tensor::scalar<int64_t>(1))),
             (std::vector<int64_t>{1, 2, 3, 4}));
-  EXPECT_EQ(range(Tensor::scalar<int64_t>(5), Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(2)).shape(), (Shape{0}));
-  EXPECT_EQ(error_kind([&] { range(Tensor::scalar<int64_t>(0), Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(0)); }),
+  EXPECT_EQ(range(Tensor::scalar<int64_t>(5), Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(2)).shape(),
+            (Shape{0}));
+  EXPECT_EQ(error_kind([&] {
+              range(Tensor::scalar<int64_t>(0), Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(0));
+            }),
             ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { range(Tensor::scalar<float>(0), Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(1)); }),
+  EXPECT_EQ(error_kind([&] {
+              range(Tensor::scalar<float>(0), Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(1));
+            }),
             ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { range(Tensor::scalar<float>(0), Tensor::scalar<float>(1e30f), Tensor::scalar<float>(1e-30f)); }),
+  EXPECT_EQ(error_kind([&] {
+              range(Tensor::scalar<float>(0), Tensor::scalar<float>(1e30f), Tensor::scalar<float>(1e-30f));
+            }),
             ErrorKind::InvalidModel);
 }
 

@@ -25,14 +25,24 @@ TEST(NativeDataConcat, AxesDtypesAndEmptyInputs) {
   EXPECT_EQ(values<bool>(flags), (std::vector<bool>{true, false, true}));
   Tensor single = run1(axis_node("Concat", 1), {f32({1, 2}, {1, 2})});
   EXPECT_EQ(values<float>(single), (std::vector<float>{1, 2}));
-  Tensor middle = run1(axis_node("Concat", 1), {iota_f32({2, 1, 2}), f32({2, 2, 2}, {10, 11, 12, 13, 14, 15, 16, 17})});
+  Tensor middle =
+      run1(axis_node("Concat", 1), {iota_f32({2, 1, 2}), f32({2, 2, 2}, {10, 11, 12, 13, 14, 15, 16, 17})});
   EXPECT_EQ(values<float>(middle), (std::vector<float>{0, 1, 10, 11, 12, 13, 2, 3, 14, 15, 16, 17}));
 }
 
 TEST(NativeDataConcat, MismatchesThrow) {
-  EXPECT_EQ(error_kind([&] { run1(axis_node("Concat", 0), {iota_f32({2, 2}), iota_f32({2})}); }), ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { run1(axis_node("Concat", 0), {iota_f32({2, 2}), iota_f32({2, 3})}); }), ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { run1(axis_node("Concat", 0), {iota_f32({2}), iota_i64({2})}); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(axis_node("Concat", 0), {iota_f32({2, 2}), iota_f32({2})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(axis_node("Concat", 0), {iota_f32({2, 2}), iota_f32({2, 3})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(axis_node("Concat", 0), {iota_f32({2}), iota_i64({2})});
+            }),
+            ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(axis_node("Concat", 2), {iota_f32({2, 2})}); }), ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(make_node("Concat"), {iota_f32({2, 2})}); }), ErrorKind::InvalidModel);
 }
@@ -87,21 +97,34 @@ TEST(NativeDataSlice, AxesStepsAndIntTypes) {
   EXPECT_EQ(cols.shape(), (Shape{3, 2}));
   EXPECT_EQ(values<int64_t>(cols), (std::vector<int64_t>{0, 2, 4, 6, 8, 10}));
   // Both axes reversed, int32 parameters, axes/steps in non-ascending order.
-  Tensor both = run1(make_node("Slice"), {x, i32({2}, {-1, -1}), i32({2}, {-5, 0}), i32({2}, {1, 0}), i32({2}, {-2, -1})});
+  Tensor both = run1(make_node("Slice"),
+                     {x, i32({2}, {-1, -1}), i32({2}, {-5, 0}), i32({2}, {1, 0}), i32({2}, {-2, -1})});
   EXPECT_EQ(both.shape(), (Shape{2, 2}));
   EXPECT_EQ(values<int64_t>(both), (std::vector<int64_t>{11, 9, 7, 5}));
   // Default axes and steps.
   Tensor def = run1(make_node("Slice"), {x, i64s({1, 1}), i64s({3, 3})});
   EXPECT_EQ(values<int64_t>(def), (std::vector<int64_t>{5, 6, 9, 10}));
-  Tensor bytes = run1(make_node("Slice"), {u8({4}, {1, 2, 3, 4}), i64s({3}), i64s({0}), Tensor(), i64s({-1})});
+  Tensor bytes =
+      run1(make_node("Slice"), {u8({4}, {1, 2, 3, 4}), i64s({3}), i64s({0}), Tensor(), i64s({-1})});
   EXPECT_EQ(values<uint8_t>(bytes), (std::vector<uint8_t>{4, 3, 2}));
-  EXPECT_EQ(values<float>(run1(make_node("Slice"), {iota_f32({0}), i64s({0}), i64s({5}), i64s({0}), i64s({-1})})),
-            (std::vector<float>{}));
-  EXPECT_EQ(error_kind([&] { run1(make_node("Slice"), {x, i64s({0}), i64s({1}), i64s({0}), i64s({0})}); }),
+  EXPECT_EQ(
+      values<float>(run1(make_node("Slice"), {iota_f32({0}), i64s({0}), i64s({5}), i64s({0}), i64s({-1})})),
+      (std::vector<float>{}));
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Slice"), {x, i64s({0}), i64s({1}), i64s({0}), i64s({0})});
+            }),
             ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { run1(make_node("Slice"), {x, i64s({0}), i64s({1}), i64s({2})}); }), ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { run1(make_node("Slice"), {x, i64s({0, 0}), i64s({1})}); }), ErrorKind::InvalidModel);
-  EXPECT_EQ(error_kind([&] { run1(make_node("Slice"), {x, i64s({0, 0}), i64s({1, 1}), i64s({1, -1})}); }),
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Slice"), {x, i64s({0}), i64s({1}), i64s({2})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Slice"), {x, i64s({0, 0}), i64s({1})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Slice"), {x, i64s({0, 0}), i64s({1, 1}), i64s({1, -1})});
+            }),
             ErrorKind::InvalidModel);
 }
 
@@ -143,19 +166,24 @@ TEST(NativeDataPad, ConstantWithValueAndAxes) {
 
 TEST(NativeDataPad, ReflectEdgeWrap) {
   Tensor x = f32({3}, {1, 2, 3});
-  EXPECT_EQ(values<float>(run1(pad_node("reflect"), {x, i64s({2, 2})})), (std::vector<float>{3, 2, 1, 2, 3, 2, 1}));
+  EXPECT_EQ(values<float>(run1(pad_node("reflect"), {x, i64s({2, 2})})),
+            (std::vector<float>{3, 2, 1, 2, 3, 2, 1}));
   // Pads longer than the axis keep reflecting back and forth, like numpy.pad.
-  EXPECT_EQ(values<float>(run1(pad_node("reflect"), {x, i64s({5, 0})})), (std::vector<float>{2, 1, 2, 3, 2, 1, 2, 3}));
+  EXPECT_EQ(values<float>(run1(pad_node("reflect"), {x, i64s({5, 0})})),
+            (std::vector<float>{2, 1, 2, 3, 2, 1, 2, 3}));
   EXPECT_EQ(values<float>(run1(pad_node("edge"), {x, i64s({2, 1})})), (std::vector<float>{1, 1, 1, 2, 3, 3}));
-  EXPECT_EQ(values<float>(run1(pad_node("wrap"), {x, i64s({2, 4})})), (std::vector<float>{2, 3, 1, 2, 3, 1, 2, 3, 1}));
+  EXPECT_EQ(values<float>(run1(pad_node("wrap"), {x, i64s({2, 4})})),
+            (std::vector<float>{2, 3, 1, 2, 3, 1, 2, 3, 1}));
   Tensor m = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor r2 = run1(pad_node("reflect"), {m, i64s({1, 1, 1, 1})});
   EXPECT_EQ(r2.shape(), (Shape{4, 5}));
-  EXPECT_EQ(values<float>(r2), (std::vector<float>{5, 4, 5, 6, 5, 2, 1, 2, 3, 2, 5, 4, 5, 6, 5, 2, 1, 2, 3, 2}));
+  EXPECT_EQ(values<float>(r2),
+            (std::vector<float>{5, 4, 5, 6, 5, 2, 1, 2, 3, 2, 5, 4, 5, 6, 5, 2, 1, 2, 3, 2}));
   Tensor e2 = run1(pad_node("edge"), {m, i64s({0, 1, 1, 0})});
   EXPECT_EQ(e2.shape(), (Shape{3, 4}));
   EXPECT_EQ(values<float>(e2), (std::vector<float>{1, 1, 2, 3, 4, 4, 5, 6, 4, 4, 5, 6}));
-  EXPECT_EQ(values<float>(run1(pad_node("reflect"), {f32({1}, {7}), i64s({2, 1})})), (std::vector<float>{7, 7, 7, 7}));
+  EXPECT_EQ(values<float>(run1(pad_node("reflect"), {f32({1}, {7}), i64s({2, 1})})),
+            (std::vector<float>{7, 7, 7, 7}));
 }
 
 TEST(NativeDataPad, NegativePadsCrop) {
@@ -164,14 +192,17 @@ TEST(NativeDataPad, NegativePadsCrop) {
   EXPECT_EQ(values<float>(run1(make_node("Pad"), {x, i64s({-1, -2})})), (std::vector<float>{2}));
   // Crop first, then reflect within what remains.
   Tensor y = f32({5}, {1, 2, 3, 4, 5});
-  EXPECT_EQ(values<float>(run1(pad_node("reflect"), {y, i64s({2, -1})})), (std::vector<float>{3, 2, 1, 2, 3, 4}));
+  EXPECT_EQ(values<float>(run1(pad_node("reflect"), {y, i64s({2, -1})})),
+            (std::vector<float>{3, 2, 1, 2, 3, 4}));
   EXPECT_EQ(values<float>(run1(pad_node("edge"), {y, i64s({-3, 2})})), (std::vector<float>{4, 5, 5, 5}));
   EXPECT_EQ(run1(make_node("Pad"), {x, i64s({-2, -2})}).shape(), (Shape{0}));
   EXPECT_EQ(error_kind([&] { run1(make_node("Pad"), {x, i64s({-3, -2})}); }), ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(pad_node("reflect"), {x, i64s({-4, 1})}); }), ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(make_node("Pad"), {x, i64s({1, 1, 1})}); }), ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(pad_node("mirror"), {x, i64s({1, 1})}); }), ErrorKind::Unsupported);
-  EXPECT_EQ(error_kind([&] { run1(make_node("Pad"), {x, i64s({std::numeric_limits<int64_t>::min(), 0})}); }),
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Pad"), {x, i64s({std::numeric_limits<int64_t>::min(), 0})});
+            }),
             ErrorKind::InvalidModel);
 }
 
@@ -186,7 +217,8 @@ float depth_to_space_ref(const Tensor& x, bool dcr, int64_t b, int64_t n, int64_
 TEST(NativeDataDepthSpace, DepthToSpaceBothModes) {
   Tensor tiny = iota_f32({1, 8, 1, 1});
   Node dcr = make_node("DepthToSpace", {{"blocksize", Attribute::of_int(2)}});
-  Node crd = make_node("DepthToSpace", {{"blocksize", Attribute::of_int(2)}, {"mode", Attribute::of_string("CRD")}});
+  Node crd =
+      make_node("DepthToSpace", {{"blocksize", Attribute::of_int(2)}, {"mode", Attribute::of_string("CRD")}});
   EXPECT_EQ(values<float>(run1(dcr, {tiny})), (std::vector<float>{0, 2, 4, 6, 1, 3, 5, 7}));
   EXPECT_EQ(values<float>(run1(crd, {tiny})), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
 
@@ -212,7 +244,8 @@ TEST(NativeDataDepthSpace, SpaceToDepthInvertsDcr) {
   Tensor packed = run1(s2d, {x});
   ASSERT_EQ(packed.shape(), (Shape{2, 12, 2, 3}));
   // Output channel (i*b + j)*C + c at (h, w) holds input (c, h*b + i, w*b + j).
-  EXPECT_EQ(packed.data<int64_t>()[((1 * 12 + (1 * 2 + 0) * 3 + 2) * 2 + 1) * 3 + 2], ((1 * 3 + 2) * 4 + 3) * 6 + 4);
+  EXPECT_EQ(packed.data<int64_t>()[((1 * 12 + (1 * 2 + 0) * 3 + 2) * 2 + 1) * 3 + 2],
+            ((1 * 3 + 2) * 4 + 3) * 6 + 4);
   Tensor back = run1(make_node("DepthToSpace", {{"blocksize", Attribute::of_int(2)}}), {packed});
   EXPECT_EQ(back.shape(), x.shape());
   EXPECT_EQ(values<int64_t>(back), values<int64_t>(x));
@@ -229,7 +262,10 @@ TEST(NativeDataDropout, InferencePassThroughWithMask) {
   EXPECT_EQ(values<bool>(outs[1]), (std::vector<bool>(4, true)));
   EXPECT_EQ(run(make_node("Dropout"), {x}).size(), 1u);
   EXPECT_EQ(run(make_node("Dropout"), {x, Tensor(), boolean({}, {false})}).size(), 1u);
-  EXPECT_EQ(error_kind([&] { run(make_node("Dropout"), {x, Tensor(), boolean({}, {true})}); }), ErrorKind::Unsupported);
+  EXPECT_EQ(error_kind([&] {
+              run(make_node("Dropout"), {x, Tensor(), boolean({}, {true})});
+            }),
+            ErrorKind::Unsupported);
 }
 
 }  // namespace

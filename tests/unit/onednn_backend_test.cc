@@ -69,10 +69,12 @@ TEST(OnednnBackend, Pooling) {
         CandidateCheck r = check_candidate(g, onednn_backend(), c.nodes, values, 1e-5, 1e-5);
         // AveragePool with count_include_pad over a ceil-mode overhang is declined explicitly.
         if (!r.supported) {
-          EXPECT_NE(r.mismatch.find("count_include_pad"), std::string::npos) << c.label << " ceil " << ceil_mode << " incl " << include << ": " << r.mismatch;
+          EXPECT_NE(r.mismatch.find("count_include_pad"), std::string::npos)
+              << c.label << " ceil " << ceil_mode << " incl " << include << ": " << r.mismatch;
           continue;
         }
-        EXPECT_TRUE(r.mismatch.empty()) << c.label << " ceil " << ceil_mode << " incl " << include << ": " << r.mismatch;
+        EXPECT_TRUE(r.mismatch.empty())
+            << c.label << " ceil " << ceil_mode << " incl " << include << ": " << r.mismatch;
       }
     }
 }

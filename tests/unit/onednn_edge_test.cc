@@ -71,8 +71,10 @@ TEST(OnednnEdgeCases, ConvBinaryPostOps) {
       m.node("Abs", {"r"}, {"ra"});  // keep Div away from tiny divisors
       m.initializer("one", Tensor::scalar<float>(0.5f));
       m.node("Add", {"ra", "one"}, {"rp"});
-      if (conv_first) m.node(op, {"c", "rp"}, {"a"});
-      else m.node(op, {"rp", "c"}, {"a"});
+      if (conv_first)
+        m.node(op, {"c", "rp"}, {"a"});
+      else
+        m.node(op, {"rp", "c"}, {"a"});
       m.node("Relu", {"a"}, {"y"});
       m.output("y");
       check(import_model(m), std::string(op) + (conv_first ? " conv,r" : " r,conv"), 2e-4);
@@ -123,8 +125,28 @@ TEST(OnednnEdgeCases, ConvTransposeVariants) {
     bool bias;
   };
   std::vector<Case> cases = {
-      {"grouped_outpad", {2, 4, 5, 6}, {4, 3, 3, 3}, {2, 2}, {1, 0, 0, 1}, {1, 1}, {1, 0}, {}, 2, "NOTSET", true},
-      {"dilated_nobias", {1, 3, 4, 5}, {3, 2, 3, 2}, {1, 2}, {0, 1, 1, 0}, {2, 2}, {}, {}, 1, "NOTSET", false},
+      {"grouped_outpad",
+       {2, 4, 5, 6},
+       {4, 3, 3, 3},
+       {2, 2},
+       {1, 0, 0, 1},
+       {1, 1},
+       {1, 0},
+       {},
+       2,
+       "NOTSET",
+       true},
+      {"dilated_nobias",
+       {1, 3, 4, 5},
+       {3, 2, 3, 2},
+       {1, 2},
+       {0, 1, 1, 0},
+       {2, 2},
+       {},
+       {},
+       1,
+       "NOTSET",
+       false},
       {"same_upper", {1, 2, 5, 5}, {2, 3, 3, 3}, {2, 2}, {}, {1, 1}, {}, {}, 1, "SAME_UPPER", true},
       {"same_lower", {1, 2, 5, 5}, {2, 3, 4, 4}, {2, 2}, {}, {1, 1}, {}, {}, 1, "SAME_LOWER", true},
       {"output_shape", {1, 2, 4, 4}, {2, 3, 3, 3}, {2, 2}, {}, {1, 1}, {}, {8, 7}, 1, "NOTSET", true},
@@ -171,10 +193,14 @@ TEST(OnednnEdgeCases, MatMulShapes) {
   };
   for (const Case& cs : cases) {
     M m(17);
-    if (cs.a_const) m.initializer("a", random_tensor_f32(cs.a, 15));
-    else m.input("a", cs.a);
-    if (cs.b_const) m.initializer("b", random_tensor_f32(cs.b, 16));
-    else m.input("b", cs.b);
+    if (cs.a_const)
+      m.initializer("a", random_tensor_f32(cs.a, 15));
+    else
+      m.input("a", cs.a);
+    if (cs.b_const)
+      m.initializer("b", random_tensor_f32(cs.b, 16));
+    else
+      m.input("b", cs.b);
     m.node("MatMul", {"a", "b"}, {"mm"});
     m.initializer("bias", random_tensor_f32({cs.b.size() > 1 ? cs.b.back() : 1}, 17));
     m.node("Add", {"mm", "bias"}, {"mb"});
@@ -192,9 +218,9 @@ TEST(OnednnEdgeCases, GemmVariants) {
     Shape c;
   };
   std::vector<Case> cases = {
-      {"bias_N", 0, 1, 1, 1, {4}},       {"bias_1N", 0, 0, 1, 1, {1, 4}}, {"bias_MN", 0, 1, 1, 1, {5, 4}},
-      {"bias_M1", 0, 0, 1, 1, {5, 1}},   {"bias_scalar", 0, 0, 1, 1, {}}, {"no_bias", 0, 1, 1, 1, {0}},
-      {"transA", 1, 0, 1, 1, {4}},       {"alpha_beta", 0, 1, 0.5f, 2.0f, {4}},
+      {"bias_N", 0, 1, 1, 1, {4}},     {"bias_1N", 0, 0, 1, 1, {1, 4}},       {"bias_MN", 0, 1, 1, 1, {5, 4}},
+      {"bias_M1", 0, 0, 1, 1, {5, 1}}, {"bias_scalar", 0, 0, 1, 1, {}},       {"no_bias", 0, 1, 1, 1, {0}},
+      {"transA", 1, 0, 1, 1, {4}},     {"alpha_beta", 0, 1, 0.5f, 2.0f, {4}},
   };
   for (const Case& cs : cases) {
     M m(17);
@@ -225,11 +251,12 @@ TEST(OnednnEdgeCases, PoolingEdgeCases) {
     const char* auto_pad;
   };
   std::vector<Case> cases = {
-      {"MaxPool", {1, 3, 7, 7}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0, "NOTSET"},        // negative right pad
-      {"AveragePool", {1, 3, 7, 7}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 1, "NOTSET"},    // ditto, include pad
+      {"MaxPool", {1, 3, 7, 7}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0, "NOTSET"},  // negative right pad
+      {"AveragePool", {1, 3, 7, 7}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 1, "NOTSET"},  // ditto, include
+                                                                                            // pad
       {"AveragePool", {1, 3, 7, 7}, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 0, 0, "NOTSET"},
-      {"MaxPool", {2, 2, 9, 8}, {3, 2}, {2, 3}, {1, 0, 1, 1}, {2, 1}, 0, 0, "NOTSET"},        // dilation
-      {"MaxPool", {1, 2, 6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0, "NOTSET"},        // ceil: window in pad
+      {"MaxPool", {2, 2, 9, 8}, {3, 2}, {2, 3}, {1, 0, 1, 1}, {2, 1}, 0, 0, "NOTSET"},  // dilation
+      {"MaxPool", {1, 2, 6, 6}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1, 0, "NOTSET"},  // ceil: window in pad
       {"MaxPool", {1, 2, 7, 6}, {3, 3}, {2, 2}, {}, {1, 1}, 0, 0, "SAME_UPPER"},
       {"AveragePool", {1, 2, 7, 6}, {3, 3}, {2, 2}, {}, {1, 1}, 0, 0, "SAME_LOWER"},
       {"AveragePool", {1, 2, 7, 6}, {3, 3}, {2, 2}, {}, {1, 1}, 0, 1, "SAME_UPPER"},
@@ -319,7 +346,8 @@ TEST(OnednnEdgeCases, EltwiseOps) {
   m.node("Clip", {"x"}, {"o_clip_none"});
   m.initializer("e", Tensor::scalar<float>(2.0f));
   m.node("Pow", {"ax", "e"}, {"o_pow"});
-  for (const char* o : {"o_lr", "o_elu", "o_gt", "o_hs", "o_clip", "o_clip_hi", "o_clip_lo", "o_clip_none", "o_pow"})
+  for (const char* o :
+       {"o_lr", "o_elu", "o_gt", "o_hs", "o_clip", "o_clip_hi", "o_clip_lo", "o_clip_none", "o_pow"})
     m.output(o);
   check(import_model(m), "eltwise");
 }
@@ -328,8 +356,10 @@ TEST(OnednnEdgeCases, BinaryBroadcasts) {
   struct Case {
     Shape a, b;
   };
-  std::vector<Case> cases = {{{2, 5, 6}, {6}}, {{6}, {2, 5, 6}}, {{2, 5, 6}, {2, 1, 6}}, {{2, 1, 6}, {1, 5, 1}},
-                             {{2, 5, 6}, {}},  {{}, {2, 5, 6}},  {{3, 1}, {3, 4}}, {{7}, {7}}, {{7}, {1}}, {{}, {}}};
+  std::vector<Case> cases = {
+      {{2, 5, 6}, {6}}, {{6}, {2, 5, 6}}, {{2, 5, 6}, {2, 1, 6}}, {{2, 1, 6}, {1, 5, 1}},
+      {{2, 5, 6}, {}},  {{}, {2, 5, 6}},  {{3, 1}, {3, 4}},       {{7}, {7}},
+      {{7}, {1}},       {{}, {}}};
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
     for (const Case& cs : cases) {
       M m(17);
@@ -364,7 +394,6 @@ TEST(OnednnEdgeCases, GeluErfSubgraph) {
   check(import_model(m), "gelu-erf");
 }
 
-
 // Exporter variants of GELU and swish, SE gating, HardSigmoid/HardSwish heads, BN+Relu.
 TEST(OnednnEdgeCases, FusionBlocks) {
   for (int form = 0; form < 3; ++form) {
@@ -398,12 +427,12 @@ TEST(OnednnEdgeCases, FusionBlocks) {
   m.initializer("w", random_tensor_f32({4, 4, 1, 1}, 28));
   m.node("Conv", {"x", "w"}, {"c"});
   m.node("Sigmoid", {"c"}, {"s"});
-  m.node("Mul", {"s", "c"}, {"sw"});                       // swish
+  m.node("Mul", {"s", "c"}, {"sw"});  // swish
   m.node("GlobalAveragePool", {"sw"}, {"gp"});
   m.initializer("w2", random_tensor_f32({4, 4, 1, 1}, 29));
   m.node("Conv", {"gp", "w2"}, {"g"});
   m.node("HardSigmoid", {"g"}, {"gs"});
-  m.node("Mul", {"sw", "gs"}, {"se"});                     // SE gating: the chain is the small operand
+  m.node("Mul", {"sw", "gs"}, {"se"});  // SE gating: the chain is the small operand
   m.node("HardSwish", {"se"}, {"hs"});
   m.initializer("sc", random_tensor_f32({4}, 30));
   m.initializer("bi", random_tensor_f32({4}, 31));
@@ -501,7 +530,8 @@ TEST(OnednnEdgeCases, ConcurrentRuns) {
         HeapAllocator alloc;
         for (int rep = 0; rep < 20; ++rep) {
           auto outs = k->run(args, alloc);
-          auto a = outs[0].to_double_vector(), b = values[static_cast<size_t>(sub.outputs[0])].to_double_vector();
+          auto a = outs[0].to_double_vector(),
+               b = values[static_cast<size_t>(sub.outputs[0])].to_double_vector();
           for (size_t i = 0; i < a.size(); ++i)
             if (std::fabs(a[i] - b[i]) > 1e-4 + 1e-4 * std::fabs(b[i])) {
               ++bad;

@@ -22,7 +22,8 @@ class OnnxTestModel {
     model_.mutable_graph()->set_name("test");
   }
   // A dim of -1 becomes the symbolic dim "batch".
-  void input(const std::string& name, const std::vector<int64_t>& dims, int elem_type = onnx::TensorProto::FLOAT) {
+  void input(const std::string& name, const std::vector<int64_t>& dims,
+             int elem_type = onnx::TensorProto::FLOAT) {
     auto* vi = model_.mutable_graph()->add_input();
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
@@ -30,8 +31,10 @@ class OnnxTestModel {
     auto* shape = tt->mutable_shape();
     for (int64_t d : dims) {
       auto* dim = shape->add_dim();
-      if (d < 0) dim->set_dim_param("batch");
-      else dim->set_dim_value(d);
+      if (d < 0)
+        dim->set_dim_param("batch");
+      else
+        dim->set_dim_value(d);
     }
   }
   void output(const std::string& name) { model_.mutable_graph()->add_output()->set_name(name); }

@@ -1,9 +1,10 @@
+#include "core/pattern.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "core/candidates.h"
-#include "core/pattern.h"
 #include "core/pattern_rule.h"
 #include "onnx_test_model.h"
 
@@ -145,8 +146,9 @@ TEST(PatternRuleGen, MultiOutputNodeExitsAreBounded) {
   auto candidates = enumerate_candidates(g, {&spec});
   for (const Candidate& c : candidates) EXPECT_LE(make_subgraph(g, c.nodes).exits.size(), 1u) << c.label;
   // {Split, Neg} has two exits (q leaves, np is an output): excluded with max_exits = 1.
-  bool has_split_neg = std::any_of(candidates.begin(), candidates.end(),
-                                   [&](const Candidate& c) { return c.nodes == set_of(g, {"p", "np"}); });
+  bool has_split_neg = std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+    return c.nodes == set_of(g, {"p", "np"});
+  });
   EXPECT_FALSE(has_split_neg);
 }
 

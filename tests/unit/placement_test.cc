@@ -1,9 +1,10 @@
+#include "core/placement.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "backends/native/native_spec.h"
-#include "core/placement.h"
 #include "onnx_test_model.h"
 
 namespace collage {
@@ -76,25 +77,33 @@ TEST(PlacementJson, ValidationErrorsNameTheProblem) {
     return j.dump();
   };
   EXPECT_NE(expect_rejected("{oops", g).find("malformed"), std::string::npos);
-  EXPECT_NE(expect_rejected(with([](auto& j) { j["model_fingerprint"] = "0000"; }), g).find("different model"),
-            std::string::npos);
-  EXPECT_NE(expect_rejected(with([](auto& j) { j["kernels"][1]["nodes"] = {7}; }), g).find("unknown node id 7"),
-            std::string::npos);
-  EXPECT_NE(expect_rejected(with([](auto& j) { j["kernels"][1]["nodes"] = {1, 2}; }), g).find("two kernels"),
+  EXPECT_NE(
+      expect_rejected(with([](auto& j) { j["model_fingerprint"] = "0000"; }), g).find("different model"),
+      std::string::npos);
+  EXPECT_NE(
+      expect_rejected(with([](auto& j) { j["kernels"][1]["nodes"] = {7}; }), g).find("unknown node id 7"),
+      std::string::npos);
+  EXPECT_NE(expect_rejected(with([](auto& j) {
+                              j["kernels"][1]["nodes"] = {1, 2};
+                            }),
+                            g)
+                .find("two kernels"),
             std::string::npos);
   EXPECT_NE(expect_rejected(with([](auto& j) { j["kernels"][1]["nodes"] = nlohmann::json::array(); }), g)
                 .find("no nodes"),
             std::string::npos);
-  EXPECT_NE(expect_rejected(with([](auto& j) { j["kernels"].erase(1); }), g).find("not covered"), std::string::npos);
-  EXPECT_NE(expect_rejected(with([](auto& j) { j["kernels"][0]["backend"] = "cuda"; }), g).find("unknown backend"),
+  EXPECT_NE(expect_rejected(with([](auto& j) { j["kernels"].erase(1); }), g).find("not covered"),
             std::string::npos);
+  EXPECT_NE(
+      expect_rejected(with([](auto& j) { j["kernels"][0]["backend"] = "cuda"; }), g).find("unknown backend"),
+      std::string::npos);
   EXPECT_NE(expect_rejected(with([](auto& j) { j["version"] = 99; }), g).find("newer"), std::string::npos);
   EXPECT_NE(expect_rejected(with([](auto& j) { j.erase("kernels"); }), g).find("missing"), std::string::npos);
   // {Relu, Exp} and {Neg}: each kernel needs the other first.
   EXPECT_NE(expect_rejected(with([](auto& j) {
-              j["kernels"][0]["nodes"] = {0, 2};
-              j["kernels"][1]["nodes"] = {1};
-            }),
+                              j["kernels"][0]["nodes"] = {0, 2};
+                              j["kernels"][1]["nodes"] = {1};
+                            }),
                             g)
                 .find("cycle"),
             std::string::npos);

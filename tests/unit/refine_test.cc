@@ -26,8 +26,12 @@ BackendSpec graphy() {
   s.name = "graphy";
   s.version = "test";
   s.kind = BackendKind::GraphLevel;
-  s.supports_node = [](const Graph&, const Node& n) { return n.op_type == "Relu" || n.op_type == "Neg" || n.op_type == "Add"; };
-  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) { return native::make_fused_kernel(g, sub); };
+  s.supports_node = [](const Graph&, const Node& n) {
+    return n.op_type == "Relu" || n.op_type == "Neg" || n.op_type == "Add";
+  };
+  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) {
+    return native::make_fused_kernel(g, sub);
+  };
   return s;
 }
 
@@ -98,7 +102,10 @@ TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
   BackendSpec gl = graphy();
   auto path = (std::filesystem::temp_directory_path() / ("refine_db_" + std::to_string(::getpid()))).string();
   int calls = 0;
-  FitnessFn counting = [&](const Placement& p) { ++calls; return test_fitness(p); };
+  FitnessFn counting = [&](const Placement& p) {
+    ++calls;
+    return test_fitness(p);
+  };
   RefineOptions options;
   RefineResult first, second;
   {
@@ -196,7 +203,7 @@ TEST(Refine, AdjacentKernelsMergeAndCyclicMergesSplit) {
       ++regions;
       largest = std::max(largest, k.nodes.size());
     }
-  EXPECT_EQ(regions, 2);   // {a} alone; {c, d} merged
+  EXPECT_EQ(regions, 2);  // {a} alone; {c, d} merged
   EXPECT_EQ(largest, 2u);
 }
 
@@ -223,7 +230,8 @@ TEST(Refine, EveryDecodedPlacementMatchesTheNativeReference) {
 // XNNPACK's subgraph runtime and agree with the native reference.
 TEST(XnnpackGraph, RegionsOnTheSamplesMatchTheNativeReference) {
   for (const char* name : {"inception_small", "resnet_small", "mobilenet_small", "transformer_small"}) {
-    auto path = std::filesystem::temp_directory_path() / (std::string(name) + "_xg" + std::to_string(::getpid()) + ".onnx");
+    auto path = std::filesystem::temp_directory_path() /
+                (std::string(name) + "_xg" + std::to_string(::getpid()) + ".onnx");
     samples::build_sample(name).save(path.string());
     ImportOptions io;
     io.evaluator = native::node_evaluator();
@@ -239,7 +247,8 @@ TEST(XnnpackGraph, RegionsOnTheSamplesMatchTheNativeReference) {
     uint64_t state = 7;
     for (int trial = 0; trial < 6; ++trial) {
       std::vector<uint8_t> genome(genes.size());
-      for (auto& bit : genome) bit = trial == 0 ? 1 : (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 63;
+      for (auto& bit : genome)
+        bit = trial == 0 ? 1 : (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 63;
       Placement p = decode_genome(g, seed, genes, gene_backend, genome);
       std::vector<ExecStep> steps;
       try {

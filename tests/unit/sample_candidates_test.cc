@@ -35,7 +35,8 @@ TEST(SampleCandidates, AllBackendsOnAllSmallSamples) {
         per_backend[c.backend].second++;
         continue;
       }
-      EXPECT_TRUE(r.mismatch.empty()) << info.name << " " << c.backend << " " << c.label << ": " << r.mismatch;
+      EXPECT_TRUE(r.mismatch.empty())
+          << info.name << " " << c.backend << " " << c.label << ": " << r.mismatch;
     }
     EXPECT_EQ(covered.popcount(), g.nodes.size()) << info.name;
     for (const auto& [backend, counts] : per_backend) {

@@ -1,10 +1,11 @@
+#include "core/search.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <limits>
 #include <random>
 
-#include "core/search.h"
 #include "onnx_test_model.h"
 
 namespace collage {
@@ -38,7 +39,8 @@ Graph random_dag(int nodes, std::mt19937& rng) {
 }
 
 // All convex groups of up to 3 nodes, on two backends with random costs.
-void random_candidates(const Graph& g, std::mt19937& rng, std::vector<Candidate>& cands, std::vector<double>& cost) {
+void random_candidates(const Graph& g, std::mt19937& rng, std::vector<Candidate>& cands,
+                       std::vector<double>& cost) {
   ConvexityChecker convex(g);
   size_t n = static_cast<size_t>(g.num_nodes());
   std::uniform_real_distribution<double> u(0.1, 2.0);
@@ -64,8 +66,8 @@ void random_candidates(const Graph& g, std::mt19937& rng, std::vector<Candidate>
 }
 
 // Exhaustive: every exact cover by valid candidates whose kernel graph is acyclic.
-double brute_force(const Graph& g, const std::vector<Candidate>& cands, const std::vector<double>& cost, double eps,
-                   const Pins& pins) {
+double brute_force(const Graph& g, const std::vector<Candidate>& cands, const std::vector<double>& cost,
+                   double eps, const Pins& pins) {
   size_t n = static_cast<size_t>(g.num_nodes());
   double best = std::numeric_limits<double>::infinity();
   std::vector<IndexSet> chosen;
@@ -83,7 +85,8 @@ double brute_force(const Graph& g, const std::vector<Candidate>& cands, const st
     for (size_t i = 0; i < cands.size(); ++i) {
       if (cost[i] < 0 || !cands[i].nodes.contains(first) || cands[i].nodes.intersects(covered)) continue;
       bool ok = true;
-      for (size_t node : cands[i].nodes.indices()) ok &= pins.allows(static_cast<NodeId>(node), cands[i].backend);
+      for (size_t node : cands[i].nodes.indices())
+        ok &= pins.allows(static_cast<NodeId>(node), cands[i].backend);
       if (!ok) continue;
       chosen.push_back(cands[i].nodes);
       rec(covered | cands[i].nodes, total + cost[i] + eps);

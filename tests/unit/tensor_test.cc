@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "core/tensor.h"
+
+#include <gtest/gtest.h>
 
 namespace collage {
 namespace {

@@ -17,7 +17,8 @@ namespace {
 TEST(TuneEndToEnd, PlacementsOfEverySampleMatchTheNativeReference) {
   for (const auto& info : samples::sample_list()) {
     if (!info.small) continue;
-    auto path = std::filesystem::temp_directory_path() / ("e2e_" + info.name + std::to_string(::getpid()) + ".onnx");
+    auto path =
+        std::filesystem::temp_directory_path() / ("e2e_" + info.name + std::to_string(::getpid()) + ".onnx");
     samples::build_sample(info.name).save(path.string());
     ImportOptions io;
     io.evaluator = native::node_evaluator();
@@ -38,13 +39,14 @@ TEST(TuneEndToEnd, PlacementsOfEverySampleMatchTheNativeReference) {
     for (size_t o = 0; o < got.size(); ++o) {
       auto a = got[o].to_double_vector(), b = want[o].to_double_vector();
       for (size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-3 * std::fabs(b[i])) << info.name << " output " << o << "[" << i << "]";
+        ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-3 * std::fabs(b[i]))
+            << info.name << " output " << o << "[" << i << "]";
     }
     // JSON round trip keeps an executable placement.
     Placement again = placement_from_json(placement_to_json(r.placement, g), g, all_backends());
     EXPECT_EQ(again.kernels.size(), r.placement.kernels.size());
-    std::cout << info.name << ": " << r.placement.kernels.size() << " kernels on " << used.size() << " backends, "
-              << r.candidates.size() << " candidates\n";
+    std::cout << info.name << ": " << r.placement.kernels.size() << " kernels on " << used.size()
+              << " backends, " << r.candidates.size() << " candidates\n";
   }
 }
 
