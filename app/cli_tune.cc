@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -43,10 +44,26 @@ std::string describe_region(const Graph& graph, const PlacedKernel& kernel) {
   return text;
 }
 
+// Ctrl+C: the first one asks the work to stop (measuring ends with an error, keeping the
+// measured costs in the DB; refining ends with the best placement so far, which is still
+// verified and written); the handler then resets itself, so a second Ctrl+C kills.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int) {
+  g_interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);
+}
+
 // A one-line progress bar on stderr (a terminal redraws it; logs get one line per update).
 class ConsoleProgress : public ProgressObserver {
  public:
+  bool cancel_requested() const override { return g_interrupted != 0; }
   void on_progress(const ProgressEvent& e) override {
+    if (e.stage == ProgressEvent::Stage::Refine) {  // one line per generation, terminal or log
+      std::fprintf(stderr, "refining: generation %zu, best %.3f ms, mean %.3f ms, %.1f s\n", e.done,
+                   e.best_ms, e.mean_ms, e.elapsed_ms / 1000);
+      return;
+    }
     if (!tty_) {  // logs: one line per 10% instead of a redrawn bar
       if (e.stage != ProgressEvent::Stage::Measure || e.total == 0) return;
       size_t decile = 10 * e.done / e.total;
@@ -123,7 +140,7 @@ int command_tune(const std::vector<std::string>& argv) {
   Args args = parse_args(
       argv,
       {"--dim", "--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon", "-o", "--output",
-       "--repeat", "--min-time-ms", "--budget", "--population", "--seed", "--generations"},
+       "--repeat", "--min-time-ms", "--budget", "--population", "--seed", "--generations", "--patience"},
       {"--no-cost-db", "--refine"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
@@ -157,6 +174,8 @@ int command_tune(const std::vector<std::string>& argv) {
       args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
   topts.pins = pins;
   ConsoleProgress progress;
+  g_interrupted = 0;
+  std::signal(SIGINT, on_interrupt);
   TuneResult tuned = tune(graph, backends, native::node_evaluator(), topts, db.get(), &progress);
   std::fprintf(stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid (%.1f s)\n",
                tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid,
@@ -202,6 +221,7 @@ int command_tune(const std::vector<std::string>& argv) {
     ropts.population = args.get_int("--population", 12, 2, 1000);
     ropts.max_generations = args.get_int("--generations", 30, 1, 100000);
     ropts.seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30));
+    ropts.patience = args.get_int("--patience", ropts.patience, 1, 100000);
     CompileOptions copts;
     copts.threads = threads;
     FitnessFn fitness = measured_fitness(graph, backends, copts, inputs, 7);
@@ -231,6 +251,10 @@ int command_tune(const std::vector<std::string>& argv) {
     while (saturated + 1 < static_cast<int>(refined.history.size()) &&
            refined.history[static_cast<size_t>(saturated)].first > refined.best_fitness)
       ++saturated;
+    if (refined.cancelled)
+      std::printf(
+          "refine interrupted after %d evaluations: continuing with the best placement found so far\n",
+          refined.evaluations);
     std::printf(
         "refine: %zu offloadable kernels, %d generations (best reached in generation %d), %d evaluations in "
         "%.1f s\n",

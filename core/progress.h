@@ -10,6 +10,7 @@ namespace collage {
 
 struct Candidate;
 struct MeasuredCandidate;
+struct Placement;
 
 struct ProgressEvent {
   enum class Stage { Measure, Search, Refine };
@@ -30,6 +31,8 @@ class ProgressObserver {
   // then each result as it lands (cost DB hits included), in candidate order.
   virtual void on_candidates(const std::vector<Candidate>& /*candidates*/) {}
   virtual void on_measured(size_t /*index*/, const MeasuredCandidate& /*result*/) {}
+  // Refinement: the best placement found so far, each time it improves.
+  virtual void on_best_placement(const Placement& /*best*/, double /*fitness_ms*/) {}
   // Polled between units of work; true stops it with Error(Cancelled); results
   // already stored (e.g. measured costs in the DB) are kept.
   virtual bool cancel_requested() const { return false; }

@@ -166,14 +166,22 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
   r.genes = offloadable_kernels(graph, op_level, graph_level, gene_backend);
   const size_t n = r.genes.size();
   std::unordered_map<std::string, double> cache;  // genome bytes -> fitness: no genome is measured twice
+  struct Stop {};                                 // unwinds to the generation loop on cancellation
+  auto stop_requested = [&] { return observer && observer->cancel_requested(); };
   auto evaluate = [&](const std::vector<uint8_t>& genome) {
     std::string key(genome.begin(), genome.end());
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
-    if (observer && observer->cancel_requested()) throw Error(ErrorKind::Cancelled, "refinement cancelled");
+    if (!cache.empty() && stop_requested()) throw Stop{};  // the seed is always measured
     double f = fitness(decode_genome(graph, op_level, r.genes, gene_backend, genome));
     cache[key] = f;
     ++r.evaluations;
+    if (!r.best_genome.empty() && f < r.best_fitness) {  // the best so far is kept per evaluation
+      r.best_fitness = f;
+      r.best_genome = genome;
+      if (observer)
+        observer->on_best_placement(decode_genome(graph, op_level, r.genes, gene_backend, genome), f);
+    }
     return f;
   };
   std::vector<uint8_t> zeros(n, 0), ones(n, 1);
@@ -193,58 +201,58 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
     population.push_back(g);
   }
   int stale = 0;
-  for (int gen = 0; gen < options.max_generations; ++gen) {
-    std::vector<double> fit;
-    for (const auto& g : population) fit.push_back(evaluate(g));
-    size_t best = static_cast<size_t>(std::min_element(fit.begin(), fit.end()) - fit.begin());
-    double sum = 0;  // mean over buildable genomes (unbuildable ones score +inf)
-    int finite = 0;
-    for (double f : fit)
-      if (std::isfinite(f)) sum += f, ++finite;
-    double mean = finite ? sum / finite : fit[best];
-    r.history.emplace_back(fit[best], mean);
-    r.generations = gen + 1;
-    if (fit[best] < r.best_fitness) {
-      r.best_fitness = fit[best];
-      r.best_genome = population[best];
-      stale = 0;
-    } else {
-      ++stale;
-    }
-    if (observer) {
-      ProgressEvent e;
-      e.stage = ProgressEvent::Stage::Refine;
-      e.done = static_cast<size_t>(gen + 1);
-      e.total = static_cast<size_t>(options.max_generations);
-      e.best_ms = r.best_fitness;
-      e.mean_ms = mean;
-      e.message = "generation " + std::to_string(gen + 1) + ", mean " + std::to_string(mean) + " ms";
-      e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      observer->on_progress(e);
-    }
-    if (stale >= options.patience ||
-        std::chrono::duration<double>(Clock::now() - start).count() > options.time_budget_s)
-      break;
-    auto pick = [&] {  // tournament selection
-      size_t winner = static_cast<size_t>(splitmix(rng) % population.size());
-      for (int t = 1; t < options.tournament; ++t) {
-        size_t c = static_cast<size_t>(splitmix(rng) % population.size());
-        if (fit[c] < fit[winner]) winner = c;
+  try {
+    for (int gen = 0; gen < options.max_generations; ++gen) {
+      if (stop_requested()) throw Stop{};
+      const double best_before = r.best_fitness;
+      std::vector<double> fit;
+      for (const auto& g : population) fit.push_back(evaluate(g));
+      size_t best = static_cast<size_t>(std::min_element(fit.begin(), fit.end()) - fit.begin());
+      double sum = 0;  // mean over buildable genomes (unbuildable ones score +inf)
+      int finite = 0;
+      for (double f : fit)
+        if (std::isfinite(f)) sum += f, ++finite;
+      double mean = finite ? sum / finite : fit[best];
+      r.history.emplace_back(fit[best], mean);
+      r.generations = gen + 1;
+      stale = r.best_fitness < best_before ? 0 : stale + 1;
+      if (observer) {
+        ProgressEvent e;
+        e.stage = ProgressEvent::Stage::Refine;
+        e.done = static_cast<size_t>(gen + 1);
+        e.total = static_cast<size_t>(options.max_generations);
+        e.best_ms = r.best_fitness;
+        e.mean_ms = mean;
+        e.message = "generation " + std::to_string(gen + 1) + ", mean " + std::to_string(mean) + " ms";
+        e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        observer->on_progress(e);
       }
-      return population[winner];
-    };
-    std::vector<std::vector<uint8_t>> next = {r.best_genome};  // elitism
-    while (next.size() < population.size()) {
-      std::vector<uint8_t> a = pick(), b = pick();
-      size_t p1 = static_cast<size_t>(splitmix(rng) % (n + 1)),
-             p2 = static_cast<size_t>(splitmix(rng) % (n + 1));
-      if (p1 > p2) std::swap(p1, p2);
-      for (size_t i = p1; i < p2; ++i) a[i] = b[i];  // two-point crossover
-      for (auto& bit : a)
-        if (uniform(rng) < mutation) bit ^= 1;
-      next.push_back(std::move(a));
+      if (stale >= options.patience ||
+          std::chrono::duration<double>(Clock::now() - start).count() > options.time_budget_s)
+        break;
+      auto pick = [&] {  // tournament selection
+        size_t winner = static_cast<size_t>(splitmix(rng) % population.size());
+        for (int t = 1; t < options.tournament; ++t) {
+          size_t c = static_cast<size_t>(splitmix(rng) % population.size());
+          if (fit[c] < fit[winner]) winner = c;
+        }
+        return population[winner];
+      };
+      std::vector<std::vector<uint8_t>> next = {r.best_genome};  // elitism
+      while (next.size() < population.size()) {
+        std::vector<uint8_t> a = pick(), b = pick();
+        size_t p1 = static_cast<size_t>(splitmix(rng) % (n + 1)),
+               p2 = static_cast<size_t>(splitmix(rng) % (n + 1));
+        if (p1 > p2) std::swap(p1, p2);
+        for (size_t i = p1; i < p2; ++i) a[i] = b[i];  // two-point crossover
+        for (auto& bit : a)
+          if (uniform(rng) < mutation) bit ^= 1;
+        next.push_back(std::move(a));
+      }
+      population = std::move(next);
     }
-    population = std::move(next);
+  } catch (const Stop&) {
+    r.cancelled = true;
   }
   r.best = decode_genome(graph, op_level, r.genes, gene_backend, r.best_genome);
   return r;

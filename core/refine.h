@@ -40,6 +40,7 @@ struct RefineResult {
   int generations = 0;
   int evaluations = 0;
   std::vector<std::pair<double, double>> history;  // best, mean fitness per generation
+  bool cancelled = false;  // stopped by the observer: `best` is the best found until then
 };
 
 // The placement a genome stands for.
@@ -56,6 +57,8 @@ std::vector<size_t> offloadable_kernels(const Graph& graph, const Placement& op_
 // backends, threads, device) is never measured again, across runs. `db` may be null.
 FitnessFn cached_fitness(FitnessFn fitness, CostDb* db, const Graph& graph, int threads);
 
+// Cancellation (observer->cancel_requested()) is checked before every measurement and
+// every generation; it ends the search early and returns the best placement so far.
 RefineResult refine_placement(const Graph& graph, const Placement& op_level,
                               const std::vector<const BackendSpec*>& graph_level, const FitnessFn& fitness,
                               const RefineOptions& options, ProgressObserver* observer = nullptr);

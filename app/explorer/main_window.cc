@@ -66,6 +66,12 @@ class SignalObserver : public ProgressObserver {
     QMetaObject::invokeMethod(
         table, [table, index, result] { table->set_result(index, result); }, Qt::QueuedConnection);
   }
+  void on_best_placement(const Placement& best, double fitness_ms) override {
+    MainWindow* window = window_;
+    QMetaObject::invokeMethod(
+        window, [window, best, fitness_ms] { window->show_refine_best(best, fitness_ms); },
+        Qt::QueuedConnection);
+  }
   bool cancel_requested() const override { return cancel_.load(); }
 
  private:
@@ -492,6 +498,7 @@ void MainWindow::start_refine() {
                     .arg(result->generations)
                     .arg(result->evaluations));
             placement_ = result->best;
+            if (result->cancelled) log("refine stopped: keeping the best placement found so far");
             if (ab.rounds > 0) {
               log(QString("side by side over %1 alternating runs each: op-level %2 ms, refined %3 ms")
                       .arg(ab.rounds)
@@ -509,6 +516,12 @@ void MainWindow::start_refine() {
       emit refine_finished(false, QString::fromStdString(e.what()));
     }
   });
+}
+
+void MainWindow::show_refine_best(const Placement& best, double fitness_ms) {
+  placement_ = best;
+  view_->set_placement(&*placement_);
+  log(QString("refining: new best %1 ms (%2 kernels)").arg(fitness_ms, 0, 'f', 3).arg(best.kernels.size()));
 }
 
 void MainWindow::on_refine_finished(bool ok, const QString& message) {

@@ -40,6 +40,8 @@ class MainWindow : public QMainWindow {
   void load_placement(const QString& path);
   void start_tune();
   void start_refine();  // graph-level search from the current placement (fitness measured)
+  // While refining: adopt and colour the best placement so far (GUI thread).
+  void show_refine_best(const Placement& best, double fitness_ms);
   // Saves the whole window as PNG once the model is shown (and tuned, if asked), then quits.
   void screenshot_when_ready(const QString& path, bool after_tune, bool after_refine = false);
   const Pins& pins() const { return pins_; }

@@ -193,6 +193,49 @@ class ExplorerTest : public QObject {
     QVERIFY(failed.at(1).toString().contains("pinned to 'xnnpack'"));
   }
 
+  void stop_during_refine_keeps_the_best_so_far() {
+    // A fresh cost DB, so genome fitness is measured (not replayed) and the search is still running.
+    qputenv("COLLAGE_COST_DB",
+            QByteArray((fs::temp_directory_path() / "explorer_test_refine.sqlite").c_str()));
+    for (const char* suffix : {"", "-wal", "-shm"})
+      fs::remove(fs::temp_directory_path() / (std::string("explorer_test_refine.sqlite") + suffix));
+    MainWindow window;
+    QSignalSpy loaded(&window, &MainWindow::model_loaded);
+    QSignalSpy tuned(&window, &MainWindow::tune_finished);
+    QSignalSpy refined(&window, &MainWindow::refine_finished);
+    QSignalSpy progress(&window, &MainWindow::progress);
+    window.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(wait_for(loaded, 30000));
+    window.start_tune();
+    QVERIFY(wait_for(tuned, 120000));
+    QCOMPARE(tuned.takeFirst().at(0).toBool(), true);
+    QCoreApplication::processEvents();
+    progress.clear();
+    window.start_refine();
+    auto refine_events = [&] {
+      return std::count_if(progress.begin(), progress.end(), [](const QList<QVariant>& e) {
+        return e.at(0).toInt() == static_cast<int>(collage::ProgressEvent::Stage::Refine);
+      });
+    };
+    while (refine_events() == 0 && refined.count() == 0) QVERIFY(progress.wait(60000));  // generation 1 done
+    window.stop();
+    QVERIFY(wait_for(refined, 60000));
+    QCOMPARE(refined.takeFirst().at(0).toBool(), true);  // stopping is not a failure
+    QCoreApplication::processEvents();
+    // The placement in force is complete, and the graph shows it.
+    QVERIFY(window.placement().has_value());
+    std::vector<int> covered(static_cast<size_t>(window.graph()->num_nodes()), 0);
+    for (const auto& k : window.placement()->kernels)
+      for (collage::NodeId n : k.nodes) {
+        ++covered[static_cast<size_t>(n)];
+        QCOMPARE(window.graph_view()->node_fill(n),
+                 collage::backend_color(QString::fromStdString(k.backend)));
+      }
+    QVERIFY(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }));
+    qputenv("COLLAGE_COST_DB",
+            QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+  }
+
   void stop_cancels_a_cold_tune() {
     qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_cold.sqlite").c_str()));
     for (const char* suffix : {"", "-wal", "-shm"})

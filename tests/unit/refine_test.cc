@@ -96,6 +96,41 @@ TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {
   EXPECT_EQ(again.best_genome, r.best_genome);  // deterministic for a seed
 }
 
+// Stopping mid-search returns (no exception) the best placement found so far; every
+// improvement was reported with its placement as it happened.
+TEST(Refine, CancellationKeepsTheBestSoFarAndImprovementsAreReported) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  struct StopAfter : ProgressObserver {
+    int evaluations_allowed;
+    mutable int asked = 0;
+    std::vector<double> reported;  // fitness of each reported best, recomputed from its placement
+    explicit StopAfter(int n) : evaluations_allowed(n) {}
+    void on_progress(const ProgressEvent&) override {}
+    void on_best_placement(const Placement& best, double fitness_ms) override {
+      EXPECT_NEAR(test_fitness(best), fitness_ms, 1e-12);
+      reported.push_back(fitness_ms);
+    }
+    bool cancel_requested() const override { return ++asked > evaluations_allowed; }
+  };
+  RefineOptions options;
+  options.population = 12;
+  options.max_generations = 60;
+  options.patience = 60;
+  RefineResult full = refine_placement(g, seed, {&gl}, test_fitness, options);
+  StopAfter stop(5);
+  RefineResult r = refine_placement(g, seed, {&gl}, test_fitness, options, &stop);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_FALSE(full.cancelled);
+  EXPECT_LT(r.evaluations, full.evaluations);
+  EXPECT_LE(r.best_fitness, r.seed_fitness);
+  EXPECT_NEAR(test_fitness(r.best), r.best_fitness, 1e-12);  // `best` is the genome the fitness belongs to
+  ASSERT_FALSE(stop.reported.empty());                       // all-1 beats the seed in the stated fitness
+  for (size_t i = 1; i < stop.reported.size(); ++i) EXPECT_LT(stop.reported[i], stop.reported[i - 1]);
+  EXPECT_EQ(stop.reported.back(), r.best_fitness);
+}
+
 TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
   Graph g = mixed_chain();
   Placement seed = one_kernel_per_node(g);
