@@ -59,9 +59,14 @@ class ConsoleProgress : public ProgressObserver {
  public:
   bool cancel_requested() const override { return g_interrupted != 0; }
   void on_progress(const ProgressEvent& e) override {
+    if (e.stage == ProgressEvent::Stage::RefineEvaluation) {  // a terminal shows each measurement in place
+      if (tty_) std::fprintf(stderr, "\rrefining: evaluation %zu (best %.3f ms)", e.done, e.best_ms);
+      return;
+    }
     if (e.stage == ProgressEvent::Stage::Refine) {  // one line per generation, terminal or log
-      std::fprintf(stderr, "refining: generation %zu, best %.3f ms, mean %.3f ms, %.1f s\n", e.done,
-                   e.best_ms, e.mean_ms, e.elapsed_ms / 1000);
+      std::fprintf(stderr,
+                   "%srefining: generation %zu, best %.3f ms, mean %.3f ms, %zu evaluations, %.1f s\n",
+                   tty_ ? "\r" : "", e.done, e.best_ms, e.mean_ms, e.evaluations, e.elapsed_ms / 1000);
       return;
     }
     if (!tty_) {  // logs: one line per 10% instead of a redrawn bar

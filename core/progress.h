@@ -13,7 +13,7 @@ struct MeasuredCandidate;
 struct Placement;
 
 struct ProgressEvent {
-  enum class Stage { Measure, Search, Refine };
+  enum class Stage { Measure, Search, Refine, RefineEvaluation };  // Refine: one event per generation
   Stage stage = Stage::Measure;
   size_t done = 0;
   size_t total = 0;     // 0 when unknown (search)
@@ -21,6 +21,7 @@ struct ProgressEvent {
   double best_ms = -1;  // best predicted latency so far (search) / best fitness (refine)
   double mean_ms = -1;  // mean fitness of the generation (refine)
   double elapsed_ms = 0;
+  size_t evaluations = 0;  // refine: genomes measured so far
 };
 
 class ProgressObserver {

@@ -182,6 +182,15 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
       if (observer)
         observer->on_best_placement(decode_genome(graph, op_level, r.genes, gene_backend, genome), f);
     }
+    if (observer) {
+      ProgressEvent e;
+      e.stage = ProgressEvent::Stage::RefineEvaluation;
+      e.done = e.evaluations = static_cast<size_t>(r.evaluations);
+      e.best_ms = r.best_genome.empty() ? f : r.best_fitness;  // the seed is the first best
+      e.message = std::to_string(f) + " ms";
+      e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      observer->on_progress(e);
+    }
     return f;
   };
   std::vector<uint8_t> zeros(n, 0), ones(n, 1);
@@ -223,7 +232,9 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
         e.total = static_cast<size_t>(options.max_generations);
         e.best_ms = r.best_fitness;
         e.mean_ms = mean;
-        e.message = "generation " + std::to_string(gen + 1) + ", mean " + std::to_string(mean) + " ms";
+        e.evaluations = static_cast<size_t>(r.evaluations);
+        e.message = "generation " + std::to_string(gen + 1) + ", mean " + std::to_string(mean) + " ms, " +
+                    std::to_string(r.evaluations) + " evaluations";
         e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         observer->on_progress(e);
       }

@@ -149,12 +149,14 @@ void MainWindow::start_tune() {
 
 void MainWindow::on_progress(int stage, qulonglong done, qulonglong total, const QString& message,
                              double best_ms, double elapsed_ms, double mean_ms) {
+  if (stage == static_cast<int>(ProgressEvent::Stage::RefineEvaluation)) {
+    status_->setText(
+        QString("refining: evaluation %1: %2 (best %3 ms)").arg(done).arg(message).arg(best_ms, 0, 'f', 3));
+    return;
+  }
   if (stage == static_cast<int>(ProgressEvent::Stage::Refine)) {
     chart_->add_generation(static_cast<int>(done), best_ms, mean_ms);
-    status_->setText(QString("refining: generation %1, best %2 ms, mean %3 ms")
-                         .arg(done)
-                         .arg(best_ms, 0, 'f', 3)
-                         .arg(mean_ms, 0, 'f', 3));
+    status_->setText(QString("refining: %1, best %2 ms").arg(message).arg(best_ms, 0, 'f', 3));
     log(status_->text());
     return;
   }

@@ -131,6 +131,31 @@ TEST(Refine, CancellationKeepsTheBestSoFarAndImprovementsAreReported) {
   EXPECT_EQ(stop.reported.back(), r.best_fitness);
 }
 
+// One event per measured genome and one per generation, with the counts agreeing with the result.
+TEST(Refine, ReportsEveryEvaluationAndEveryGeneration) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  struct Recorder : ProgressObserver {
+    std::vector<ProgressEvent> evaluations, generations;
+    void on_progress(const ProgressEvent& e) override {
+      (e.stage == ProgressEvent::Stage::RefineEvaluation ? evaluations : generations).push_back(e);
+    }
+  } recorder;
+  RefineOptions options;
+  options.max_generations = 6;
+  options.patience = 6;
+  RefineResult r = refine_placement(g, seed, {&gl}, test_fitness, options, &recorder);
+  ASSERT_EQ(recorder.evaluations.size(), static_cast<size_t>(r.evaluations));
+  for (size_t i = 0; i < recorder.evaluations.size(); ++i) EXPECT_EQ(recorder.evaluations[i].done, i + 1);
+  EXPECT_EQ(recorder.evaluations.front().best_ms, r.seed_fitness);  // the seed comes first
+  EXPECT_EQ(recorder.evaluations.back().best_ms, r.best_fitness);
+  ASSERT_EQ(recorder.generations.size(), static_cast<size_t>(r.generations));
+  for (const ProgressEvent& e : recorder.generations) EXPECT_EQ(e.stage, ProgressEvent::Stage::Refine);
+  EXPECT_EQ(recorder.generations.back().evaluations, static_cast<size_t>(r.evaluations));
+  EXPECT_EQ(recorder.generations.back().best_ms, r.best_fitness);
+}
+
 TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
   Graph g = mixed_chain();
   Placement seed = one_kernel_per_node(g);
