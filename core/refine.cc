@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
@@ -35,6 +36,12 @@ bool partition_is_acyclic(const Graph& g, const std::vector<IndexSet>& sets) {
   } catch (const Error&) {
     return false;
   }
+}
+
+std::string ms_text(double ms) {  // "0.743 ms": progress text, not data
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
+  return buf;
 }
 
 }  // namespace
@@ -187,7 +194,7 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
       e.stage = ProgressEvent::Stage::RefineEvaluation;
       e.done = e.evaluations = static_cast<size_t>(r.evaluations);
       e.best_ms = r.best_genome.empty() ? f : r.best_fitness;  // the seed is the first best
-      e.message = std::to_string(f) + " ms";
+      e.message = ms_text(f);
       e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       observer->on_progress(e);
     }
@@ -233,7 +240,7 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
         e.best_ms = r.best_fitness;
         e.mean_ms = mean;
         e.evaluations = static_cast<size_t>(r.evaluations);
-        e.message = "generation " + std::to_string(gen + 1) + ", mean " + std::to_string(mean) + " ms, " +
+        e.message = "generation " + std::to_string(gen + 1) + ", mean " + ms_text(mean) + ", " +
                     std::to_string(r.evaluations) + " evaluations";
         e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         observer->on_progress(e);
