@@ -4,6 +4,7 @@
 #include <QLineEdit>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "widgets/backend_colors.h"
 
@@ -31,7 +32,7 @@ CostTable::CostTable(QWidget* parent) : QWidget(parent) {
   filter_ = new QLineEdit(this);
   filter_->setPlaceholderText("filter: backend, kernel or status");
   table_ = new QTableWidget(0, kColumns, this);
-  table_->setHorizontalHeaderLabels({"backend", "kernel", "nodes", "median ms", "samples", "status"});
+  table_->setHorizontalHeaderLabels({"backend", "kernel", "median ms", "status", "nodes", "samples"});
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->horizontalHeader()->setStretchLastSection(true);
@@ -60,7 +61,9 @@ void CostTable::set_pending(const std::vector<Candidate>& candidates) {
     backend->setData(Qt::UserRole, static_cast<qulonglong>(i));
     backend->setBackground(backend_color(QString::fromStdString(c.backend)).lighter(150));
     table_->setItem(row, kBackend, backend);
-    table_->setItem(row, kKernel, new QTableWidgetItem(QString::fromStdString(c.label)));
+    auto* kernel = new QTableWidgetItem(QString::fromStdString(c.label));
+    kernel->setToolTip(kernel->text());
+    table_->setItem(row, kKernel, kernel);
     table_->setItem(row, kNodes, number(static_cast<double>(c.nodes.popcount()), true));
     table_->setItem(row, kMedian, number(0, false));
     table_->setItem(row, kSamples, number(0, false));
@@ -84,6 +87,8 @@ void CostTable::finish(const std::vector<Candidate>& candidates,
   for (size_t i = 0; i < results.size() && i < candidates.size(); ++i) set_result(i, results[i]);
   table_->setSortingEnabled(true);
   table_->sortItems(kMedian);
+  table_->resizeColumnsToContents();  // once, not per update: per-cell resizing is quadratic in rows
+  table_->setColumnWidth(kKernel, std::min(table_->columnWidth(kKernel), 170));  // long fused labels: tooltip
 }
 
 void CostTable::show_node(const std::vector<Candidate>& candidates, int node) {

@@ -17,7 +17,8 @@ namespace collage {
 class CostTable : public QWidget {
   Q_OBJECT
  public:
-  enum Column { kBackend, kKernel, kNodes, kMedian, kSamples, kStatus, kColumns };
+  // Cost and status come right after the name: the dock is narrow and they are what one scans for.
+  enum Column { kBackend, kKernel, kMedian, kStatus, kNodes, kSamples, kColumns };
 
   explicit CostTable(QWidget* parent = nullptr);
 

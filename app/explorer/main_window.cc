@@ -62,7 +62,9 @@ MainWindow::MainWindow() {
   inspector_ = new QTextBrowser(this);
   dock("Inspector", inspector_, Qt::RightDockWidgetArea);
   cost_table_ = new CostTable(this);
-  dock("Candidate kernels", cost_table_, Qt::RightDockWidgetArea);
+  QDockWidget* cost_dock = dock("Candidate kernels", cost_table_, Qt::RightDockWidgetArea);
+  // Wide enough for backend, kernel, cost and status; a saved window state overrides it.
+  resizeDocks({cost_dock}, {460}, Qt::Horizontal);
   chart_ = new ProgressChart(this);
   chart_->setMinimumHeight(180);
   dock("Search progress", chart_, Qt::BottomDockWidgetArea);
