@@ -45,9 +45,14 @@ for m in "${models[@]}"; do
   chosen=refined
   echo "$out" | grep -q "keeping the op-level one" && chosen=op-level
   [ -n "$regions" ] || chosen=unchanged  # nothing moved: the refined placement is the op-level one
-  printf "%-17s %9.3f %9.3f %5.2fx %9s %8.1f %5s %5s %6s %9s  %s\n" "$m" "$op" "$ref" "$(echo "$op / $ref" | bc -l)" \
-    "$chosen" "$secs" "$gens" "$best" "$evals" "$ocv" "${regions:-none}"
   echo "$out" | sed -n '/graph-level kernels now/,/^refined placement/p' | sed '1d;$d' > "$bench/$m.regions.txt"
+  if [ "$chosen" = unchanged ]; then  # one placement: a second measurement of it would only show noise
+    printf "%-17s %9.3f %9s %6s %9s %8.1f %5s %5s %6s %9s  %s\n" "$m" "$op" - - "$chosen" "$secs" "$gens" "$best" \
+      "$evals" "$ocv" none
+    continue
+  fi
+  printf "%-17s %9.3f %9.3f %5.2fx %9s %8.1f %5s %5s %6s %9s  %s\n" "$m" "$op" "$ref" "$(echo "$op / $ref" | bc -l)" \
+    "$chosen" "$secs" "$gens" "$best" "$evals" "$ocv" "$regions"
 done
 echo "ms = median of 20 runs at 1 thread (of 20 alternating runs each when kernels moved); gain = oplevel / refined; chosen = what tune writes (op-level when the"
 echo "refined placement is not faster re-measured); refine_s = graph-level search time;"
