@@ -130,8 +130,7 @@ void MainWindow::start_tune() {
         ms.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
-      std::sort(ms.begin(), ms.end());
-      double median = 0.5 * (ms[4] + ms[5]);
+      double median = median_ms(ms);
       QMetaObject::invokeMethod(
           this,
           [this, result, median, mismatch] {
