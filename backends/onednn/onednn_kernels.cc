@@ -10,18 +10,19 @@
 #include <optional>
 #include <variant>
 
+#include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_fusion.h"
 #include "core/conv_folding.h"
 
 namespace collage::onednn {
 
-namespace {
-
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
+namespace {
 [[noreturn]] void refuse(const std::string& why) { throw Error(ErrorKind::Unsupported, "onednn: " + why); }
+}  // namespace
 
 dnnl::engine& cpu() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
@@ -56,6 +57,8 @@ memory::desc plain(const Shape& s) {
   return memory::desc(dims_of(s), dt::f32, plain_tag(std::max<size_t>(1, s.size())));
 }
 memory::desc any(const Shape& s) { return memory::desc(dims_of(s), dt::f32, tag::any); }
+
+namespace {
 
 const Tensor& constant_of(const Graph& g, ValueId v) {
   if (v == kNoValue || !g.value(v).constant) refuse("expected a constant input");
@@ -143,9 +146,10 @@ class PrimitiveKernel : public Kernel {
   std::mutex mutex_;
 };
 
+}  // namespace
+
 // Constant tensor copied into a oneDNN memory of `md` (plain), optionally reordered to `want`.
-memory constant_memory(const Tensor& t, const memory::desc& md,
-                       const std::optional<memory::desc>& want = std::nullopt) {
+memory constant_memory(const Tensor& t, const memory::desc& md, const std::optional<memory::desc>& want) {
   memory user(md, cpu());
   std::memcpy(user.get_data_handle(), t.raw(), t.bytes());
   if (!want || *want == md) return user;
@@ -155,6 +159,88 @@ memory constant_memory(const Tensor& t, const memory::desc& md,
   s.wait();
   return packed;
 }
+
+ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const Shape& y, bool transposed) {
+  size_t s = x.size() - 2;
+  ConvGeometry g;
+  auto strides = n.attr_ints("strides", std::vector<int64_t>(s, 1));
+  auto dils = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
+  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (strides.size() != s || dils.size() != s || pads.size() != 2 * s || w.size() != x.size() ||
+      y.size() != x.size())
+    refuse("convolution attribute sizes do not match the input rank");
+  for (size_t d = 0; d < s; ++d) {
+    int64_t in = x[d + 2], out = y[d + 2], span = (w[d + 2] - 1) * dils[d] + 1;
+    int64_t l = pads[d], r = pads[d + s];
+    if (auto_pad == "VALID") l = r = 0;
+    if (!transposed && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
+      int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + span - in);
+      l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      r = total - l;
+    }
+    if (transposed) {
+      // Deconvolution: out = (in - 1) * stride + span - l - r (output_padding enlarges r).
+      int64_t total = (in - 1) * strides[d] + span - out;
+      if (auto_pad != "NOTSET" || n.has_attr("output_shape"))
+        l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      r = total - l;
+    }
+    g.strides.push_back(strides[d]);
+    g.dilates.push_back(dils[d] - 1);  // oneDNN counts dilation from 0
+    g.pad_l.push_back(l);
+    g.pad_r.push_back(r);
+  }
+  return g;
+}
+
+// The oneDNN pooling that computes `n` exactly, or the reason there is none.
+std::variant<PoolGeometry, std::string> pool_geometry(const Graph& g, const Node& n) {
+  if (n.inputs.empty() || n.outputs.empty() || n.outputs[0] == kNoValue) return "malformed pooling node";
+  const Shape& xs = g.value(n.inputs[0]).shape;
+  const Shape& ys = g.value(n.outputs[0]).shape;
+  if (xs.size() < 3 || xs.size() > 5 || ys.size() != xs.size()) return "pooling needs 1-3 spatial dims";
+  size_t s = xs.size() - 2;
+  bool global = n.op_type.rfind("Global", 0) == 0;
+  auto ks = global ? std::vector<int64_t>(xs.begin() + 2, xs.end()) : n.attr_ints("kernel_shape");
+  auto st = n.attr_ints("strides", std::vector<int64_t>(s, 1)),
+       dl = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
+  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
+  if (ks.size() != s || st.size() != s || dl.size() != s || pads.size() != 2 * s)
+    return "pooling attribute sizes";
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  using A = dnnl::algorithm;
+  PoolGeometry geo;
+  bool max = n.op_type.find("Max") != std::string::npos,
+       include = !max && n.attr_int("count_include_pad", 0) != 0;
+  geo.alg = max ? A::pooling_max : include ? A::pooling_avg_include_padding : A::pooling_avg_exclude_padding;
+  for (size_t d = 0; d < s; ++d) {
+    if (ks[d] < 1 || st[d] < 1 || dl[d] < 1) return "non-positive kernel, stride or dilation";
+    int64_t span = (ks[d] - 1) * dl[d] + 1, l = auto_pad == "VALID" ? 0 : pads[d],
+            r = auto_pad == "VALID" ? 0 : pads[d + s];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t total = std::max<int64_t>(0, (ys[d + 2] - 1) * st[d] + span - xs[d + 2]);
+      l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      r = total - l;
+    }
+    // The right pad yielding exactly the graph's output size: larger than `r` in
+    // ceil mode, negative when floor mode leaves input rows unread.
+    int64_t pr = (ys[d + 2] - 1) * st[d] + span - xs[d + 2] - l;
+    // A last window lying wholly in the padding has no ONNX meaning oneDNN shares.
+    if ((ys[d + 2] - 1) * st[d] - l >= xs[d + 2] || l >= span)
+      return "a pooling window lies wholly in the padding";
+    // oneDNN divides by the full kernel over any overhang; ONNX only counts the declared pads.
+    if (include && pr > r) return "count_include_pad with a ceil-mode overhang";
+    geo.kernel.push_back(ks[d]);
+    geo.strides.push_back(st[d]);
+    geo.dilates.push_back(dl[d] - 1);
+    geo.pad_l.push_back(l);
+    geo.pad_r.push_back(pr);
+  }
+  return geo;
+}
+
+namespace {
 
 int input_index(const Graph& g, const SubGraph& sub, ValueId v) {
   auto it = std::find(sub.inputs.begin(), sub.inputs.end(), v);
@@ -262,44 +348,6 @@ dnnl::primitive_attr attr_with(const PostOps& post) {
 }
 
 // ---- convolution / deconvolution ------------------------------------------------------
-struct ConvGeometry {
-  memory::dims strides, dilates, pad_l, pad_r;
-};
-
-ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const Shape& y, bool transposed) {
-  size_t s = x.size() - 2;
-  ConvGeometry g;
-  auto strides = n.attr_ints("strides", std::vector<int64_t>(s, 1));
-  auto dils = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
-  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
-  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  if (strides.size() != s || dils.size() != s || pads.size() != 2 * s || w.size() != x.size() ||
-      y.size() != x.size())
-    refuse("convolution attribute sizes do not match the input rank");
-  for (size_t d = 0; d < s; ++d) {
-    int64_t in = x[d + 2], out = y[d + 2], span = (w[d + 2] - 1) * dils[d] + 1;
-    int64_t l = pads[d], r = pads[d + s];
-    if (auto_pad == "VALID") l = r = 0;
-    if (!transposed && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
-      int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + span - in);
-      l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      r = total - l;
-    }
-    if (transposed) {
-      // Deconvolution: out = (in - 1) * stride + span - l - r (output_padding enlarges r).
-      int64_t total = (in - 1) * strides[d] + span - out;
-      if (auto_pad != "NOTSET" || n.has_attr("output_shape"))
-        l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      r = total - l;
-    }
-    g.strides.push_back(strides[d]);
-    g.dilates.push_back(dils[d] - 1);  // oneDNN counts dilation from 0
-    g.pad_l.push_back(l);
-    g.pad_r.push_back(r);
-  }
-  return g;
-}
-
 std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const Node& n, bool transposed) {
   const Shape& xs = g.value(n.inputs[0]).shape;
   // ConvTranspose never folds: fold_conv only merges a BN after a Conv.
@@ -436,57 +484,6 @@ std::unique_ptr<Kernel> compile_matmul(const Graph& g, const SubGraph& sub, cons
 }
 
 // ---- single-op primitives ----------------------------------------------------------------
-struct PoolGeometry {
-  dnnl::algorithm alg;
-  memory::dims kernel, strides, dilates, pad_l, pad_r;
-};
-
-// The oneDNN pooling that computes `n` exactly, or the reason there is none.
-std::variant<PoolGeometry, std::string> pool_geometry(const Graph& g, const Node& n) {
-  if (n.inputs.empty() || n.outputs.empty() || n.outputs[0] == kNoValue) return "malformed pooling node";
-  const Shape& xs = g.value(n.inputs[0]).shape;
-  const Shape& ys = g.value(n.outputs[0]).shape;
-  if (xs.size() < 3 || xs.size() > 5 || ys.size() != xs.size()) return "pooling needs 1-3 spatial dims";
-  size_t s = xs.size() - 2;
-  bool global = n.op_type.rfind("Global", 0) == 0;
-  auto ks = global ? std::vector<int64_t>(xs.begin() + 2, xs.end()) : n.attr_ints("kernel_shape");
-  auto st = n.attr_ints("strides", std::vector<int64_t>(s, 1)),
-       dl = n.attr_ints("dilations", std::vector<int64_t>(s, 1));
-  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
-  if (ks.size() != s || st.size() != s || dl.size() != s || pads.size() != 2 * s)
-    return "pooling attribute sizes";
-  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  using A = dnnl::algorithm;
-  PoolGeometry geo;
-  bool max = n.op_type.find("Max") != std::string::npos,
-       include = !max && n.attr_int("count_include_pad", 0) != 0;
-  geo.alg = max ? A::pooling_max : include ? A::pooling_avg_include_padding : A::pooling_avg_exclude_padding;
-  for (size_t d = 0; d < s; ++d) {
-    if (ks[d] < 1 || st[d] < 1 || dl[d] < 1) return "non-positive kernel, stride or dilation";
-    int64_t span = (ks[d] - 1) * dl[d] + 1, l = auto_pad == "VALID" ? 0 : pads[d],
-            r = auto_pad == "VALID" ? 0 : pads[d + s];
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t total = std::max<int64_t>(0, (ys[d + 2] - 1) * st[d] + span - xs[d + 2]);
-      l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      r = total - l;
-    }
-    // The right pad yielding exactly the graph's output size: larger than `r` in
-    // ceil mode, negative when floor mode leaves input rows unread.
-    int64_t pr = (ys[d + 2] - 1) * st[d] + span - xs[d + 2] - l;
-    // A last window lying wholly in the padding has no ONNX meaning oneDNN shares.
-    if ((ys[d + 2] - 1) * st[d] - l >= xs[d + 2] || l >= span)
-      return "a pooling window lies wholly in the padding";
-    // oneDNN divides by the full kernel over any overhang; ONNX only counts the declared pads.
-    if (include && pr > r) return "count_include_pad with a ceil-mode overhang";
-    geo.kernel.push_back(ks[d]);
-    geo.strides.push_back(st[d]);
-    geo.dilates.push_back(dl[d] - 1);
-    geo.pad_l.push_back(l);
-    geo.pad_r.push_back(pr);
-  }
-  return geo;
-}
-
 std::unique_ptr<Kernel> compile_pool(const Graph& g, const SubGraph& sub, const Node& n) {
   auto geo = pool_geometry(g, n);
   if (auto* why = std::get_if<std::string>(&geo)) refuse(*why);

@@ -1,0 +1,41 @@
+// oneDNN helpers shared by the op-level backend (onednn) and the region backend
+// (onednn-region): the engine, plain layouts, constants, and the exact mapping of
+// ONNX convolution / pooling attributes onto oneDNN's geometry.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace collage::onednn {
+
+dnnl::engine& cpu();  // one CPU engine per process
+
+// Scalars are [1] to oneDNN, which has no rank-0 memory.
+dnnl::memory::dims dims_of(const Shape& s);
+dnnl::memory::format_tag plain_tag(size_t rank);  // a, ab, abc ... (rank 1-6); Unsupported otherwise
+dnnl::memory::desc plain(const Shape& s);          // f32, row-major
+dnnl::memory::desc any(const Shape& s);            // f32, layout left to the primitive
+
+// A constant tensor copied into a memory of `md` (plain), reordered to `want` when given and different.
+dnnl::memory constant_memory(const Tensor& t, const dnnl::memory::desc& md,
+                             const std::optional<dnnl::memory::desc>& want = std::nullopt);
+
+struct ConvGeometry {
+  dnnl::memory::dims strides, dilates, pad_l, pad_r;  // dilates count from 0, as oneDNN does
+};
+// Convolution (or deconvolution) geometry of `n` for input x, weights w, output y. Throws Unsupported.
+ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const Shape& y, bool transposed);
+
+struct PoolGeometry {
+  dnnl::algorithm alg;
+  dnnl::memory::dims kernel, strides, dilates, pad_l, pad_r;
+};
+// The oneDNN pooling that computes `n` exactly, or the reason there is none.
+std::variant<PoolGeometry, std::string> pool_geometry(const Graph& g, const Node& n);
+
+}  // namespace collage::onednn
