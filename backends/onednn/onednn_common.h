@@ -18,8 +18,8 @@ dnnl::engine& cpu();  // one CPU engine per process
 // Scalars are [1] to oneDNN, which has no rank-0 memory.
 dnnl::memory::dims dims_of(const Shape& s);
 dnnl::memory::format_tag plain_tag(size_t rank);  // a, ab, abc ... (rank 1-6); Unsupported otherwise
-dnnl::memory::desc plain(const Shape& s);          // f32, row-major
-dnnl::memory::desc any(const Shape& s);            // f32, layout left to the primitive
+dnnl::memory::desc plain(const Shape& s);         // f32, row-major
+dnnl::memory::desc any(const Shape& s);           // f32, layout left to the primitive
 
 // A constant tensor copied into a memory of `md` (plain), reordered to `want` when given and different.
 dnnl::memory constant_memory(const Tensor& t, const dnnl::memory::desc& md,
