@@ -5,6 +5,7 @@
 #include "backends/blas/blas_spec.h"
 #include "backends/native/native_spec.h"
 #include "backends/onednn/onednn_spec.h"
+#include "backends/onednn_region/onednn_region.h"
 #include "backends/xnnpack/xnnpack_spec.h"
 #include "backends/xnnpack_graph/xnnpack_graph.h"
 
@@ -12,7 +13,8 @@ namespace collage {
 
 const std::vector<const BackendSpec*>& all_backends() {
   static const std::vector<const BackendSpec*> backends = {
-      &native_backend(), &onednn_backend(), &blas_backend(), &xnnpack_backend(), &xnnpack_graph_backend(),
+      &native_backend(),  &onednn_backend(),        &blas_backend(),
+      &xnnpack_backend(), &xnnpack_graph_backend(), &onednn_region_backend(),
   };
   return backends;
 }

@@ -1,0 +1,745 @@
+#include "backends/onednn_region/onednn_region.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <type_traits>
+#include <unordered_map>
+
+#include "backends/onednn/onednn_common.h"
+#include "backends/onednn/onednn_fusion.h"
+#include "backends/onednn/onednn_kernels.h"
+#include "core/conv_folding.h"
+
+namespace collage {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+using onednn::any;
+using onednn::cpu;
+using onednn::dims_of;
+using onednn::plain;
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw Error(ErrorKind::Unsupported, "onednn-region: " + why);
+}
+
+size_t rank_of(const Graph& g, ValueId v) { return g.value(v).shape.size(); }
+bool is_const(const Graph& g, ValueId v) { return v != kNoValue && g.value(v).constant.has_value(); }
+bool single_output(const Node& n) {
+  return n.outputs.size() == 1 || (n.outputs.size() > 1 && n.outputs[1] == kNoValue);
+}
+
+// A binary op oneDNN computes with one operand of the result's shape and the other
+// broadcast to it (or of the same shape).
+bool binary_broadcastable(const Graph& g, const Node& n) {
+  if (n.inputs.size() != 2 || n.inputs[0] == kNoValue || n.inputs[1] == kNoValue) return false;
+  const Shape& y = g.value(n.outputs[0]).shape;
+  ValueId full = g.value(n.inputs[0]).shape == y ? n.inputs[0] : n.inputs[1];
+  ValueId other = full == n.inputs[0] ? n.inputs[1] : n.inputs[0];
+  if (g.value(full).shape != y || is_const(g, full) || y.empty() || y.size() > 5) return false;
+  const Shape& o = g.value(other).shape;
+  if (o.size() > y.size()) return false;
+  for (size_t d = 0; d < o.size(); ++d) {
+    int64_t od = o[o.size() - 1 - d], yd = y[y.size() - 1 - d];
+    if (od != 1 && od != yd) return false;
+  }
+  return true;
+}
+
+// What a region may hold: float32 tensors of rank 1-5; weights constant.
+bool supported(const Graph& g, const Node& n) {
+  if (!n.domain.empty() || n.inputs.empty() || n.inputs[0] == kNoValue || n.outputs.empty() ||
+      !single_output(n))
+    return false;
+  for (ValueId v : n.inputs)
+    if (v != kNoValue && g.value(v).dtype != DType::Float32) return false;
+  if (g.value(n.outputs[0]).dtype != DType::Float32) return false;
+  if (is_const(g, n.inputs[0]) && n.op_type != "Concat") return false;
+  size_t r = rank_of(g, n.inputs[0]);
+  if (r < 1 || r > 5 || rank_of(g, n.outputs[0]) < 1) return false;
+  const std::string& op = n.op_type;
+  if (op == "Conv")
+    return r >= 3 && is_const(g, n.inputs[1]) && input_absent_or_constant(g, n, 2) &&
+           n.attr_int("group", 1) >= 1 && g.value(n.inputs[0]).shape[1] % n.attr_int("group", 1) == 0;
+  if (op == "BatchNormalization") {
+    if (r < 2 || n.inputs.size() < 5 || n.attr_int("training_mode", 0) != 0) return false;
+    for (size_t i = 1; i < 5; ++i)
+      if (!is_const(g, n.inputs[i]) || g.value(n.inputs[i]).constant->size() != g.value(n.inputs[0]).shape[1])
+        return false;
+    return true;
+  }
+  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
+    return r >= 3 && n.attr_int("storage_order", 0) == 0 && onednn::pool_supported(g, n);
+  if (onednn::binary_op(op)) return binary_broadcastable(g, n);
+  if (op == "Concat") {
+    for (ValueId v : n.inputs)
+      if (v == kNoValue || is_const(g, v) || rank_of(g, v) != r) return false;
+    return true;
+  }
+  if (op == "Flatten") return true;
+  if (op == "Reshape") return is_const(g, n.inputs.at(1));
+  // Fully connected: activations [.., K] times constant [K, N] (MatMul) or Gemm with constant B and C.
+  if (op == "MatMul") return r >= 2 && is_const(g, n.inputs.at(1)) && rank_of(g, n.inputs[1]) == 2;
+  if (op == "Gemm") {
+    if (r != 2 || !is_const(g, n.inputs.at(1)) || n.attr_int("transA", 0) != 0 ||
+        !input_absent_or_constant(g, n, 2))
+      return false;
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+      int64_t out_n = g.value(n.outputs[0]).shape.back(), c = g.value(n.inputs[2]).constant->size();
+      if (c != out_n && c != 1) return false;
+    }
+    return true;
+  }
+  if (op == "Softmax" || op == "LogSoftmax") {
+    int64_t axis = n.attr_int("axis", n.opset >= 13 ? -1 : 1);
+    return n.opset >= 13 ? (axis == -1 || axis == static_cast<int64_t>(r) - 1)
+                         : (r == 2 && (axis == 1 || axis == -1));
+  }
+  if (op == "LayerNormalization") {
+    int64_t axis = n.attr_int("axis", -1);
+    return (axis == -1 || axis == static_cast<int64_t>(r) - 1) && is_const(g, n.inputs.at(1)) &&
+           input_absent_or_constant(g, n, 2);
+  }
+  return onednn::eltwise_supported(g, n);
+}
+
+// The BatchNormalization that directly follows `conv` inside the region, if it is its only reader.
+const Node* folded_batch_norm(const Graph& g, const Node& conv, const SubGraph& sub) {
+  const Value& y = g.value(conv.outputs[0]);
+  if (y.consumers.size() != 1 || y.is_graph_output) return nullptr;
+  NodeId c = y.consumers[0];
+  const Node& bn = g.node(c);
+  return bn.op_type == "BatchNormalization" && sub.nodes.contains(static_cast<size_t>(c)) ? &bn : nullptr;
+}
+
+// oneDNN's direct JIT/brgemm kernels; its reference and gemm-based (im2col) ones for a
+// forced layout are slower than a reorder into the layout the primitive wants.
+bool fast_impl(const std::string& impl) {
+  return (impl.find("jit") != std::string::npos || impl.find("brg") != std::string::npos) &&
+         impl.find("gemm") == std::string::npos;
+}
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+
+class RegionKernel : public Kernel {
+ public:
+  RegionKernel(const Graph& g, const SubGraph& sub) : g_(g), sub_(sub) {
+    for (size_t i = 0; i < sub.inputs.size(); ++i) {
+      const Shape& s = g.value(sub.inputs[i]).shape;
+      memory m(plain(s), cpu(), DNNL_MEMORY_NONE);
+      external_inputs_.push_back(m);
+      vals_[sub.inputs[i]] = Val{m, m.get_desc(), {}};
+    }
+    for (NodeId id : sub.node_list) {
+      if (fused_.count(id)) continue;
+      add_node(g.node(id));
+    }
+    for (ValueId v : sub.outputs) {
+      const Shape& s = g.value(v).shape;
+      memory user(plain(s), cpu(), DNNL_MEMORY_NONE);
+      memory produced = value(v).mem;
+      add_step(dnnl::reorder(produced, user), {{DNNL_ARG_FROM, produced}, {DNNL_ARG_TO, user}});
+      external_outputs_.push_back(user);
+      out_shapes_.push_back(s);
+    }
+    plan_buffers();
+  }
+
+  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
+    std::vector<Tensor> outs;
+    for (const Shape& s : out_shapes_) outs.push_back(alloc.allocate(DType::Float32, s));
+    std::lock_guard<std::mutex> lock(mutex_);  // the intermediate buffers belong to this kernel
+    for (size_t i = 0; i < external_inputs_.size(); ++i)
+      external_inputs_[i].set_data_handle(const_cast<void*>(inputs[i]->raw()));
+    for (size_t o = 0; o < outs.size(); ++o) external_outputs_[o].set_data_handle(outs[o].raw());
+    dnnl::stream stream(cpu());
+    for (Step& s : steps_) s.prim.execute(stream, s.args);
+    stream.wait();
+    return outs;
+  }
+
+ private:
+  struct Val {
+    memory mem;
+    memory::desc md;
+    std::vector<memory> converted;  // the same value in other layouts, made on demand
+  };
+  struct Step {
+    dnnl::primitive prim;
+    std::unordered_map<int, memory> args;
+  };
+  struct Buffer {
+    size_t bytes;
+    int first, last;  // steps writing first / reading last
+    std::vector<memory> users;
+  };
+
+  const Val& value(ValueId v) {
+    auto it = vals_.find(v);
+    if (it == vals_.end()) refuse("'" + g_.value(v).name + "' is read before it is computed");
+    return it->second;
+  }
+
+  // `v` in layout `want`: the value itself, or a copy reordered once (and cached).
+  memory in_layout(ValueId v, const memory::desc& want) {
+    if (is_const(g_, v))
+      return onednn::constant_memory(*g_.value(v).constant, plain(g_.value(v).shape), want);
+    Val& val = vals_.at(v);
+    if (val.md == want) return val.mem;
+    for (const memory& m : val.converted)
+      if (m.get_desc() == want) return m;
+    memory m = new_buffer(want);
+    add_step(dnnl::reorder(val.mem, m), {{DNNL_ARG_FROM, val.mem}, {DNNL_ARG_TO, m}});
+    vals_.at(v).converted.push_back(m);
+    return m;
+  }
+  memory::desc layout_of(ValueId v) { return value(v).md; }
+
+  memory new_buffer(const memory::desc& md) {
+    memory m(md, cpu(), DNNL_MEMORY_NONE);
+    int at = static_cast<int>(steps_.size());
+    buffer_of_[m.get()] = buffers_.size();
+    buffers_.push_back({md.get_size(), at, at, {m}});
+    return m;
+  }
+  // A second view (another desc of the same size, e.g. a reshape) of an internal buffer.
+  memory alias(const memory& of, const memory::desc& md) {
+    auto it = buffer_of_.find(of.get());
+    if (it == buffer_of_.end()) refuse("internal error: alias of an external buffer");
+    memory m(md, cpu(), DNNL_MEMORY_NONE);
+    buffer_of_[m.get()] = it->second;
+    buffers_[it->second].users.push_back(m);
+    return m;
+  }
+  void define(ValueId v, const memory& m) { vals_[v] = Val{m, m.get_desc(), {}}; }
+
+  void add_step(dnnl::primitive prim, std::unordered_map<int, memory> args) {
+    int at = static_cast<int>(steps_.size());
+    for (const auto& [arg, m] : args) {
+      auto it = buffer_of_.find(m.get());
+      if (it == buffer_of_.end()) continue;
+      Buffer& b = buffers_[it->second];
+      b.first = std::min(b.first, at);
+      b.last = std::max(b.last, at);
+    }
+    steps_.push_back({std::move(prim), std::move(args)});
+  }
+
+  template <class PD>
+  void add_primitive(const PD& pd, std::unordered_map<int, memory> args) {
+    size_t pad = pd.scratchpad_desc().get_size();
+    if (pad > 0) {
+      if (!scratchpad_ || scratchpad_->get_desc().get_size() < pad) {
+        memory::desc md({static_cast<memory::dim>(pad)}, dt::u8, tag::a);
+        scratchpad_ = memory(md, cpu());
+        for (Step& s : steps_)
+          if (s.args.count(DNNL_ARG_SCRATCHPAD)) s.args[DNNL_ARG_SCRATCHPAD] = *scratchpad_;
+      }
+      args[DNNL_ARG_SCRATCHPAD] = *scratchpad_;
+    }
+    if constexpr (std::is_same_v<PD, dnnl::concat::primitive_desc>)
+      add_step(dnnl::concat(pd), std::move(args));
+    else
+      add_step(dnnl::primitive(pd), std::move(args));
+  }
+
+  static dnnl::primitive_attr attr_with(const dnnl::post_ops& ops) {
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return attr;
+  }
+
+  // Liveness: a buffer's memory is reused once its last reader has run.
+  void plan_buffers() {
+    std::vector<size_t> order(buffers_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return buffers_[a].first < buffers_[b].first; });
+    struct Slot {
+      size_t bytes = 0;
+      int busy_until = -1;
+      std::vector<size_t> buffers;
+    };
+    std::vector<Slot> slots;
+    for (size_t b : order) {
+      const Buffer& buf = buffers_[b];
+      // The smallest free slot that fits, else the largest free one (grown).
+      Slot* best = nullptr;
+      for (Slot& s : slots) {
+        if (s.busy_until >= buf.first) continue;
+        bool fits = s.bytes >= buf.bytes, best_fits = best && best->bytes >= buf.bytes;
+        if (!best || (fits && (!best_fits || s.bytes < best->bytes)) ||
+            (!fits && !best_fits && s.bytes > best->bytes))
+          best = &s;
+      }
+      if (!best) best = &slots.emplace_back();
+      best->bytes = std::max(best->bytes, buf.bytes);
+      best->busy_until = buf.last;
+      best->buffers.push_back(b);
+    }
+    for (Slot& s : slots) {
+      size_t bytes = (std::max<size_t>(s.bytes, 64) + 63) / 64 * 64;
+      arenas_.emplace_back(std::aligned_alloc(64, bytes));
+      if (!arenas_.back()) throw Error(ErrorKind::Unsupported, "onednn-region: out of memory");
+      for (size_t b : s.buffers)
+        for (memory& m : buffers_[b].users) m.set_data_handle(arenas_.back().get());
+    }
+  }
+
+  // ---- nodes ------------------------------------------------------------------------
+  void add_node(const Node& n) {
+    const std::string& op = n.op_type;
+    if (op == "Conv") return add_conv(n);
+    if (op == "BatchNormalization") return add_batch_norm(n);
+    if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
+      return add_pool(n);
+    if (onednn::binary_op(op)) return add_binary(n);
+    if (op == "Concat") return add_concat(n);
+    if (op == "Flatten" || op == "Reshape") return add_reshape(n);
+    if (op == "MatMul" || op == "Gemm") return add_fully_connected(n);
+    if (op == "Softmax" || op == "LogSoftmax") return add_softmax(n);
+    if (op == "LayerNormalization") return add_layer_norm(n);
+    if (onednn::eltwise_supported(g_, n)) return add_eltwise(n);
+    refuse(n.describe() + " has no oneDNN primitive here");
+  }
+
+  // The only reader of `v` inside the region, if `v` is needed nowhere else.
+  const Node* sole_reader(ValueId v) const {
+    const Value& val = g_.value(v);
+    if (val.is_graph_output || val.consumers.size() != 1) return nullptr;
+    NodeId c = val.consumers[0];
+    if (!sub_.nodes.contains(static_cast<size_t>(c)) || fused_.count(c)) return nullptr;
+    return &g_.node(c);
+  }
+
+  // Post-ops for the chain after a head producing `current` of shape `shape`: eltwise
+  // ops and binary ops whose other operand is already computed (or constant), as long
+  // as every intermediate has one reader. Fills `tail` with the fused nodes.
+  struct Fusion {
+    std::vector<const Node*> nodes;
+    ValueId out;
+  };
+  Fusion chain_after(ValueId current) {
+    Fusion f{{}, current};
+    const Shape& shape = g_.value(current).shape;
+    while (const Node* next = sole_reader(f.out)) {
+      if (g_.value(next->outputs[0]).shape != shape) break;
+      if (onednn::binary_op(next->op_type)) {
+        if (!binary_broadcastable(g_, *next)) break;
+        ValueId other = next->inputs[0] == f.out ? next->inputs[1] : next->inputs[0];
+        if (other == f.out) break;
+        bool chain_first = next->inputs[0] == f.out;
+        if (!chain_first && (next->op_type == "Sub" || next->op_type == "Div")) break;
+        if (!is_const(g_, other) && !vals_.count(other)) break;  // computed later: not yet available
+      } else if (!onednn::eltwise_supported(g_, *next) || next->inputs.size() < 1 ||
+                 next->inputs[0] != f.out) {
+        break;
+      }
+      f.nodes.push_back(next);
+      f.out = next->outputs[0];
+    }
+    return f;
+  }
+
+  // Appends the fused chain's post-ops; binary operands of the full shape are read in `full_layout`.
+  dnnl::post_ops post_ops_for(const Fusion& f, ValueId head_out, const memory::desc& full_layout,
+                              std::unordered_map<int, memory>& args) {
+    dnnl::post_ops ops;
+    ValueId current = head_out;
+    const Shape& shape = g_.value(head_out).shape;
+    for (const Node* n : f.nodes) {
+      if (!onednn::binary_op(n->op_type)) {
+        std::vector<onednn::Eltwise> stages = onednn::eltwise_of(g_, *n).value();
+        for (const onednn::Eltwise& e : stages) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+      } else {
+        ValueId other = n->inputs[0] == current ? n->inputs[1] : n->inputs[0];
+        Shape os(shape.size() - std::min(shape.size(), g_.value(other).shape.size()), 1);
+        os.insert(os.end(), g_.value(other).shape.begin(), g_.value(other).shape.end());
+        bool full = os == shape;
+        memory::desc md = full ? full_layout : plain(os);
+        int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) | DNNL_ARG_SRC_1;
+        ops.append_binary(*onednn::binary_of(n->op_type), md);
+        if (is_const(g_, other))
+          args[arg] = onednn::constant_memory(*g_.value(other).constant, plain(os), md);
+        else
+          args[arg] = full ? in_layout(other, md) : alias_plain(other, md);
+      }
+      current = n->outputs[0];
+    }
+    return ops;
+  }
+  // A broadcast operand of lower rank viewed with the rank-padded plain desc.
+  memory alias_plain(ValueId v, const memory::desc& md) {
+    memory m = in_layout(v, plain(g_.value(v).shape));
+    if (buffer_of_.count(m.get())) return alias(m, md);
+    memory copy = new_buffer(plain(g_.value(v).shape));
+    add_step(dnnl::reorder(m, copy), {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, copy}});
+    return alias(copy, md);
+  }
+  void mark_fused(const Fusion& f) {
+    for (const Node* n : f.nodes) fused_.insert(static_cast<NodeId>(n - &g_.nodes[0]));
+  }
+
+  void add_conv(const Node& n) {
+    const Node* bn = folded_batch_norm(g_, n, sub_);
+    IndexSet nodes(g_.nodes.size());
+    nodes.add(static_cast<size_t>(&n - &g_.nodes[0]));
+    if (bn) nodes.add(static_cast<size_t>(bn - &g_.nodes[0]));
+    FoldedConv folded = fold_conv(g_, make_subgraph(g_, nodes));
+    ValueId head_out = bn ? bn->outputs[0] : n.outputs[0];
+    if (bn) fused_.insert(static_cast<NodeId>(bn - &g_.nodes[0]));
+    const Shape& xs = g_.value(n.inputs[0]).shape;
+    const Shape& ys = g_.value(n.outputs[0]).shape;
+    const Tensor& w = folded.weight;
+    int64_t group = n.attr_int("group", 1);
+    Shape ws = w.shape();
+    if (group > 1) {
+      ws = {group, ws[0] / group, ws[1]};
+      ws.insert(ws.end(), w.shape().begin() + 2, w.shape().end());
+    }
+    onednn::ConvGeometry geo = onednn::conv_geometry(n, xs, w.shape(), ys, false);
+    std::optional<memory::desc> bias_md;
+    if (folded.bias) bias_md = plain(folded.bias->shape());
+    memory::desc w_any(dims_of(ws), dt::f32, tag::any);
+    auto build = [&](const memory::desc& src, const memory::desc& dst, const dnnl::post_ops& ops) {
+      using P = dnnl::prop_kind;
+      auto alg = dnnl::algorithm::convolution_direct;
+      auto d = bias_md ? dnnl::convolution_forward::desc(P::forward_inference, alg, src, w_any, *bias_md, dst,
+                                                         geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
+                       : dnnl::convolution_forward::desc(P::forward_inference, alg, src, w_any, dst,
+                                                         geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
+      return dnnl::convolution_forward::primitive_desc(d, attr_with(ops), cpu());
+    };
+    // The layout the convolution picks on its own; the producer's layout if that is as fast.
+    auto pd = build(any(xs), any(ys), {});
+    memory::desc have = layout_of(n.inputs[0]);
+    if (pd.src_desc() != have) {
+      try {
+        auto forced = build(have, any(ys), {});
+        if (fast_impl(forced.impl_info_str()) || !fast_impl(pd.impl_info_str())) pd = forced;
+      } catch (const dnnl::error&) {
+      }
+    }
+    Fusion f = chain_after(head_out);
+    std::unordered_map<int, memory> args;
+    if (!f.nodes.empty()) {
+      std::unordered_map<int, memory> post_args;
+      dnnl::post_ops ops = post_ops_for(f, head_out, pd.dst_desc(), post_args);
+      try {
+        auto fused = build(pd.src_desc(), pd.dst_desc(), ops);
+        pd = fused;
+        args = std::move(post_args);
+        mark_fused(f);
+      } catch (const dnnl::error&) {
+        f = Fusion{{}, head_out};
+      }
+    }
+    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
+    args[DNNL_ARG_WEIGHTS] = onednn::constant_memory(w, plain(ws), pd.weights_desc());
+    if (bias_md) args[DNNL_ARG_BIAS] = onednn::constant_memory(*folded.bias, *bias_md);
+    memory dst = new_buffer(pd.dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(pd, std::move(args));
+    define(f.out, dst);
+  }
+
+  void add_batch_norm(const Node& n) {
+    using F = dnnl::normalization_flags;
+    memory::desc src = layout_of(n.inputs[0]);
+    dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, src,
+                                              n.attr_float("epsilon", 1e-5f),
+                                              F::use_global_stats | F::use_scale | F::use_shift);
+    dnnl::batch_normalization_forward::primitive_desc pd(d, attr_with({}), cpu());
+    std::unordered_map<int, memory> args;
+    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
+    const int slots[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+    for (size_t i = 0; i < 4; ++i) {
+      const Tensor& t = *g_.value(n.inputs[i + 1]).constant;
+      args[slots[i]] = onednn::constant_memory(t, plain(t.shape()));
+    }
+    memory dst = new_buffer(pd.dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(pd, std::move(args));
+    define(n.outputs[0], dst);
+  }
+
+  void add_pool(const Node& n) {
+    auto geo = onednn::pool_geometry(g_, n);
+    if (auto* why = std::get_if<std::string>(&geo)) refuse(*why);
+    const onednn::PoolGeometry& p = std::get<onednn::PoolGeometry>(geo);
+    memory::desc src = layout_of(n.inputs[0]);
+    const Shape& ys = g_.value(n.outputs[0]).shape;
+    auto build = [&](const memory::desc& s, const dnnl::post_ops& ops) {
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, s, any(ys), p.strides,
+                                       p.kernel, p.dilates, p.pad_l, p.pad_r);
+      return dnnl::pooling_v2_forward::primitive_desc(d, attr_with(ops), cpu());
+    };
+    auto pd = build(src, {});
+    Fusion f = chain_after(n.outputs[0]);
+    std::unordered_map<int, memory> args;
+    if (!f.nodes.empty()) {
+      std::unordered_map<int, memory> post_args;
+      try {
+        dnnl::post_ops ops = post_ops_for(f, n.outputs[0], pd.dst_desc(), post_args);
+        pd = build(src, ops);
+        args = std::move(post_args);
+        mark_fused(f);
+      } catch (const dnnl::error&) {
+        f = Fusion{{}, n.outputs[0]};
+      }
+    }
+    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
+    memory dst = new_buffer(pd.dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(pd, std::move(args));
+    define(f.out, dst);
+  }
+
+  void add_eltwise(const Node& n) {
+    std::vector<onednn::Eltwise> stages = *onednn::eltwise_of(g_, n);
+    memory::desc src = layout_of(n.inputs[0]);
+    dnnl::post_ops ops;
+    for (size_t i = 1; i < stages.size(); ++i)
+      ops.append_eltwise(1.0f, stages[i].alg, stages[i].alpha, stages[i].beta);
+    dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, stages[0].alg, src, stages[0].alpha,
+                                  stages[0].beta);
+    dnnl::eltwise_forward::primitive_desc pd(d, attr_with(ops), cpu());
+    std::unordered_map<int, memory> args;
+    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
+    memory dst = new_buffer(pd.dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(pd, std::move(args));
+    define(n.outputs[0], dst);
+  }
+
+  void add_binary(const Node& n) {
+    const Shape& y = g_.value(n.outputs[0]).shape;
+    ValueId a = n.inputs[0], b = n.inputs[1];
+    dnnl::post_ops ops;
+    if (g_.value(a).shape != y || is_const(g_, a)) {
+      std::swap(a, b);
+      // b - a = -(a - b); b / a = 1 / (a / b)
+      if (n.op_type == "Sub") ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, -1.0f, 0.0f);
+      if (n.op_type == "Div") ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_pow, 1.0f, -1.0f);
+    }
+    memory::desc src0 = layout_of(a);
+    Shape bs(y.size() - std::min(y.size(), g_.value(b).shape.size()), 1);
+    bs.insert(bs.end(), g_.value(b).shape.begin(), g_.value(b).shape.end());
+    bool full = bs == y;
+    auto build = [&](const memory::desc& s0) {
+      memory::desc s1 = full ? s0 : plain(bs);
+      dnnl::binary::desc d(*onednn::binary_of(n.op_type), s0, s1, s0);
+      return dnnl::binary::primitive_desc(d, attr_with(ops), cpu());
+    };
+    std::optional<dnnl::binary::primitive_desc> pd;
+    try {
+      pd = build(src0);
+      if (!full && !fast_impl(pd->impl_info_str())) pd = build(plain(y));
+    } catch (const dnnl::error&) {
+      pd = build(plain(y));
+    }
+    std::unordered_map<int, memory> args;
+    args[DNNL_ARG_SRC_0] = in_layout(a, pd->src_desc(0));
+    if (is_const(g_, b))
+      args[DNNL_ARG_SRC_1] = onednn::constant_memory(*g_.value(b).constant, plain(bs), pd->src_desc(1));
+    else if (full)
+      args[DNNL_ARG_SRC_1] = in_layout(b, pd->src_desc(1));
+    else
+      args[DNNL_ARG_SRC_1] = alias_plain(b, pd->src_desc(1));
+    memory dst = new_buffer(pd->dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(*pd, std::move(args));
+    define(n.outputs[0], dst);
+  }
+
+  void add_concat(const Node& n) {
+    int64_t axis = n.attr_int("axis", 1);
+    int64_t r = static_cast<int64_t>(rank_of(g_, n.outputs[0]));
+    if (axis < 0) axis += r;
+    // Inputs of one layout are concatenated in it (blocked on channels); mixed ones in the plain layout.
+    std::vector<memory::desc> use;
+    for (ValueId v : n.inputs) use.push_back(layout_of(v));
+    bool same = std::all_of(use.begin(), use.end(), [&](const memory::desc& d) { return d == use[0]; });
+    if (!same)
+      for (size_t i = 0; i < use.size(); ++i) use[i] = plain(g_.value(n.inputs[i]).shape);
+    std::optional<dnnl::concat::primitive_desc> pd;
+    try {
+      pd = dnnl::concat::primitive_desc(static_cast<int>(axis), use, cpu());
+    } catch (const dnnl::error&) {
+      for (size_t i = 0; i < use.size(); ++i) use[i] = plain(g_.value(n.inputs[i]).shape);
+      pd = dnnl::concat::primitive_desc(static_cast<int>(axis), use, cpu());
+    }
+    std::unordered_map<int, memory> args;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = in_layout(n.inputs[i], use[i]);
+    memory dst = new_buffer(pd->dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(*pd, std::move(args));
+    define(n.outputs[0], dst);
+  }
+
+  // Flatten / Reshape: the value in plain layout, viewed with the new dims.
+  void add_reshape(const Node& n) {
+    memory m = in_layout(n.inputs[0], plain(g_.value(n.inputs[0]).shape));
+    if (!buffer_of_.count(m.get())) {  // a region input: copy it, the view needs a buffer of ours
+      memory copy = new_buffer(m.get_desc());
+      add_step(dnnl::reorder(m, copy), {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, copy}});
+      m = copy;
+    }
+    define(n.outputs[0], alias(m, plain(g_.value(n.outputs[0]).shape)));
+  }
+
+  void add_fully_connected(const Node& n) {
+    bool gemm = n.op_type == "Gemm";
+    const Shape& as = g_.value(n.inputs[0]).shape;
+    const Tensor& w = *g_.value(n.inputs[1]).constant;
+    const Shape& ys = g_.value(n.outputs[0]).shape;
+    size_t rank = ys.size();
+    float alpha = gemm ? n.attr_float("alpha", 1.0f) : 1.0f, beta = gemm ? n.attr_float("beta", 1.0f) : 1.0f;
+    Tensor wt = w;
+    if (alpha != 1.0f)
+      for (int64_t i = 0; i < wt.size(); ++i) wt.data<float>()[i] = w.data<float>()[i] * alpha;
+    bool trans_b = gemm && n.attr_int("transB", 0) != 0;
+    Shape wshape(rank - 2, 1);
+    int64_t k = as.back(), out_n = ys.back();
+    wshape.push_back(k);
+    wshape.push_back(out_n);
+    memory::desc w_user =
+        trans_b ? memory::desc(dims_of(wshape), dt::f32, rank == 2 ? tag::ba : tag::acb) : plain(wshape);
+    memory::desc w_any(dims_of(wshape), dt::f32, tag::any);
+    std::optional<Tensor> bias;
+    if (gemm && n.inputs.size() > 2 && n.inputs[2] != kNoValue && beta != 0.0f) {
+      const Tensor& c = *g_.value(n.inputs[2]).constant;
+      Shape bshape(rank - 1, 1);
+      bshape.push_back(out_n);
+      bias = Tensor(DType::Float32, bshape);
+      std::vector<double> cv = c.to_double_vector();
+      for (int64_t i = 0; i < out_n; ++i)
+        bias->data<float>()[i] = static_cast<float>(beta * cv[cv.size() == 1 ? 0 : static_cast<size_t>(i)]);
+    }
+    Fusion f = chain_after(n.outputs[0]);
+    std::unordered_map<int, memory> args;
+    auto build = [&](const dnnl::post_ops& ops) {
+      auto d = bias ? dnnl::matmul::desc(plain(as), w_any, plain(bias->shape()), plain(ys))
+                    : dnnl::matmul::desc(plain(as), w_any, plain(ys));
+      return dnnl::matmul::primitive_desc(d, attr_with(ops), cpu());
+    };
+    auto pd = build({});
+    if (!f.nodes.empty()) {
+      std::unordered_map<int, memory> post_args;
+      try {
+        dnnl::post_ops ops = post_ops_for(f, n.outputs[0], plain(ys), post_args);
+        pd = build(ops);
+        args = std::move(post_args);
+        mark_fused(f);
+      } catch (const dnnl::error&) {
+        f = Fusion{{}, n.outputs[0]};
+      }
+    }
+    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
+    args[DNNL_ARG_WEIGHTS] = onednn::constant_memory(wt, w_user, pd.weights_desc());
+    if (bias) args[DNNL_ARG_BIAS] = onednn::constant_memory(*bias, plain(bias->shape()));
+    memory dst = new_buffer(pd.dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(pd, std::move(args));
+    define(f.out, dst);
+  }
+
+  void add_softmax(const Node& n) {
+    const Shape& xs = g_.value(n.inputs[0]).shape;
+    auto alg = n.op_type == "LogSoftmax" ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
+    dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, plain(xs), plain(xs),
+                                     static_cast<int>(xs.size()) - 1);
+    dnnl::softmax_v2_forward::primitive_desc pd(d, attr_with({}), cpu());
+    std::unordered_map<int, memory> args;
+    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
+    memory dst = new_buffer(pd.dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(pd, std::move(args));
+    define(n.outputs[0], dst);
+  }
+
+  void add_layer_norm(const Node& n) {
+    using F = dnnl::normalization_flags;
+    const Shape& xs = g_.value(n.inputs[0]).shape;
+    bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+    dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, plain(xs),
+                                              n.attr_float("epsilon", 1e-5f),
+                                              has_bias ? F::use_scale | F::use_shift : F::use_scale);
+    dnnl::layer_normalization_forward::primitive_desc pd(d, attr_with({}), cpu());
+    std::unordered_map<int, memory> args;
+    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
+    const Tensor& scale = *g_.value(n.inputs[1]).constant;
+    if (scale.size() != xs.back()) refuse("LayerNormalization scale must cover the last axis");
+    args[DNNL_ARG_SCALE] = onednn::constant_memory(scale, plain({scale.size()}));
+    if (has_bias) {
+      const Tensor& b = *g_.value(n.inputs[2]).constant;
+      if (b.size() != xs.back()) refuse("LayerNormalization bias must cover the last axis");
+      args[DNNL_ARG_SHIFT] = onednn::constant_memory(b, plain({b.size()}));
+    }
+    memory dst = new_buffer(pd.dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(pd, std::move(args));
+    define(n.outputs[0], dst);
+  }
+
+  const Graph& g_;  // read only while the constructor builds the steps
+  const SubGraph& sub_;
+  std::map<ValueId, Val> vals_;
+  std::set<NodeId> fused_;  // nodes computed as post-ops or folded into another
+  std::vector<Step> steps_;
+  std::vector<Buffer> buffers_;
+  std::map<dnnl_memory_t, size_t> buffer_of_;
+  std::optional<memory> scratchpad_;
+  std::vector<std::unique_ptr<void, AlignedFree>> arenas_;
+  std::vector<memory> external_inputs_, external_outputs_;
+  std::vector<Shape> out_shapes_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+const BackendSpec& onednn_region_backend() {
+  static const BackendSpec spec = [] {
+    BackendSpec s;
+    s.name = "onednn-region";
+    s.version = onednn::library_version();
+    s.kind = BackendKind::GraphLevel;
+    s.supports_node = &supported;
+    // Single-op candidates (and Conv+BN) feed the op-level search, as in Collage;
+    // the graph-level search grows them into regions.
+    s.patterns.push_back(op_any({"Conv",          "MaxPool",   "AveragePool", "GlobalAveragePool",
+                                 "GlobalMaxPool", "Concat",    "Add",         "Mul",
+                                 "Sub",           "Div",       "Gemm",        "MatMul",
+                                 "Relu",          "Clip",      "LeakyRelu",   "Sigmoid",
+                                 "Tanh",          "HardSwish", "Softmax",     "LayerNormalization"})
+                             ->where(supported));
+    s.patterns.push_back(op("BatchNormalization", {op("Conv")->where(supported)})->where(supported));
+    s.limits.max_nodes = 64;
+    s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
+      for (NodeId n : sub.node_list)
+        if (!supported(g, g.node(n))) refuse(g.node(n).describe() + " is outside what a region may hold");
+      try {
+        return std::make_unique<RegionKernel>(g, sub);
+      } catch (const dnnl::error& e) {
+        refuse(std::string("primitive creation failed: ") + e.what());
+      }
+    };
+    s.set_threads = &onednn::set_threads;
+    return s;
+  }();
+  return spec;
+}
+
+}  // namespace collage
