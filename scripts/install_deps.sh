@@ -6,7 +6,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libsqlite3-dev libgtest-dev nlohmann-json3-dev
   qtbase5-dev libqt5charts5-dev libqt5svg5-dev libgraphviz-dev
-  libdnnl-dev ocl-icd-opencl-dev libopenblas-dev libxnnpack-dev libpthreadpool-dev
+  libdnnl-dev ocl-icd-opencl-dev libopenblas-openmp-dev libxnnpack-dev libpthreadpool-dev
   xvfb xauth bc clang-format
 )
 missing=()

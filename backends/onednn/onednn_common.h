@@ -25,6 +25,11 @@ dnnl::memory::desc any(const Shape& s);           // f32, layout left to the pri
 dnnl::memory constant_memory(const Tensor& t, const dnnl::memory::desc& md,
                              const std::optional<dnnl::memory::desc>& want = std::nullopt);
 
+// Convolution weights in oneDNN's order: [M, C/g, k...] or [g, M/g, C/g, k...] when
+// grouped; ConvTranspose's ONNX [C, M/g, k...] becomes [M, C, k...] / [g, M/g, C/g, k...].
+// Returns the tensor and sets `dims` to its oneDNN dims.
+Tensor conv_weights(const Tensor& w, int64_t group, bool transposed, Shape& dims);
+
 struct ConvGeometry {
   dnnl::memory::dims strides, dilates, pad_l, pad_r;  // dilates count from 0, as oneDNN does
 };

@@ -160,6 +160,33 @@ memory constant_memory(const Tensor& t, const memory::desc& md, const std::optio
   return packed;
 }
 
+Tensor conv_weights(const Tensor& w, int64_t group, bool transposed, Shape& dims) {
+  // oneDNN grouped weights: [g, oc/g, ic/g, k...] (conv) / [g, oc/g, ic/g, k...] from ONNX's [ic, oc/g, k...]
+  // (deconv).
+  Shape ws = w.shape();
+  Tensor wt = w;
+  if (transposed) {
+    // ONNX ConvTranspose W is [C_in, M/g, k...]; oneDNN wants [g, M/g, C_in/g, k...] (or [M, C_in, k...]).
+    int64_t cin = ws[0], mg = ws[1], taps = w.size() / (cin * mg);
+    Tensor t(DType::Float32, {group, mg, cin / group, taps});
+    for (int64_t gi = 0; gi < group; ++gi)
+      for (int64_t ic = 0; ic < cin / group; ++ic)
+        for (int64_t oc = 0; oc < mg; ++oc)
+          for (int64_t k = 0; k < taps; ++k)
+            t.data<float>()[((gi * mg + oc) * (cin / group) + ic) * taps + k] =
+                w.data<float>()[((gi * (cin / group) + ic) * mg + oc) * taps + k];
+    wt = t;
+    ws = {group, mg, cin / group};
+    ws.insert(ws.end(), w.shape().begin() + 2, w.shape().end());
+  } else if (group > 1) {
+    ws = {group, ws[0] / group, ws[1]};
+    ws.insert(ws.end(), w.shape().begin() + 2, w.shape().end());
+  }
+  if (transposed && group == 1) ws.erase(ws.begin());
+  dims = ws;
+  return wt;
+}
+
 ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const Shape& y, bool transposed) {
   size_t s = x.size() - 2;
   ConvGeometry g;
@@ -360,28 +387,8 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   int64_t group = n.attr_int("group", 1);
   if (group < 1 || w.shape().size() != xs.size() || xs[1] % group != 0 || w.shape()[0] % group != 0)
     refuse("group does not divide the channels");
-  // oneDNN grouped weights: [g, oc/g, ic/g, k...] (conv) / [g, oc/g, ic/g, k...] from ONNX's [ic, oc/g, k...]
-  // (deconv).
-  Shape ws = w.shape();
-  Tensor wt = w;
-  if (transposed) {
-    // ONNX ConvTranspose W is [C_in, M/g, k...]; oneDNN wants [g, M/g, C_in/g, k...] (or [M, C_in, k...]).
-    int64_t cin = ws[0], mg = ws[1], taps = w.size() / (cin * mg);
-    Tensor t(DType::Float32, {group, mg, cin / group, taps});
-    for (int64_t gi = 0; gi < group; ++gi)
-      for (int64_t ic = 0; ic < cin / group; ++ic)
-        for (int64_t oc = 0; oc < mg; ++oc)
-          for (int64_t k = 0; k < taps; ++k)
-            t.data<float>()[((gi * mg + oc) * (cin / group) + ic) * taps + k] =
-                w.data<float>()[((gi * (cin / group) + ic) * mg + oc) * taps + k];
-    wt = t;
-    ws = {group, mg, cin / group};
-    ws.insert(ws.end(), w.shape().begin() + 2, w.shape().end());
-  } else if (group > 1) {
-    ws = {group, ws[0] / group, ws[1]};
-    ws.insert(ws.end(), w.shape().begin() + 2, w.shape().end());
-  }
-  if (transposed && group == 1) ws.erase(ws.begin());
+  Shape ws;
+  Tensor wt = conv_weights(w, group, transposed, ws);
   ConvGeometry geo = conv_geometry(n, xs, w.shape(), ys, transposed);
   std::optional<memory::desc> bias_md;
   if (folded_bias) bias_md = plain(folded_bias->shape());

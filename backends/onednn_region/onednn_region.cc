@@ -66,7 +66,7 @@ bool supported(const Graph& g, const Node& n) {
   size_t r = rank_of(g, n.inputs[0]);
   if (r < 1 || r > 5 || rank_of(g, n.outputs[0]) < 1) return false;
   const std::string& op = n.op_type;
-  if (op == "Conv")
+  if (op == "Conv" || op == "ConvTranspose")
     return r >= 3 && is_const(g, n.inputs[1]) && input_absent_or_constant(g, n, 2) &&
            n.attr_int("group", 1) >= 1 && g.value(n.inputs[0]).shape[1] % n.attr_int("group", 1) == 0;
   if (op == "BatchNormalization") {
@@ -120,11 +120,10 @@ const Node* folded_batch_norm(const Graph& g, const Node& conv, const SubGraph& 
   return bn.op_type == "BatchNormalization" && sub.nodes.contains(static_cast<size_t>(c)) ? &bn : nullptr;
 }
 
-// oneDNN's direct JIT/brgemm kernels; its reference and gemm-based (im2col) ones for a
-// forced layout are slower than a reorder into the layout the primitive wants.
+// oneDNN's reference kernels and its gemm-based (im2col) convolutions are far
+// slower than a reorder into the layout a JIT/brgemm kernel wants.
 bool fast_impl(const std::string& impl) {
-  return (impl.find("jit") != std::string::npos || impl.find("brg") != std::string::npos) &&
-         impl.find("gemm") == std::string::npos;
+  return impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos;
 }
 
 struct AlignedFree {
@@ -300,7 +299,7 @@ class RegionKernel : public Kernel {
   // ---- nodes ------------------------------------------------------------------------
   void add_node(const Node& n) {
     const std::string& op = n.op_type;
-    if (op == "Conv") return add_conv(n);
+    if (op == "Conv" || op == "ConvTranspose") return add_conv(n);
     if (op == "BatchNormalization") return add_batch_norm(n);
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
       return add_pool(n);
@@ -392,34 +391,41 @@ class RegionKernel : public Kernel {
   }
 
   void add_conv(const Node& n) {
-    const Node* bn = folded_batch_norm(g_, n, sub_);
+    bool transposed = n.op_type == "ConvTranspose";
+    const Node* bn = transposed ? nullptr : folded_batch_norm(g_, n, sub_);
     IndexSet nodes(g_.nodes.size());
     nodes.add(static_cast<size_t>(&n - &g_.nodes[0]));
     if (bn) nodes.add(static_cast<size_t>(bn - &g_.nodes[0]));
     FoldedConv folded = fold_conv(g_, make_subgraph(g_, nodes));
     ValueId head_out = bn ? bn->outputs[0] : n.outputs[0];
     if (bn) fused_.insert(static_cast<NodeId>(bn - &g_.nodes[0]));
+    Shape ws;
+    Tensor wt = onednn::conv_weights(folded.weight, n.attr_int("group", 1), transposed, ws);
+    onednn::ConvGeometry geo = onednn::conv_geometry(n, g_.value(n.inputs[0]).shape, folded.weight.shape(),
+                                                     g_.value(n.outputs[0]).shape, transposed);
+    if (transposed)
+      add_conv_as(dnnl::deconvolution_forward(), n, head_out, wt, ws, geo, folded.bias);
+    else
+      add_conv_as(dnnl::convolution_forward(), n, head_out, wt, ws, geo, folded.bias);
+  }
+
+  template <class Prim>
+  void add_conv_as(Prim, const Node& n, ValueId head_out, const Tensor& wt, const Shape& ws,
+                   const onednn::ConvGeometry& geo, const std::optional<Tensor>& bias) {
     const Shape& xs = g_.value(n.inputs[0]).shape;
     const Shape& ys = g_.value(n.outputs[0]).shape;
-    const Tensor& w = folded.weight;
-    int64_t group = n.attr_int("group", 1);
-    Shape ws = w.shape();
-    if (group > 1) {
-      ws = {group, ws[0] / group, ws[1]};
-      ws.insert(ws.end(), w.shape().begin() + 2, w.shape().end());
-    }
-    onednn::ConvGeometry geo = onednn::conv_geometry(n, xs, w.shape(), ys, false);
     std::optional<memory::desc> bias_md;
-    if (folded.bias) bias_md = plain(folded.bias->shape());
+    if (bias) bias_md = plain(bias->shape());
     memory::desc w_any(dims_of(ws), dt::f32, tag::any);
     auto build = [&](const memory::desc& src, const memory::desc& dst, const dnnl::post_ops& ops) {
       using P = dnnl::prop_kind;
-      auto alg = dnnl::algorithm::convolution_direct;
-      auto d = bias_md ? dnnl::convolution_forward::desc(P::forward_inference, alg, src, w_any, *bias_md, dst,
-                                                         geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
-                       : dnnl::convolution_forward::desc(P::forward_inference, alg, src, w_any, dst,
-                                                         geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
-      return dnnl::convolution_forward::primitive_desc(d, attr_with(ops), cpu());
+      auto alg = std::is_same_v<Prim, dnnl::deconvolution_forward> ? dnnl::algorithm::deconvolution_direct
+                                                                   : dnnl::algorithm::convolution_direct;
+      auto d = bias_md ? typename Prim::desc(P::forward_inference, alg, src, w_any, *bias_md, dst,
+                                             geo.strides, geo.dilates, geo.pad_l, geo.pad_r)
+                       : typename Prim::desc(P::forward_inference, alg, src, w_any, dst, geo.strides,
+                                             geo.dilates, geo.pad_l, geo.pad_r);
+      return typename Prim::primitive_desc(d, attr_with(ops), cpu());
     };
     // The layout the convolution picks on its own; the producer's layout if that is as fast.
     auto pd = build(any(xs), any(ys), {});
@@ -437,8 +443,7 @@ class RegionKernel : public Kernel {
       std::unordered_map<int, memory> post_args;
       dnnl::post_ops ops = post_ops_for(f, head_out, pd.dst_desc(), post_args);
       try {
-        auto fused = build(pd.src_desc(), pd.dst_desc(), ops);
-        pd = fused;
+        pd = build(pd.src_desc(), pd.dst_desc(), ops);
         args = std::move(post_args);
         mark_fused(f);
       } catch (const dnnl::error&) {
@@ -446,8 +451,8 @@ class RegionKernel : public Kernel {
       }
     }
     args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
-    args[DNNL_ARG_WEIGHTS] = onednn::constant_memory(w, plain(ws), pd.weights_desc());
-    if (bias_md) args[DNNL_ARG_BIAS] = onednn::constant_memory(*folded.bias, *bias_md);
+    args[DNNL_ARG_WEIGHTS] = onednn::constant_memory(wt, plain(ws), pd.weights_desc());
+    if (bias_md) args[DNNL_ARG_BIAS] = onednn::constant_memory(*bias, *bias_md);
     memory dst = new_buffer(pd.dst_desc());
     args[DNNL_ARG_DST] = dst;
     add_primitive(pd, std::move(args));

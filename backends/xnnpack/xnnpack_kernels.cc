@@ -1,5 +1,6 @@
 #include "backends/xnnpack/xnnpack_kernels.h"
 
+#include <omp.h>
 #include <xnnpack.h>
 
 #include <cfloat>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/xnnpack/omp_pthreadpool.h"
 #include "core/conv_folding.h"
 
 namespace collage::xnnpack {
@@ -27,14 +29,8 @@ void initialize() {
   check(status, "xnn_initialize");
 }
 
-// One pool for every kernel; nullptr runs on the calling thread (threads == 1).
-std::mutex pool_mutex;
-pthreadpool_t pool = nullptr;
-
-pthreadpool_t thread_pool() {
-  std::lock_guard<std::mutex> lock(pool_mutex);
-  return pool;
-}
+// XNNPACK runs on the OpenMP workers oneDNN and OpenBLAS use (omp_pthreadpool.h).
+pthreadpool_t thread_pool() { return shared_thread_pool(); }
 
 const Tensor& constant_of(const Graph& g, ValueId v) {
   if (v == kNoValue || !g.value(v).constant) refuse("expected a constant input");
@@ -347,10 +343,7 @@ std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const C
   refuse("no operator for " + op);
 }
 
-void set_threads(int threads) {
-  std::lock_guard<std::mutex> lock(pool_mutex);
-  if (pool) pthreadpool_destroy(pool);
-  pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
-}
+// OpenMP's thread count is per calling thread: callers set it on the thread that runs kernels.
+void set_threads(int threads) { omp_set_num_threads(threads); }
 
 }  // namespace collage::xnnpack

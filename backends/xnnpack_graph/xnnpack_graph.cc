@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 
+#include "backends/xnnpack/omp_pthreadpool.h"
+#include "backends/xnnpack/xnnpack_kernels.h"
 #include "core/conv_folding.h"
 
 namespace collage {
@@ -129,7 +131,8 @@ class RegionKernel : public Kernel {
     };
     for (NodeId id : sub.node_list) add_node(g, g.node(id), sub, subgraph.get(), value_id);
     xnn_runtime_t runtime = nullptr;
-    check(xnn_create_runtime_v2(subgraph.get(), nullptr, 0, &runtime), "create runtime");
+    check(xnn_create_runtime_v2(subgraph.get(), xnnpack::shared_thread_pool(), 0, &runtime),
+          "create runtime");
     runtime_.reset(runtime);
     for (ValueId v : sub.inputs) in_shapes_.push_back(g.value(v).shape);
     for (ValueId v : sub.outputs) out_shapes_.push_back(g.value(v).shape);
@@ -330,6 +333,7 @@ const BackendSpec& xnnpack_graph_backend() {
     s.version = "0.0~git20220216";
     s.kind = BackendKind::GraphLevel;
     s.supports_node = &supported;
+    s.set_threads = &xnnpack::set_threads;
     // Its single-op candidates also feed the op-level search, as in Collage.
     s.patterns.push_back(op_any({"Conv", "Relu", "Clip", "Sigmoid", "Add", "Mul", "Sub", "Div", "MatMul",
                                  "Gemm", "Softmax", "MaxPool", "GlobalAveragePool"})

@@ -37,7 +37,8 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& what
 // Every node of each CNN sample in one region: one kernel from input to logits.
 TEST(OnednnRegion, WholeSampleCnnsMatchTheNativeReference) {
   const BackendSpec& spec = onednn_region_backend();
-  for (const char* name : {"resnet_small", "mobilenet_small", "inception_small", "resnext_small"}) {
+  for (const char* name :
+       {"resnet_small", "mobilenet_small", "inception_small", "resnext_small", "dcgan_generator"}) {
     Graph g = import_sample(name);
     IndexSet all(g.nodes.size());
     for (const Node& n : g.nodes) {

@@ -2,6 +2,8 @@
 
 #include "backend_check.h"
 #include "backend_test_models.h"
+#include "backends/registry.h"
+#include "backends/xnnpack/omp_pthreadpool.h"
 #include "backends/xnnpack/xnnpack_spec.h"
 
 namespace collage {
@@ -60,6 +62,22 @@ TEST(XnnpackBackend, PoolingAndBroadcastMul) {
   EXPECT_TRUE(labels.count("AveragePool"));
   EXPECT_TRUE(labels.count("GlobalAveragePool"));
   EXPECT_TRUE(labels.count("Mul"));
+}
+
+// XNNPACK's parallel calls reach the project's OpenMP pool (not Debian's
+// libpthreadpool), and a 2-thread run still matches the native reference.
+TEST(XnnpackBackend, RunsOnTheSharedOpenMpPool) {
+  ConvCase cc = conv_cases().front();
+  Graph g = conv_model(cc);
+  auto values = reference_values(g);
+  set_backend_threads(2);
+  long before = xnnpack::pool_calls();
+  for (const Candidate& c : enumerate_candidates(g, {&xnnpack_backend()})) {
+    CandidateCheck r = check_candidate(g, xnnpack_backend(), c.nodes, values, 1e-4, 1e-4, 2);
+    EXPECT_TRUE(r.mismatch.empty()) << c.label << ": " << r.mismatch;
+  }
+  set_backend_threads(1);
+  EXPECT_GT(xnnpack::pool_calls(), before);
 }
 
 }  // namespace
