@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/native/fast_math.h"
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_kernel.h"
 #include "core/transformer_fusion.h"
@@ -181,20 +182,28 @@ class GeluKernel : public Kernel {
   }
 
  private:
-  // y[i] = gelu(x[i] + b[i * bstride]) (b may be null).
-  void apply(const float* x, const float* b, float* y, int64_t n, int64_t bstride) const {
-    if (tanh_) {
-      constexpr float kC = 0.7978845608028654f, kK = 0.044715f;
-      for (int64_t i = 0; i < n; ++i) {
-        float v = b ? x[i] + b[i * bstride] : x[i];
-        y[i] = 0.5f * v * (1.0f + std::tanh(kC * (v + kK * v * v * v)));
-      }
+  // y[i] = gelu(x[i] + b[i * bstride]) (b may be null): one straight loop per case so it vectorises.
+  template <bool kTanh>
+  static float gelu(float v) {
+    if (kTanh) return 0.5f * v * (1.0f + fast_tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    return 0.5f * v * (1.0f + fast_erf(v * 0.7071067811865476f));
+  }
+  template <bool kTanh>
+  static void loop(const float* x, const float* b, float* y, int64_t n, int64_t bstride) {
+    if (!b) {
+      for (int64_t i = 0; i < n; ++i) y[i] = gelu<kTanh>(x[i]);
+    } else if (bstride == 1) {
+      for (int64_t i = 0; i < n; ++i) y[i] = gelu<kTanh>(x[i] + b[i]);
     } else {
-      for (int64_t i = 0; i < n; ++i) {
-        float v = b ? x[i] + b[i * bstride] : x[i];
-        y[i] = 0.5f * v * (1.0f + std::erf(v * static_cast<float>(M_SQRT1_2)));
-      }
+      const float c = b[0];
+      for (int64_t i = 0; i < n; ++i) y[i] = gelu<kTanh>(x[i] + c);
     }
+  }
+  void apply(const float* x, const float* b, float* y, int64_t n, int64_t bstride) const {
+    if (tanh_)
+      loop<true>(x, b, y, n, bstride);
+    else
+      loop<false>(x, b, y, n, bstride);
   }
 
   bool tanh_;
@@ -332,13 +341,20 @@ class AttentionKernel : public Kernel {
           else
             for (int64_t j = 0; j < sk_; ++j) row[j] += mrow[j * ms];
         }
-        float mx = row[0];
-        for (int64_t j = 1; j < sk_; ++j) mx = std::max(mx, row[j]);
+        // 8 independent lanes: the max and the sum are latency-bound otherwise.
+        float m8[8], s8[8] = {};
+        std::fill(m8, m8 + 8, row[0]);
+        int64_t j = 0;
+        for (; j + 8 <= sk_; j += 8)
+          for (int l = 0; l < 8; ++l) m8[l] = m8[l] < row[j + l] ? row[j + l] : m8[l];
+        float mx = *std::max_element(m8, m8 + 8);
+        for (; j < sk_; ++j) mx = std::max(mx, row[j]);
+        for (j = 0; j < sk_; ++j) row[j] = fast_exp(row[j] - mx);
+        for (j = 0; j + 8 <= sk_; j += 8)
+          for (int l = 0; l < 8; ++l) s8[l] += row[j + l];
         float sum = 0;
-        for (int64_t j = 0; j < sk_; ++j) {
-          row[j] = std::exp(row[j] - mx);
-          sum += row[j];
-        }
+        for (; j < sk_; ++j) sum += row[j];
+        for (float v : s8) sum += v;
         const float inv = 1.0f / sum;
         for (int64_t j = 0; j < sk_; ++j) row[j] *= inv;
       }
