@@ -31,6 +31,8 @@ class RecyclingAllocator : public TensorAllocator {
   std::vector<std::shared_ptr<Storage>> pool_;
 };
 
+}  // namespace
+
 std::string compare_outputs(const Graph& g, const SubGraph& sub, const std::vector<Tensor>& got,
                             const std::vector<Tensor>& values, double rtol, double atol) {
   if (got.size() != sub.outputs.size()) return "kernel returned " + std::to_string(got.size()) + " outputs";
@@ -52,8 +54,6 @@ std::string compare_outputs(const Graph& g, const SubGraph& sub, const std::vect
   }
   return "";
 }
-
-}  // namespace
 
 std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
                                      const NodeEvaluator& evaluator) {

@@ -34,6 +34,11 @@ struct MeasuredCandidate {
 std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
                                      const NodeEvaluator& evaluator);
 
+// "" when `got` (a kernel's outputs for `sub`) agrees with the reference `values`, else what
+// differs. The tuner's rule: |got - want| <= atol + rtol * max|want over the tensor| + rtol * |want|.
+std::string compare_outputs(const Graph& graph, const SubGraph& sub, const std::vector<Tensor>& got,
+                            const std::vector<Tensor>& values, double rtol, double atol);
+
 // Median cost of dispatching an empty kernel through the executor's interface:
 // the default ε of the search (one kernel's fixed overhead).
 double measure_dispatch_overhead_ms();

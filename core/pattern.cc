@@ -37,7 +37,7 @@ PatternPtr Pattern::where(NodePredicate predicate) const {
 }
 
 std::vector<IndexSet> Pattern::match(const Graph& graph, NodeId root) const {
-  if (kind_ == Kind::Op) return match_node(graph, root);
+  if (kind_ == Kind::Op || kind_ == Kind::Custom) return match_node(graph, root);
   // A root must be a node: try each output of the root.
   std::vector<IndexSet> out;
   for (ValueId v : graph.node(root).outputs) {
@@ -51,6 +51,13 @@ std::vector<IndexSet> Pattern::match(const Graph& graph, NodeId root) const {
 
 std::vector<IndexSet> Pattern::match_node(const Graph& graph, NodeId n) const {
   const Node& node = graph.node(n);
+  if (kind_ == Kind::Custom) {
+    for (const auto& pred : predicates_)
+      if (!pred(graph, node)) return {};
+    std::vector<IndexSet> out = matcher_(graph, n);
+    dedup(out);
+    return out;
+  }
   if (std::find(op_types_.begin(), op_types_.end(), node.op_type) == op_types_.end()) return {};
   for (const auto& pred : predicates_)
     if (!pred(graph, node)) return {};
@@ -86,6 +93,7 @@ std::vector<IndexSet> Pattern::match_value(const Graph& graph, ValueId v) const 
     case Kind::Constant:
       return value.constant ? std::vector<IndexSet>{empty} : std::vector<IndexSet>{};
     case Kind::Op:
+    case Kind::Custom:
       return value.producer == kNoNode ? std::vector<IndexSet>{} : match_node(graph, value.producer);
     case Kind::Alt:
     case Kind::Optional: {
@@ -130,6 +138,13 @@ PatternPtr optional(std::vector<std::string> op_types, PatternPtr input, std::ve
   auto p = std::make_shared<Pattern>();
   p->kind_ = Pattern::Kind::Optional;
   p->inputs_ = {op_any(std::move(op_types), std::move(inputs)), input};
+  return p;
+}
+
+PatternPtr custom(Pattern::Matcher matcher) {
+  auto p = std::make_shared<Pattern>();
+  p->kind_ = Pattern::Kind::Custom;
+  p->matcher_ = std::move(matcher);
   return p;
 }
 

@@ -22,7 +22,10 @@ using NodePredicate = std::function<bool(const Graph&, const Node&)>;
 
 class Pattern {
  public:
-  enum class Kind { Op, Wildcard, Constant, Alt, Optional };
+  enum class Kind { Op, Wildcard, Constant, Alt, Optional, Custom };
+  // Custom: every node set a hand-written matcher finds rooted at a node (for
+  // structures a tree cannot state, e.g. one value read by several branches).
+  using Matcher = std::function<std::vector<IndexSet>(const Graph&, NodeId root)>;
 
   Kind kind() const { return kind_; }
   // Adds a predicate (all must hold). Returns a new pattern; patterns are immutable.
@@ -38,6 +41,7 @@ class Pattern {
   friend PatternPtr alt(std::vector<PatternPtr> options);
   friend PatternPtr optional(std::vector<std::string> op_types, PatternPtr input,
                              std::vector<PatternPtr> rest);
+  friend PatternPtr custom(Matcher matcher);
 
  private:
   // Matches of this pattern against value `v` (for Op: v's producer).
@@ -48,6 +52,7 @@ class Pattern {
   std::vector<std::string> op_types_;
   std::vector<PatternPtr> inputs_;  // Op: patterns of the first inputs (rest unconstrained); Alt: options
   std::vector<NodePredicate> predicates_;
+  Matcher matcher_;
 };
 
 // op_any: matches a node whose op type is one of `op_types` and whose first inputs match
@@ -62,6 +67,8 @@ PatternPtr constant();  // a constant value (weights, folded shapes)
 PatternPtr alt(std::vector<PatternPtr> options);
 // Either op(op_types, {input, rest...}) or just `input`: "an optional activation".
 PatternPtr optional(std::vector<std::string> op_types, PatternPtr input, std::vector<PatternPtr> rest = {});
+// The node sets `matcher` returns for a root; predicates (where) apply to the root node.
+PatternPtr custom(Pattern::Matcher matcher);
 
 // Input `i` of `n` is present and constant / absent or constant (weights, biases, bounds).
 bool input_is_constant(const Graph& g, const Node& n, size_t i);

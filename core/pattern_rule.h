@@ -23,9 +23,10 @@ class PatternRule {
 };
 
 struct GroupLimits {
-  size_t max_nodes = 16;  // largest group emitted
-  size_t max_depth = 8;   // post-dominator steps from the seed
-  size_t max_exits = 1;   // nodes whose outputs leave the group
+  size_t max_nodes = 16;         // largest group emitted
+  size_t max_depth = 8;          // post-dominator steps from the seed
+  size_t max_exits = 1;          // nodes whose outputs leave the group
+  size_t max_pattern_nodes = 0;  // largest pattern match kept; 0: max_nodes
 };
 
 // Every valid group the rule generates, singletons included, without duplicates.

@@ -7,6 +7,7 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_ops.h"
+#include "backends/native/transformer_kernels.h"
 #include "core/composite_kernel.h"
 #include "core/pattern_rule.h"
 
@@ -146,6 +147,7 @@ std::unique_ptr<Kernel> make_fused_kernel(const Graph& graph, const SubGraph& su
   // node goes through the composite wrapper that maps them to its input slots.
   for (NodeId n : subgraph.node_list) (void)find_op(graph.node(n));  // Unsupported surfaces at compile time
   const Node& head = graph.node(subgraph.node_list[0]);
+  if (auto k = make_transformer_kernel(graph, subgraph)) return k;
   if (subgraph.node_list.size() == 1) return make_composite_kernel(graph, subgraph, &make_node_kernel);
   if (tileable_chain(graph, subgraph, 0)) return std::make_unique<TiledChainKernel>(graph, subgraph, false);
   if (head.outputs.size() == 1 && tileable_chain(graph, subgraph, 1))

@@ -1,11 +1,13 @@
 // The native backend: every op the product accepts, single and fused with the
 // TVM-style rule (conv/gemm + element-wise epilogue, injective chains,
-// reduction + epilogue).
+// reduction + epilogue), plus the transformer blocks of core/transformer_fusion.h
+// (layer norm with residual Add, GELU with bias and MatMul, attention core).
 #include "backends/native/native_spec.h"
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_ops.h"
 #include "core/composite_kernel.h"
+#include "core/transformer_fusion.h"
 
 namespace collage {
 
@@ -18,6 +20,9 @@ const BackendSpec& native_backend() {
       return (n.domain.empty() || n.domain == "com.microsoft") && native::supports_op(n.op_type);
     }));
     s.limits.max_nodes = 8;
+    s.patterns = {layer_norm_pattern(true), gelu_pattern(false, false), gelu_pattern(true, false),
+                  gelu_pattern(true, true), attention_pattern(false),   attention_pattern(true)};
+    s.limits.max_pattern_nodes = 16;  // decomposed LayerNorm + residual: 10; tanh GELU + bias + MatMul: 11
     s.compile = [](const Graph& graph, const SubGraph& sub,
                    const CompileOptions&) -> std::unique_ptr<Kernel> {
       return native::make_fused_kernel(graph, sub);

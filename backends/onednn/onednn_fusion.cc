@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/transformer_fusion.h"
 
 namespace collage::onednn {
 
@@ -162,6 +163,7 @@ std::optional<dnnl::algorithm> binary_of(const std::string& op) {
 
 std::optional<Block> block_at(const Graph& g, NodeId root) {
   if (auto b = gelu_erf_at(g, root)) return b;
+  if (auto t = gelu_at(g, root); t && t->tanh) return Block{{A::eltwise_gelu_tanh}, t->x, t->nodes};
   return swish_at(g, root);
 }
 

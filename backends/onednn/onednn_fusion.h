@@ -1,5 +1,5 @@
 // How graph nodes map onto oneDNN element-wise work: single ops as one or more
-// eltwise stages, multi-node blocks (x*Sigmoid(x), the 5-node erf GELU) as one
+// eltwise stages, multi-node blocks (x*Sigmoid(x), the 5-node erf GELU, the tanh GELU) as one
 // eltwise op, and a fused group's tail split into post-op units.
 #pragma once
 

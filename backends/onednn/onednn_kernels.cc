@@ -13,6 +13,7 @@
 #include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_fusion.h"
 #include "core/conv_folding.h"
+#include "core/transformer_fusion.h"
 
 namespace collage::onednn {
 
@@ -541,27 +542,95 @@ std::unique_ptr<Kernel> compile_norm(const Graph& g, const SubGraph& sub, const 
     }
     return k;
   }
-  // LayerNormalization over the last axis.
-  if (n.attr_int("axis", -1) != -1 && n.attr_int("axis", -1) != static_cast<int64_t>(xs.size()) - 1)
-    refuse("LayerNormalization over more than the last axis");
-  if (n.outputs.size() > 1) refuse("LayerNormalization statistics outputs");
-  bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
-  auto flags = has_bias ? F::use_scale | F::use_shift : F::use_scale;
-  dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, plain(xs),
-                                            n.attr_float("epsilon", 1e-5f), flags);
-  dnnl::layer_normalization_forward::primitive_desc pd(d, attr_with(post), cpu());
-  auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
-  k->bind_input(DNNL_ARG_SRC, input_index(g, sub, n.inputs[0]), plain(xs), pd.src_desc());
-  const Tensor& scale = constant_of(g, n.inputs[1]);
-  if (xs.empty() || scale.size() != xs.back()) refuse("LayerNormalization scale must cover the last axis");
-  k->bind_constant(DNNL_ARG_SCALE, constant_memory(scale, plain({scale.size()})));
-  if (has_bias) {
-    const Tensor& b = constant_of(g, n.inputs[2]);
-    if (b.size() != xs.back()) refuse("LayerNormalization bias must cover the last axis");
-    k->bind_constant(DNNL_ARG_SHIFT, constant_memory(b, plain({b.size()})));
-  }
-  return k;
+  refuse("LayerNormalization takes the layer-norm path");
 }
+
+// Layer normalisation over the last axis (the node or the decomposed chain, its
+// epsilon read from the Add constant), with gamma/beta as scale/shift. oneDNN 2.6
+// layer norm takes no binary op before it, so a residual Add runs as a binary
+// primitive first (into a buffer the kernel owns).
+class LayerNormKernel : public Kernel {
+ public:
+  LayerNormKernel(const Graph& g, const SubGraph& sub, const LayerNormBlock& b) {
+    shape_ = g.value(b.x).shape;
+    if (shape_.empty()) refuse("layer normalisation of a scalar");
+    const int64_t d = shape_.back();
+    memory::desc md = plain(shape_);
+    using F = dnnl::normalization_flags;
+    auto flags = F::use_scale | F::use_shift;
+    dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, md, b.epsilon, flags);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::layer_normalization_forward::primitive_desc pd(desc, attr, cpu());
+    if (pd.src_desc() != md || pd.dst_desc() != md) refuse("layer norm picked a non-plain layout");
+    ln_ = dnnl::layer_normalization_forward(pd);
+    if (pd.scratchpad_desc().get_size() > 0) scratchpad_ = memory(pd.scratchpad_desc(), cpu());
+    auto row = [&](ValueId v, float fill) {
+      Tensor t(DType::Float32, {d});
+      for (int64_t i = 0; i < d; ++i) {
+        const Tensor* c = v == kNoValue ? nullptr : &*g.value(v).constant;
+        t.data<float>()[i] = !c ? fill : c->size() == 1 ? c->data<float>()[0] : c->data<float>()[i];
+      }
+      return constant_memory(t, plain({d}));
+    };
+    scale_ = row(b.gamma, 1.0f);
+    shift_ = row(b.beta, 0.0f);
+    src_ = memory(md, cpu(), DNNL_MEMORY_NONE);
+    dst_ = memory(md, cpu(), DNNL_MEMORY_NONE);
+    if (b.residual != kNoNode) {
+      const Node& add = g.node(b.residual);
+      dnnl::binary::desc bd(dnnl::algorithm::binary_add, md, md, md);
+      add_ = dnnl::binary(dnnl::binary::primitive_desc(bd, cpu()));
+      for (int i = 0; i < 2; ++i) {
+        ValueId v = add.inputs[static_cast<size_t>(i)];
+        if (g.value(v).constant) {
+          operands_[i] = constant_memory(*g.value(v).constant, md);
+        } else {
+          operands_[i] = memory(md, cpu(), DNNL_MEMORY_NONE);
+          operand_inputs_[i] = input_index(g, sub, v);
+        }
+      }
+      sum_ = memory(md, cpu());
+    } else {
+      x_input_ = input_index(g, sub, b.x);
+    }
+  }
+
+  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
+    Tensor y = alloc.allocate(DType::Float32, shape_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    dnnl::stream stream(cpu());
+    memory src = src_;
+    if (add_) {
+      for (int i = 0; i < 2; ++i)
+        if (operand_inputs_[i] >= 0)
+          operands_[i].set_data_handle(
+              const_cast<void*>(inputs[static_cast<size_t>(operand_inputs_[i])]->raw()));
+      add_->execute(stream,
+                    {{DNNL_ARG_SRC_0, operands_[0]}, {DNNL_ARG_SRC_1, operands_[1]}, {DNNL_ARG_DST, sum_}});
+      src = sum_;
+    } else {
+      src_.set_data_handle(const_cast<void*>(inputs[static_cast<size_t>(x_input_)]->raw()));
+    }
+    dst_.set_data_handle(y.raw());
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_}, {DNNL_ARG_SCALE, scale_}, {DNNL_ARG_SHIFT, shift_}};
+    if (scratchpad_) args[DNNL_ARG_SCRATCHPAD] = *scratchpad_;
+    ln_.execute(stream, args);
+    stream.wait();
+    return {y};
+  }
+
+ private:
+  Shape shape_;
+  dnnl::layer_normalization_forward ln_;
+  std::optional<dnnl::binary> add_;
+  memory src_, dst_, scale_, shift_, sum_, operands_[2];
+  int operand_inputs_[2] = {-1, -1};
+  int x_input_ = -1;
+  std::optional<memory> scratchpad_;
+  std::mutex mutex_;
+};
 
 // A chain starting with an element-wise unit (an op or a block): its first stage is
 // the primitive, the rest post-ops.
@@ -625,6 +694,13 @@ bool pool_supported(const Graph& graph, const Node& node) {
 
 std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const CompileOptions&) {
   const Node& head = graph.node(sub.node_list.at(0));
+  if (auto ln = layer_norm_of(graph, sub)) {  // its ReduceMean axes may be an int64 input
+    try {
+      return std::make_unique<LayerNormKernel>(graph, sub, *ln);
+    } catch (const dnnl::error& e) {
+      refuse(std::string("primitive creation failed: ") + e.what());
+    }
+  }
   for (NodeId id : sub.node_list)
     for (ValueId v : graph.node(id).inputs)
       if (v != kNoValue && graph.value(v).dtype != DType::Float32) refuse("non-float32 tensors");

@@ -2,10 +2,11 @@
 // depthwise, dilated), deconvolution, matmul/inner product, pooling, softmax,
 // batch and layer normalisation, eltwise and binary ops. Fused groups are a
 // head primitive plus post-ops: Conv+Relu, Conv+Add(residual)+Relu,
-// MatMul+Add(bias)+GELU (the 5-node erf form too), Conv+Sigmoid+Mul (swish), ...
+// MatMul+Add(bias)+GELU (the 5-node erf and 8-9-node tanh forms too), Conv+Sigmoid+Mul (swish), ...
 #include "backends/onednn/onednn_spec.h"
 
 #include "backends/onednn/onednn_kernels.h"
+#include "core/transformer_fusion.h"
 
 namespace collage {
 
@@ -102,14 +103,23 @@ Chain swish(Chain in) {
         ->where(extra);
   };
 }
-// 0.5 * x * (1 + Erf(x / sqrt(2))) as exported (three groupings of the Muls) -> eltwise gelu_erf.
+// 0.5 * x * (1 + Erf(x / sqrt(2))) as exported (three groupings of the Muls) -> eltwise gelu_erf;
 Chain gelu(Chain in) {
   return [in](NodePredicate extra) {
     PatternPtr x = in(any_node);
     PatternPtr a = op("Add", {op("Erf", {op_any({"Div", "Mul"}, {x, constant()})}), constant()});
-    std::vector<PatternPtr> forms = {op("Mul", {op("Mul", {wildcard(), a}), constant()}),
-                                     op("Mul", {op("Mul", {wildcard(), constant()}), a}),
-                                     op("Mul", {wildcard(), op("Mul", {a, constant()})})};
+    // 0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) -> eltwise gelu_tanh; x^3 as
+    // Pow(x, 3) or x * (x * x).
+    PatternPtr cube = alt({op("Pow", {wildcard(), constant()}), op("Mul", {wildcard(), op("Mul")})});
+    PatternPtr t = op(
+        "Add",
+        {op("Tanh", {op("Mul", {op("Add", {x, op("Mul", {cube, constant()})}), constant()})}), constant()});
+    std::vector<PatternPtr> forms;
+    for (const PatternPtr& one_plus : {a, t})
+      for (PatternPtr f : {op("Mul", {op("Mul", {wildcard(), one_plus}), constant()}),
+                           op("Mul", {op("Mul", {wildcard(), constant()}), one_plus}),
+                           op("Mul", {wildcard(), op("Mul", {one_plus, constant()})})})
+        forms.push_back(f);
     for (PatternPtr& f : forms) f = f->where(all_float32())->where(onednn::block_root)->where(extra);
     return alt(forms);
   };
@@ -146,7 +156,9 @@ const BackendSpec& onednn_backend() {
     s.patterns.push_back(bn);
     s.patterns.push_back(op_any({"Relu", "LeakyRelu"}, {bn})->where(f32));
     s.patterns.push_back(op_any({"Softmax", "LogSoftmax"})->where(f32));
-    s.patterns.push_back(op("LayerNormalization")->where(f32)->where(norm_ok));
+    // LayerNormalization or the decomposed chain (opset < 17 exports), optionally after
+    // a residual Add (run as a binary primitive first: layer norm takes no pre-op).
+    s.patterns.push_back(layer_norm_pattern(true));
     // Element-wise and binary primitives, with post-ops of their own.
     Chain elt = node(op_any(kEltwise)->where(f32)->where(eltwise_ok));
     Chain block_in = node(wildcard());
@@ -154,7 +166,8 @@ const BackendSpec& onednn_backend() {
     for (const Chain& c : {elt, act(elt), bin(elt), swish(block_in), gelu(block_in), binary, act(binary),
                            bin(binary), gelu(binary)})
       add(c);
-    s.limits.max_nodes = 8;  // MatMul + Add + the 5-node GELU
+    s.limits.max_nodes = 8;           // MatMul + Add + the 5-node GELU
+    s.limits.max_pattern_nodes = 11;  // MatMul + Add + the 9-node tanh GELU
     s.compile = &onednn::compile;
     s.set_threads = &onednn::set_threads;
     return s;

@@ -1,0 +1,388 @@
+// Transformer blocks (core/transformer_fusion.h) as single candidates: decomposed
+// and whole LayerNorm (with residual Add), erf/tanh GELU (with bias and MatMul) and
+// the attention core. Each fused kernel is checked against the unfused native
+// reference with the tuner's tolerance rule, on sample-like and odd shapes.
+#include "core/transformer_fusion.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "backend_check.h"
+#include "backend_test_models.h"
+#include "backends/native/native_kernel.h"
+#include "backends/native/native_spec.h"
+#include "backends/onednn/onednn_spec.h"
+#include "backends/registry.h"
+#include "core/measurer.h"
+#include "core/onnx_import.h"
+#include "core/tuner.h"
+#include "resources/samples/zoo.h"
+
+namespace collage {
+namespace {
+
+using testing::import_model;
+using testing::OnnxTestModel;
+using testing::random_tensor_f32;
+
+// The candidate of `spec` covering every node of `g`: compiles and agrees with the
+// per-node native reference under the tuner's rule (rtol 1e-3, atol 1e-4, tensor-scaled).
+void expect_whole_graph_candidate(const Graph& g, const BackendSpec& spec, const std::string& what) {
+  SCOPED_TRACE(what + " on " + spec.name);
+  IndexSet all(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
+  bool found = false;
+  for (const Candidate& c : enumerate_candidates(g, {&spec})) {
+    if (!(c.nodes == all)) continue;
+    found = true;
+    for (uint64_t seed : {3u, 11u}) {
+      auto values = testing::reference_values(g, {}, seed);
+      SubGraph sub = make_subgraph(g, c.nodes);
+      auto kernel = spec.compile(g, sub, CompileOptions{});
+      std::vector<const Tensor*> args;
+      for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+      HeapAllocator alloc;
+      EXPECT_EQ(compare_outputs(g, sub, kernel->run(args, alloc), values, 1e-3, 1e-4), "") << c.label;
+    }
+  }
+  EXPECT_TRUE(found) << "no candidate covers all " << g.nodes.size() << " nodes";
+}
+
+// ---- layer normalisation ------------------------------------------------------------------
+struct LnCase {
+  Shape shape;
+  bool residual, gamma, beta, pow, axes_input;
+};
+
+OnnxTestModel decomposed_ln(const LnCase& c) {
+  OnnxTestModel m(c.axes_input ? 18 : 13);
+  int64_t d = c.shape.back();
+  m.input("a", c.shape);
+  std::string x = "a";
+  if (c.residual) {
+    m.input("r", c.shape);
+    m.node("Add", {"a", "r"}, {"x"});
+    x = "x";
+  }
+  auto mean = [&](const std::string& in, const std::string& out) {
+    if (c.axes_input) {
+      m.node("ReduceMean", {in, "axes"}, {out});
+    } else {
+      OnnxTestModel::attr_ints(m.node("ReduceMean", {in}, {out}), "axes", {-1});
+    }
+  };
+  if (c.axes_input) m.initializer("axes", Tensor::from_vector<int64_t>({1}, {-1}));
+  mean(x, "mu");
+  m.node("Sub", {x, "mu"}, {"dev"});
+  if (c.pow) {
+    m.initializer("two", Tensor::scalar<float>(2.0f));
+    m.node("Pow", {"dev", "two"}, {"sq"});
+  } else {
+    m.node("Mul", {"dev", "dev"}, {"sq"});
+  }
+  mean("sq", "var");
+  m.initializer("eps", Tensor::scalar<float>(1e-5f));
+  m.node("Add", {"var", "eps"}, {"ve"});
+  m.node("Sqrt", {"ve"}, {"sd"});
+  m.node("Div", {"dev", "sd"}, {c.gamma ? "n" : "y"});
+  if (c.gamma) {
+    m.initializer("gamma", random_tensor_f32({d}, 5, 1.5f));
+    m.node("Mul", {"n", "gamma"}, {c.beta ? "s" : "y"});
+    if (c.beta) {
+      m.initializer("beta", random_tensor_f32({d}, 6));
+      m.node("Add", {"s", "beta"}, {"y"});
+    }
+  }
+  m.output("y");
+  return m;
+}
+
+// Opset-13 exports (ReduceMean axes as an attribute; the importer makes it an input, the
+// opset-18 form, so both reach the matcher the same way; opset 18 itself is not importable yet).
+TEST(TransformerFusion, DecomposedLayerNormIsOneCandidate) {
+  const std::vector<LnCase> cases = {
+      {{1, 32, 64}, false, true, true, true, false}, {{2, 5, 37}, true, true, true, true, false},
+      {{7, 19}, false, true, false, false, false},   {{3, 4, 2, 9}, true, false, false, true, false},
+      {{1, 32, 64}, true, true, true, false, false}, {{5, 256}, false, true, true, true, false},
+  };
+  for (const LnCase& c : cases) {
+    Graph g = import_model(decomposed_ln(c));
+    std::string what = "LN " + shape_to_string(c.shape) + (c.residual ? " +residual" : "") +
+                       (c.gamma ? " gamma" : "") + (c.beta ? " beta" : "") + (c.pow ? " Pow" : " Mul");
+    expect_whole_graph_candidate(g, native_backend(), what);
+    expect_whole_graph_candidate(g, onednn_backend(), what);
+    auto ln = layer_norm_at(g, g.value(g.outputs[0]).producer);
+    ASSERT_TRUE(ln.has_value()) << what;
+    EXPECT_FLOAT_EQ(ln->epsilon, 1e-5f);
+  }
+}
+
+TEST(TransformerFusion, LayerNormNodeWithResidual) {
+  for (Shape shape : {Shape{1, 32, 64}, Shape{3, 13}, Shape{2, 3, 45}}) {
+    OnnxTestModel m(17);
+    m.input("a", shape);
+    m.input("r", shape);
+    m.initializer("g", random_tensor_f32({shape.back()}, 2, 1.5f));
+    m.initializer("b", random_tensor_f32({shape.back()}, 3));
+    m.node("Add", {"a", "r"}, {"x"});
+    auto& n = m.node("LayerNormalization", {"x", "g", "b"}, {"y"});
+    OnnxTestModel::attr_float(n, "epsilon", 1e-3f);
+    m.output("y");
+    Graph g = import_model(m);
+    expect_whole_graph_candidate(g, native_backend(), "Add+LayerNormalization " + shape_to_string(shape));
+    expect_whole_graph_candidate(g, onednn_backend(), "Add+LayerNormalization " + shape_to_string(shape));
+  }
+}
+
+// A row far from zero: the one-pass statistics must not cancel.
+TEST(TransformerFusion, LayerNormOfRowsFarFromZero) {
+  OnnxTestModel m(17);
+  m.input("x", {4, 300});
+  m.initializer("g", random_tensor_f32({300}, 2, 1.5f));
+  m.node("LayerNormalization", {"x", "g"}, {"y"});
+  m.output("y");
+  Graph g = import_model(m);
+  Tensor x = random_tensor_f32({4, 300}, 9, 0.01f);
+  for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] += 1000.0f;
+  auto values = testing::reference_values(g, {x});
+  IndexSet node(g.nodes.size());
+  node.add(0);
+  SubGraph sub = make_subgraph(g, node);
+  auto kernel = native_backend().compile(g, sub, CompileOptions{});
+  std::vector<const Tensor*> args = {&values[static_cast<size_t>(g.inputs[0])]};
+  HeapAllocator alloc;
+  EXPECT_EQ(compare_outputs(g, sub, kernel->run(args, alloc), values, 1e-3, 1e-4), "");
+}
+
+// ---- GELU --------------------------------------------------------------------------------
+enum class GeluForm { ErfZoo, ErfHalfFirst, ErfHalfLast, ErfMulRsqrt2, TanhPow, TanhCube };
+
+// y = GELU(MatMul(a, W) + bias) (or of `a` / `a + bias` alone).
+OnnxTestModel gelu_model(GeluForm f, const Shape& shape, bool bias, bool matmul) {
+  OnnxTestModel m(17);
+  int64_t d = shape.back();
+  std::string x = "a";
+  if (matmul) {
+    Shape in = shape;
+    in.back() = 11;
+    m.input("a", in);
+    m.initializer("w", random_tensor_f32({11, d}, 4));
+    m.node("MatMul", {"a", "w"}, {"h"});
+    x = "h";
+  } else {
+    m.input("a", shape);
+  }
+  if (bias) {
+    m.initializer("bias", random_tensor_f32({d}, 5));
+    m.node("Add", {"bias", x}, {"x"});
+    x = "x";
+  }
+  auto c = [&](const std::string& name, float v) {
+    m.initializer(name, Tensor::scalar<float>(v));
+    return name;
+  };
+  switch (f) {
+    case GeluForm::ErfZoo:
+    case GeluForm::ErfHalfFirst:
+    case GeluForm::ErfHalfLast:
+    case GeluForm::ErfMulRsqrt2:
+      if (f == GeluForm::ErfMulRsqrt2)
+        m.node("Mul", {x, c("r2", 0.70710678f)}, {"t"});
+      else
+        m.node("Div", {x, c("s2", 1.41421356f)}, {"t"});
+      m.node("Erf", {"t"}, {"e"});
+      m.node("Add", {"e", c("one", 1.0f)}, {"A"});
+      break;
+    case GeluForm::TanhPow:
+    case GeluForm::TanhCube:
+      if (f == GeluForm::TanhPow) {
+        m.node("Pow", {x, c("three", 3.0f)}, {"x3"});
+      } else {
+        m.node("Mul", {x, x}, {"x2"});
+        m.node("Mul", {x, "x2"}, {"x3"});
+      }
+      m.node("Mul", {c("k", 0.044715f), "x3"}, {"kx3"});
+      m.node("Add", {x, "kx3"}, {"u"});
+      m.node("Mul", {c("c", 0.7978845608f), "u"}, {"t"});
+      m.node("Tanh", {"t"}, {"e"});
+      m.node("Add", {c("one", 1.0f), "e"}, {"A"});
+      break;
+  }
+  if (f == GeluForm::ErfHalfLast || f == GeluForm::ErfZoo) {
+    m.node("Mul", {x, "A"}, {"xa"});
+    m.node("Mul", {"xa", c("half", 0.5f)}, {"y"});
+  } else if (f == GeluForm::ErfHalfFirst || f == GeluForm::TanhPow) {
+    m.node("Mul", {x, c("half", 0.5f)}, {"hx"});
+    m.node("Mul", {"hx", "A"}, {"y"});
+  } else {
+    m.node("Mul", {"A", c("half", 0.5f)}, {"ha"});
+    m.node("Mul", {x, "ha"}, {"y"});
+  }
+  m.output("y");
+  return m;
+}
+
+TEST(TransformerFusion, GeluFormsWithBiasAndMatMul) {
+  for (GeluForm f : {GeluForm::ErfZoo, GeluForm::ErfHalfFirst, GeluForm::ErfHalfLast, GeluForm::ErfMulRsqrt2,
+                     GeluForm::TanhPow, GeluForm::TanhCube})
+    for (Shape shape : {Shape{3, 37}, Shape{1, 32, 256}, Shape{2, 5, 24}})
+      for (int variant = 0; variant < 3; ++variant) {
+        Graph g = import_model(gelu_model(f, shape, variant >= 1, variant == 2));
+        std::string what = "GELU form " + std::to_string(static_cast<int>(f)) + " " + shape_to_string(shape) +
+                           (variant >= 1 ? " +bias" : "") + (variant == 2 ? " +MatMul" : "");
+        expect_whole_graph_candidate(g, native_backend(), what);
+        auto b = gelu_at(g, g.value(g.outputs[0]).producer);
+        ASSERT_TRUE(b.has_value()) << what;
+        EXPECT_EQ(b->tanh, f == GeluForm::TanhPow || f == GeluForm::TanhCube) << what;
+        if (b->tanh && variant == 1) expect_whole_graph_candidate(g, onednn_backend(), what);
+      }
+}
+
+// ---- attention ---------------------------------------------------------------------------
+struct AttnCase {
+  int64_t batch, seq, heads, dh;
+  bool layout;   // [B, S, H*Dh] projections reshaped and transposed as exporters write
+  bool mask;     // additive [B, 1, 1, S] mask
+  bool mul;      // Mul by 1/sqrt(dh) instead of Div by sqrt(dh)
+  int rank = 4;  // without layout: rank of Q/K/V (2, 3 or 4)
+};
+
+OnnxTestModel attention_model(const AttnCase& c) {
+  OnnxTestModel m(17);
+  std::string q = "q", k = "k", v = "v";
+  if (c.layout) {
+    Shape in = {c.batch, c.seq, c.heads, c.dh};
+    for (const char* n : {"q", "k", "v"}) m.input(std::string(n) + "in", in);
+    auto t = [&](const std::string& in, const std::string& out, std::vector<int64_t> perm) {
+      OnnxTestModel::attr_ints(m.node("Transpose", {in}, {out}), "perm", perm);
+    };
+    t("qin", "q", {0, 2, 1, 3});
+    t("kin", "k", {0, 2, 3, 1});
+    t("vin", "v", {0, 2, 1, 3});
+  } else {
+    Shape qs = {c.batch, c.heads, c.seq, c.dh}, ks = {c.batch, c.heads, c.dh, c.seq};
+    qs.erase(qs.begin(), qs.begin() + (4 - c.rank));
+    ks.erase(ks.begin(), ks.begin() + (4 - c.rank));
+    m.input("q", qs);
+    m.input("k", ks);
+    m.input("v", qs);
+  }
+  m.node("MatMul", {q, k}, {"s"});
+  float sc = std::sqrt(static_cast<float>(c.dh));
+  if (c.mul) {
+    m.initializer("scale", Tensor::scalar<float>(1.0f / sc));
+    m.node("Mul", {"scale", "s"}, {"ss"});
+  } else {
+    m.initializer("scale", Tensor::scalar<float>(sc));
+    m.node("Div", {"s", "scale"}, {"ss"});
+  }
+  std::string logits = "ss";
+  if (c.mask) {
+    m.input("mask", {c.batch, 1, 1, c.seq});
+    m.node("Add", {"ss", "mask"}, {"sm"});
+    logits = "sm";
+  }
+  OnnxTestModel::attr_int(m.node("Softmax", {logits}, {"p"}), "axis", -1);
+  m.node("MatMul", {"p", v}, {c.layout ? "ctx" : "y"});
+  if (c.layout) {
+    OnnxTestModel::attr_ints(m.node("Transpose", {"ctx"}, {"ct"}), "perm", {0, 2, 1, 3});
+    m.initializer("shape", Tensor::from_vector<int64_t>({3}, {c.batch, c.seq, c.heads * c.dh}));
+    m.node("Reshape", {"ct", "shape"}, {"y"});
+  }
+  m.output("y");
+  return m;
+}
+
+TEST(TransformerFusion, AttentionCore) {
+  const std::vector<AttnCase> cases = {
+      {1, 32, 4, 16, true, false, false},      // transformer_small
+      {1, 128, 4, 64, true, false, false},     // bert_encoder
+      {2, 13, 3, 7, true, true, true},         // odd sizes, mask, Mul scale
+      {2, 9, 2, 5, false, true, false},        // no layout nodes, rank 4
+      {1, 11, 3, 6, false, false, true, 3},    // rank 3
+      {1, 19, 1, 10, false, false, false, 2},  // rank 2
+  };
+  for (const AttnCase& c : cases) {
+    Graph g = import_model(attention_model(c));
+    std::string what = "attention B" + std::to_string(c.batch) + " S" + std::to_string(c.seq) + " H" +
+                       std::to_string(c.heads) + " Dh" + std::to_string(c.dh) + (c.layout ? " layout" : "") +
+                       (c.mask ? " mask" : "") + " rank" + std::to_string(c.rank);
+    expect_whole_graph_candidate(g, native_backend(), what);
+  }
+}
+
+// ---- the zoo's encoder --------------------------------------------------------------------
+Graph sample_graph(const std::string& name) {
+  auto path = std::filesystem::temp_directory_path() / ("tf_" + name + std::to_string(::getpid()) + ".onnx");
+  samples::build_sample(name).save(path.string());
+  ImportOptions io;
+  io.evaluator = native::node_evaluator();
+  Graph g = import_onnx_file(path.string(), io);
+  std::filesystem::remove(path);
+  return g;
+}
+
+TEST(TransformerFusion, PatternsMatchTheZooEncoder) {
+  Graph g = sample_graph("transformer_small");          // 2 layers
+  std::map<std::string, std::set<std::string>> labels;  // backend -> labels
+  for (const Candidate& c : enumerate_candidates(g, {&native_backend(), &onednn_backend()}))
+    labels[c.backend].insert(c.label);
+  auto has = [&](const std::string& backend, const std::string& label) {
+    return labels[backend].count(label) != 0;
+  };
+  EXPECT_TRUE(has("native", "Add+LayerNormalization"));
+  EXPECT_TRUE(has("onednn", "Add+LayerNormalization"));
+  EXPECT_TRUE(has("native", "Div+Erf+Add+Mul+Mul"));
+  EXPECT_TRUE(has("native", "MatMul+Add+Div+Erf+Add+Mul+Mul"));
+  int attention = 0, layout_attention = 0;
+  for (const Candidate& c : enumerate_candidates(g, {&native_backend()})) {
+    SubGraph sub = make_subgraph(g, c.nodes);
+    auto b = attention_of(g, sub);
+    if (!b) continue;
+    ++attention;
+    // The largest form takes the three operand Transposes and the Transpose + Reshape after.
+    if (b->q.perm == std::vector<int64_t>{0, 2, 1, 3} && b->k.perm == std::vector<int64_t>{0, 2, 3, 1} &&
+        b->v.perm == std::vector<int64_t>{0, 2, 1, 3} && b->out_perm == std::vector<int64_t>{0, 2, 1, 3} &&
+        b->reshape) {
+      ++layout_attention;
+      EXPECT_EQ(b->nodes.size(), 9u) << c.label;
+    }
+  }
+  EXPECT_EQ(attention, 4);  // per layer: the core alone and the largest form
+  EXPECT_EQ(layout_attention, 2);
+}
+
+TEST(TransformerFusion, TunedEncoderUsesFusedKernelsAndMatchesReference) {
+  Graph g = sample_graph("transformer_small");
+  TuneOptions options;
+  options.measure.min_time_ms = 0.5;
+  options.measure.min_samples = 3;
+  options.measure.warmup_runs = 1;
+  TuneResult r = tune(g, all_backends(), native::node_evaluator(), options, nullptr);
+  std::vector<std::string> fused;
+  for (const PlacedKernel& k : r.placement.kernels) {
+    IndexSet s(g.nodes.size());
+    for (NodeId n : k.nodes) s.add(static_cast<size_t>(n));
+    SubGraph sub = make_subgraph(g, s);
+    if (layer_norm_of(g, sub) || gelu_of(g, sub) || attention_of(g, sub))
+      fused.push_back(k.backend + ":" + k.label);
+  }
+  EXPECT_FALSE(fused.empty());
+  for (const std::string& f : fused) std::cout << "  placed " << f << "\n";
+  Executor placed(g, placement_steps(g, r.placement, all_backends(), CompileOptions{}));
+  Executor reference(g, native::native_steps(g));
+  auto got = placed.run(r.inputs), want = reference.run(r.inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < got.size(); ++o) {
+    auto a = got[o].to_double_vector(), b = want[o].to_double_vector();
+    double scale = 0;
+    for (double v : b) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_LE(std::fabs(a[i] - b[i]), 1e-4 + 1e-3 * scale + 1e-3 * std::fabs(b[i])) << "output " << o;
+  }
+}
+
+}  // namespace
+}  // namespace collage
