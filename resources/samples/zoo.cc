@@ -54,8 +54,10 @@ std::string basic_block(B& b, const std::string& x, int64_t cin, int64_t cout, i
   return b.relu(b.op("Add", {y, shortcut}));
 }
 
-std::string bottleneck(B& b, const std::string& x, int64_t cin, int64_t width, int64_t stride) {
-  int64_t cout = width * 4;
+// torchvision's Bottleneck (BN folded): 1x1 -> 3x3 (stride, `groups`) -> 1x1, projection shortcut
+// when the shape changes. ResNet-50: width = planes, ResNeXt: width = planes * width_per_group / 64 * groups.
+std::string bottleneck(B& b, const std::string& x, int64_t cin, int64_t width, int64_t cout, int64_t stride,
+                       int64_t groups) {
   std::string y;
   {
     Scope s(b, "conv1");
@@ -63,7 +65,7 @@ std::string bottleneck(B& b, const std::string& x, int64_t cin, int64_t width, i
   }
   {
     Scope s(b, "conv2");
-    y = b.relu(b.conv(y, width, width, 3, stride, 1));
+    y = b.relu(b.conv(y, width, width, 3, stride, 1, groups));
   }
   {
     Scope s(b, "conv3");
@@ -75,6 +77,15 @@ std::string bottleneck(B& b, const std::string& x, int64_t cin, int64_t width, i
     shortcut = b.conv(x, cin, cout, 1, stride, 0);
   }
   return b.relu(b.op("Add", {y, shortcut}));
+}
+
+// MaxPool as torch.onnx.export writes nn.MaxPool2d (square kernel, symmetric padding).
+std::string max_pool(B& b, const std::string& x, int64_t k, int64_t stride, int64_t pad, bool ceil_mode) {
+  return b.op(
+      "MaxPool", {x},
+      {B::attr("ceil_mode", int64_t{ceil_mode ? 1 : 0}), B::attr("kernel_shape", std::vector<int64_t>{k, k}),
+       B::attr("pads", std::vector<int64_t>{pad, pad, pad, pad}),
+       B::attr("strides", std::vector<int64_t>{stride, stride})});
 }
 
 B resnet_small(uint64_t seed) {
@@ -102,26 +113,24 @@ B resnet_small(uint64_t seed) {
   return b;
 }
 
-B resnet50(uint64_t seed) {
-  B b("resnet50", 17, seed);
+// torchvision ResNet-50 / ResNeXt-50 (layers 3, 4, 6, 3; expansion 4; BN folded) at 3x224x224.
+B bottleneck_resnet(const std::string& name, uint64_t seed, int64_t groups, int64_t width_per_group) {
+  B b(name, 17, seed);
   std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 224, 224});
   {
     Scope s(b, "conv1");
     x = b.relu(b.conv(x, 3, 64, 7, 2, 3));
   }
-  x = b.op(
-      "MaxPool", {x},
-      {B::attr("ceil_mode", int64_t{0}), B::attr("kernel_shape", std::vector<int64_t>{3, 3}),
-       B::attr("pads", std::vector<int64_t>{1, 1, 1, 1}), B::attr("strides", std::vector<int64_t>{2, 2})});
+  x = max_pool(b, x, 3, 2, 1, false);
   int64_t cin = 64;
   const int blocks[] = {3, 4, 6, 3};
   for (int layer = 0; layer < 4; ++layer)
     for (int block = 0; block < blocks[layer]; ++block) {
       Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." +
                      std::to_string(block));
-      int64_t width = 64 << layer;
-      x = bottleneck(b, x, cin, width, block == 0 && layer > 0 ? 2 : 1);
-      cin = width * 4;
+      int64_t planes = 64 << layer, width = planes * width_per_group / 64 * groups;
+      x = bottleneck(b, x, cin, width, planes * 4, block == 0 && layer > 0 ? 2 : 1, groups);
+      cin = planes * 4;
     }
   b.output(head(b, x, 2048, 1000), "output", {std::string("batch"), 1000});
   return b;
@@ -160,25 +169,7 @@ B resnext_small(uint64_t seed) {
       Scope s(b, "layer" + std::to_string(layer + 1) + "/layer" + std::to_string(layer + 1) + "." +
                      std::to_string(block));
       int64_t w = widths[layer], out = w * 2, stride = block == 0 && layer > 0 ? 2 : 1;
-      std::string y;
-      {
-        Scope c(b, "conv1");
-        y = b.relu(b.conv(x, cin, w, 1, 1, 0));
-      }
-      {
-        Scope c(b, "conv2");
-        y = b.relu(b.conv(y, w, w, 3, stride, 1, 8));
-      }
-      {
-        Scope c(b, "conv3");
-        y = b.conv(y, w, out, 1, 1, 0);
-      }
-      std::string shortcut = x;
-      if (stride != 1 || cin != out) {
-        Scope c(b, "downsample");
-        shortcut = b.conv(x, cin, out, 1, stride, 0);
-      }
-      x = b.relu(b.op("Add", {y, shortcut}));
+      x = bottleneck(b, x, cin, w, out, stride, 8);
       cin = out;
     }
   b.output(head(b, x, cin, 10), "logits", {std::string("batch"), 10});
@@ -316,6 +307,139 @@ B inception_small(uint64_t seed) {
   return b;
 }
 
+// torchvision GoogLeNet (aux_logits off, transform_input=False, eval: Dropout gone) at 3x224x224.
+// BasicConv2d = Conv (BatchNorm folded into it) + Relu.
+std::string basic_conv(B& b, const std::string& x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                       int64_t pad, const std::string& scope) {
+  Scope s(b, scope);
+  std::string y;
+  {
+    Scope c(b, "conv");
+    y = b.conv(x, cin, cout, k, stride, pad);
+  }
+  return b.relu(y);
+}
+
+// Inception(in, ch1x1, ch3x3red, ch3x3, ch5x5red, ch5x5, pool_proj); torchvision's "5x5" branch is a 3x3.
+std::string inception_module(B& b, const std::string& x, const std::array<int64_t, 7>& c) {
+  auto [in, c1, c3r, c3, c5r, c5, pp] = c;
+  std::string b1 = basic_conv(b, x, in, c1, 1, 1, 0, "branch1"), b2, b3, b4;
+  {
+    Scope s(b, "branch2");
+    b2 = basic_conv(b, basic_conv(b, x, in, c3r, 1, 1, 0, "branch2.0"), c3r, c3, 3, 1, 1, "branch2.1");
+  }
+  {
+    Scope s(b, "branch3");
+    b3 = basic_conv(b, basic_conv(b, x, in, c5r, 1, 1, 0, "branch3.0"), c5r, c5, 3, 1, 1, "branch3.1");
+  }
+  {
+    Scope s(b, "branch4");
+    std::string pool;
+    {
+      Scope p(b, "branch4.0");
+      pool = max_pool(b, x, 3, 1, 1, true);
+    }
+    b4 = basic_conv(b, pool, in, pp, 1, 1, 0, "branch4.1");
+  }
+  return b.op("Concat", {b1, b2, b3, b4}, {B::attr("axis", int64_t{1})});
+}
+
+B googlenet(uint64_t seed) {
+  B b("googlenet", 17, seed);
+  std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 224, 224});
+  auto pool = [&](const std::string& scope, int64_t k) {
+    Scope s(b, scope);
+    x = max_pool(b, x, k, 2, 0, true);
+  };
+  x = basic_conv(b, x, 3, 64, 7, 2, 3, "conv1");
+  pool("maxpool1", 3);
+  x = basic_conv(b, x, 64, 64, 1, 1, 0, "conv2");
+  x = basic_conv(b, x, 64, 192, 3, 1, 1, "conv3");
+  pool("maxpool2", 3);
+  const std::pair<const char*, std::array<int64_t, 7>> blocks[] = {
+      {"inception3a", {192, 64, 96, 128, 16, 32, 32}},
+      {"inception3b", {256, 128, 128, 192, 32, 96, 64}},
+      {"inception4a", {480, 192, 96, 208, 16, 48, 64}},
+      {"inception4b", {512, 160, 112, 224, 24, 64, 64}},
+      {"inception4c", {512, 128, 128, 256, 24, 64, 64}},
+      {"inception4d", {512, 112, 144, 288, 32, 64, 64}},
+      {"inception4e", {528, 256, 160, 320, 32, 128, 128}},
+      {"inception5a", {832, 256, 160, 320, 32, 128, 128}},
+      {"inception5b", {832, 384, 192, 384, 48, 128, 128}}};
+  for (const auto& [name, channels] : blocks) {
+    {
+      Scope s(b, name);
+      x = inception_module(b, x, channels);
+    }
+    if (std::string(name) == "inception3b") pool("maxpool3", 3);
+    if (std::string(name) == "inception4e") pool("maxpool4", 2);
+  }
+  b.output(head(b, x, 1024, 1000), "output", {std::string("batch"), 1000});
+  return b;
+}
+
+// ---- SqueezeNet 1.1 ------------------------------------------------------------------
+// torchvision Fire: squeeze 1x1 + Relu, then expand1x1 (1x1 + Relu) and expand3x3 (3x3 pad 1 + Relu), Concat.
+std::string fire(B& b, const std::string& x, int64_t in, int64_t squeeze, int64_t e1, int64_t e3) {
+  auto conv_act = [&](const std::string& v, int64_t cin, int64_t cout, int64_t k, const std::string& name) {
+    std::string y;
+    {
+      Scope s(b, name);
+      y = b.conv(v, cin, cout, k, 1, k / 2);
+    }
+    Scope s(b, name + "_activation");
+    return b.relu(y);
+  };
+  std::string s = conv_act(x, in, squeeze, 1, "squeeze");
+  std::string a = conv_act(s, squeeze, e1, 1, "expand1x1"), c = conv_act(s, squeeze, e3, 3, "expand3x3");
+  return b.op("Concat", {a, c}, {B::attr("axis", int64_t{1})});
+}
+
+B squeezenet(uint64_t seed) {
+  B b("squeezenet", 17, seed);
+  std::string x = b.input("input", DType::Float32, {std::string("batch"), 3, 224, 224});
+  {
+    Scope f(b, "features");
+    auto layer = [&](int i) { return "features." + std::to_string(i); };
+    {
+      Scope s(b, layer(0));
+      x = b.conv(x, 3, 64, 3, 2, 0);
+    }
+    {
+      Scope s(b, layer(1));
+      x = b.relu(x);
+    }
+    const std::array<int64_t, 4> fires[] = {{64, 16, 64, 64},    {128, 16, 64, 64},   {128, 32, 128, 128},
+                                            {256, 32, 128, 128}, {256, 48, 192, 192}, {384, 48, 192, 192},
+                                            {384, 64, 256, 256}, {512, 64, 256, 256}};
+    int index = 2;
+    for (size_t i = 0; i < 8; ++i) {
+      if (i == 0 || i == 2 || i == 4) {
+        Scope s(b, layer(index++));
+        x = max_pool(b, x, 3, 2, 0, true);
+      }
+      Scope s(b, layer(index++));
+      x = fire(b, x, fires[i][0], fires[i][1], fires[i][2], fires[i][3]);
+    }
+  }
+  {
+    Scope c(b, "classifier");
+    {
+      Scope s(b, "classifier.1");  // classifier.0 is the Dropout, gone in eval mode
+      x = b.conv(x, 512, 1000, 1, 1, 0);
+    }
+    {
+      Scope s(b, "classifier.2");
+      x = b.relu(x);
+    }
+    Scope s(b, "classifier.3");  // AdaptiveAvgPool2d((1, 1))
+    x = b.op("GlobalAveragePool", {x});
+  }
+  x = b.op("Flatten", {x}, {B::attr("axis", int64_t{1})});
+  b.output(x, "output", {std::string("batch"), 1000});
+  return b;
+}
+
 // ---- DCGAN generator -----------------------------------------------------------------
 B dcgan_generator(uint64_t seed) {
   B b("dcgan_generator", 17, seed);
@@ -348,7 +472,10 @@ const std::map<std::string, Factory>& factories() {
        }},
       {"transformer_small", [](uint64_t s) { return encoder("transformer_small", s, 32, 64, 4, 2, 100); }},
       {"inception_small", inception_small},
-      {"resnet50", resnet50},
+      {"resnet50", [](uint64_t s) { return bottleneck_resnet("resnet50", s, 1, 64); }},
+      {"resnext50", [](uint64_t s) { return bottleneck_resnet("resnext50", s, 32, 4); }},
+      {"googlenet", googlenet},
+      {"squeezenet", squeezenet},
       {"mobilenet_v2",
        [](uint64_t s) {
          return mobilenet("mobilenet_v2", s, 224, false, 32, 1280, 1000,
@@ -382,6 +509,11 @@ const std::vector<SampleInfo>& sample_list() {
       {"resnet50", "torchvision ResNet-50 layout, 224x224, BN folded (~25.6M params, ~100 MB)", false},
       {"mobilenet_v2", "torchvision MobileNetV2 layout, 224x224, BN folded", false},
       {"bert_encoder", "BERT-style encoder, 4 layers, hidden 256, seq 128", false},
+      {"resnext50", "torchvision ResNeXt-50 32x4d layout, 224x224, grouped 3x3 (32 groups), BN folded",
+       false},
+      {"googlenet", "torchvision GoogLeNet layout, 224x224, Inception blocks, ceil-mode MaxPools, BN folded",
+       false},
+      {"squeezenet", "torchvision SqueezeNet 1.1 layout, 224x224, Fire modules, ceil-mode MaxPools", false},
       {"resnet3d", "R3D-style 3-D ResNet, 3x8x56x56", false},
       {"dcgan_generator", "DCGAN generator, z 100 -> 3x64x64 via ConvTranspose", false},
       {"deep_encoder", "32-layer encoder, d=64, seq 32: a ~1000-node graph for search timing", false},

@@ -1,7 +1,8 @@
 // ONNX Runtime (CPU, onnxruntime-node) side of the benchmark: deterministic
 // inputs written as TensorProto files (so collage runs the very same data),
-// one intra-op thread, median latency over repeats, outputs written as .pb.
-// usage: node ort_run.js MODEL OUT_DIR REPEATS
+// THREADS intra-op threads (default 1) and one inter-op thread, median latency
+// over repeats, outputs written as .pb.
+// usage: node ort_run.js MODEL OUT_DIR REPEATS [THREADS]
 const ort = require('onnxruntime-node');
 const fs = require('fs');
 const path = require('path');
@@ -25,11 +26,13 @@ function tensorProto(name, type, dims, raw) {
 function safe(name) { return name.replace(/[^A-Za-z0-9_.-]/g, '_'); }
 
 async function main() {
-  const [model, outDir, repeatsArg] = process.argv.slice(2);
+  const [model, outDir, repeatsArg, threadsArg] = process.argv.slice(2);
   const repeats = parseInt(repeatsArg || '20', 10);
+  const threads = parseInt(threadsArg || '1', 10);
+  if (!(threads >= 1)) throw new Error(`THREADS must be a positive integer, not '${threadsArg}'`);
   fs.mkdirSync(outDir, { recursive: true });
   const session = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' });
+    intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' });
   // Shapes come from the model's inputs: symbolic dims are 1, as collage's default.
   const meta = session.inputMetadata || {};
   const feeds = {};
@@ -66,7 +69,7 @@ async function main() {
                      tensorProto(name, 1, t.dims, Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength)));
   }
   const median = ms.length % 2 ? ms[(ms.length - 1) / 2] : (ms[ms.length / 2 - 1] + ms[ms.length / 2]) / 2;
-  console.log(`ort median ${median.toFixed(3)} ms, min ${ms[0].toFixed(3)} ms`);
+  console.log(`ort median ${median.toFixed(3)} ms, min ${ms[0].toFixed(3)} ms, ${threads} intra-op thread(s)`);
   console.log('inputs ' + session.inputNames.map(n => `${n}=${path.join(outDir, 'in_' + safe(n) + '.pb')}`).join(' '));
   console.log('outputs ' + session.outputNames.map(safe).join(' '));
 }

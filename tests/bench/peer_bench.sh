@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Benchmark (not part of the test suite): what a user ships against ONNX Runtime. Per sample, at one
-# thread: `collage tune --refine` with a fresh cost DB writes the placement, `collage export` compiles
+# Benchmark (not part of the test suite): what a user ships against ONNX Runtime. Per sample, at THREADS
+# threads (both sides): `collage tune --refine` with a fresh cost DB writes the placement, `collage export` compiles
 # it, then the artifact (collage-run) and ONNX Runtime (CPU, onnxruntime-node) are timed in alternating
 # turns, A B B A, REPEAT runs each per turn, on the same inputs; each side's figure is the median of its
 # turn medians, so drift of the machine hits both alike. The artifact's outputs are checked against ORT's.
-# usage: tests/bench/peer_bench.sh [SAMPLE ...]   env: BUILD (build dir), REPEAT (default 30), BUDGET (default 60s)
+# add_err is the additive error (measured - predicted) `tune` reports for the placement it wrote.
+# usage: tests/bench/peer_bench.sh [SAMPLE ...]
+# env: BUILD (build dir), REPEAT (default 30), BUDGET (default 60s), THREADS (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
@@ -16,29 +18,41 @@ if [ ! -d "$bench/node_modules/onnxruntime-node" ]; then
 fi
 export NODE_PATH="$PWD/$bench/node_modules"
 models=("$@")
-[ ${#models[@]} -gt 0 ] || models=(resnet_small mobilenet_small transformer_small inception_small resnext_small
-                                   dcgan_generator resnet3d bert_encoder mobilenet_v2 resnet50)
+[ ${#models[@]} -gt 0 ] ||
+  models=(resnet50 resnext50 mobilenet_v2 googlenet squeezenet bert_encoder dcgan_generator resnet3d)
 repeat=${REPEAT:-30}
+threads=${THREADS:-1}
+[[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "THREADS must be a positive integer, not '$threads'" >&2; exit 2; }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2)}'; }
-printf "%-17s %10s %9s %8s %9s %8s  %s\n" model collage_ms ort_ms speedup placement tune_s turns
+printf "%-17s %10s %9s %8s %9s %8s %8s  %s\n" model collage_ms ort_ms speedup placement add_err tune_s \
+  "turns (threads: $threads)"
 log_sum=0; n=0
 for m in "${models[@]}"; do
   "$build/resources/collage-samples" "$bench" --only "$m" > /dev/null
   model="$bench/$m.onnx" db="$bench/$m.costs.sqlite"
   rm -f "$db" "$db-wal" "$db-shm"
   t0=$(date +%s.%N)
-  out=$("$build/app/collage" tune "$model" --cost-db "$db" --refine --budget "${BUDGET:-60s}" -o "$bench/$m.json" 2>/dev/null)
+  out=$("$build/app/collage" tune "$model" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" -o "$bench/$m.json" 2>/dev/null)
   tune_s=$(echo "$(date +%s.%N) - $t0" | bc -l)
   echo "$out" | grep -q "verified against the native reference: ok" || { echo "$m: verification failed" >&2; exit 1; }
   chosen=refined
   echo "$out" | grep -q "keeping the op-level one" && chosen=op-level
   echo "$out" | grep -q "^  moved " || chosen=op-level
+  # Additive error of the placement written: the op-level line, or the refined line's "after".
+  if [ $chosen = refined ]; then
+    add_err=$(echo "$out" | sed -n 's/^refined placement: .*, after \([-+0-9.]*%\)$/\1/p')
+  else
+    add_err=$(echo "$out" | sed -n 's/^additive error (measured - predicted): .* ms (\([-+0-9.]*%\))$/\1/p' | head -1)
+  fi
+  [ -n "$add_err" ] || { echo "$m: no additive error in the tune output" >&2; exit 1; }
   "$build/app/collage" export "$model" --placement "$bench/$m.json" -o "$bench/$m.collage" | grep -q "bitwise equal" ||
     { echo "$m: export check failed" >&2; exit 1; }
-  ort_out=$(node tests/bench/ort_run.js "$model" "$bench/ort_$m" 3)
+  ort_out=$(node tests/bench/ort_run.js "$model" "$bench/ort_$m" 3 "$threads")
   args=()
   for i in $(echo "$ort_out" | sed -n 's/^inputs //p'); do args+=(--input "$i"); done
-  "$build/app/runtime/collage-run" "$bench/$m.collage" "${args[@]}" --output-dir "$bench/collage_$m" > /dev/null
+  run_out=$("$build/app/runtime/collage-run" "$bench/$m.collage" "${args[@]}" --output-dir "$bench/collage_$m")
+  echo "$run_out" | grep -q "kernels, $threads threads\?," ||
+    { echo "$m: the artifact does not carry $threads thread(s): $(echo "$run_out" | head -1)" >&2; exit 1; }
   for o in $(echo "$ort_out" | sed -n 's/^outputs //p'); do
     "$build/app/collage" compare "$bench/collage_$m/$o.pb" "$bench/ort_$m/ort_$o.pb" --rtol 1e-3 --atol 1e-3 > /dev/null ||
       { echo "$m: output $o disagrees with ONNX Runtime" >&2; exit 1; }
@@ -49,16 +63,18 @@ for m in "${models[@]}"; do
       a+=("$("$build/app/runtime/collage-run" "$bench/$m.collage" "${args[@]}" --repeat "$repeat" |
                sed -n 's/.*: median \([0-9.]*\) ms.*/\1/p')")
     else
-      b+=("$(node tests/bench/ort_run.js "$model" "$bench/ort_$m" "$repeat" | sed -n 's/^ort median \([0-9.]*\) ms.*/\1/p')")
+      b+=("$(node tests/bench/ort_run.js "$model" "$bench/ort_$m" "$repeat" "$threads" | sed -n 's/^ort median \([0-9.]*\) ms.*/\1/p')")
     fi
   done
   ca=$(printf "%s\n" "${a[@]}" | median) ob=$(printf "%s\n" "${b[@]}" | median)
   spread=$(printf "%s\n" "${a[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)
   log_sum=$(echo "$log_sum + l($ob / $ca)" | bc -l); n=$((n + 1))
-  printf "%-17s %10.3f %9.3f %7.2fx %9s %8.1f  collage %s ms over 4 turns\n" "$m" "$ca" "$ob" "$(echo "$ob / $ca" | bc -l)" \
-    "$chosen" "$tune_s" "$spread"
+  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over 4 turns\n" "$m" "$ca" "$ob" \
+    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread"
 done
 printf "geomean speed-up over ONNX Runtime: %.2fx over %d models\n" "$(echo "e($log_sum / $n)" | bc -l)" "$n"
-echo "collage_ms = the exported artifact run by collage-run; ort_ms = onnxruntime-node, 1 intra-op thread; both the"
-echo "median of 4 alternating turn medians of $repeat runs; speedup = ort / collage; placement = what tune --refine wrote;"
-echo "tune_s = the whole tune --refine (cold cost DB, budget ${BUDGET:-60s}); outputs checked against ORT (rtol/atol 1e-3)."
+echo "threads: $threads. collage_ms = the exported artifact run by collage-run (tuned and run at $threads thread(s));"
+echo "ort_ms = onnxruntime-node, $threads intra-op thread(s), 1 inter-op; both the median of 4 alternating turn medians"
+echo "of $repeat runs; speedup = ort / collage; placement = what tune --refine wrote; add_err = tune's additive error"
+echo "(measured - predicted) of that placement; tune_s = the whole tune --refine (cold cost DB, budget ${BUDGET:-60s});"
+echo "outputs checked against ORT (rtol/atol 1e-3)."

@@ -3,7 +3,10 @@
 // explicitly reports it unsupported).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "backend_check.h"
 #include "backends/native/native_kernel.h"
@@ -45,6 +48,43 @@ TEST(SampleCandidates, AllBackendsOnAllSmallSamples) {
       // Declining is allowed, but a backend must not claim patterns it mostly cannot build.
       EXPECT_LE(counts.second * 10, counts.first) << info.name << " " << backend;
     }
+  }
+}
+
+// GoogLeNet's ceil-mode MaxPools at their real sizes (112 -> 56 needs the ceil; the branch pools are
+// 3x3 stride 1 pad 1 ceil): every candidate holding one compiles and matches the native reference, or
+// its backend declines it. The one native run of a full-size sample in the suite.
+TEST(SampleCandidates, CeilModePoolsOfGoogLeNet) {
+  auto path = std::filesystem::temp_directory_path() / ("googlenet" + std::to_string(::getpid()) + ".onnx");
+  samples::build_sample("googlenet").save(path.string());
+  ImportOptions options;
+  options.evaluator = native::node_evaluator();
+  Graph g = import_onnx_file(path.string(), options);
+  std::filesystem::remove(path);
+  auto values = testing::reference_values(g);
+  const Tensor& out = values[static_cast<size_t>(g.outputs[0])];
+  ASSERT_EQ(out.shape(), (Shape{1, 1000}));
+  for (double x : out.to_double_vector()) ASSERT_TRUE(std::isfinite(x));
+  std::map<NodeId, std::set<std::string>> built;  // MaxPool node -> backends that built it
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (g.nodes[i].op_type == "MaxPool") built[static_cast<NodeId>(i)];
+  ASSERT_EQ(built.size(), 13u);  // 4 between stages, one per Inception block
+  for (const Candidate& c : enumerate_candidates(g, all_backends())) {
+    std::vector<NodeId> pools;
+    for (const auto& [id, backends] : built)
+      if (c.nodes.contains(static_cast<size_t>(id))) pools.push_back(id);
+    if (pools.empty()) continue;
+    auto r = testing::check_candidate(g, *find_backend(c.backend), c.nodes, values, 1e-3, 1e-4);
+    if (!r.supported) continue;
+    EXPECT_TRUE(r.mismatch.empty()) << c.backend << " " << c.label << ": " << r.mismatch;
+    for (NodeId id : pools) built[id].insert(c.backend);
+  }
+  for (const auto& [id, backends] : built) {
+    EXPECT_TRUE(backends.count("native")) << g.nodes[static_cast<size_t>(id)].name;
+    EXPECT_GE(backends.size(), 2u) << g.nodes[static_cast<size_t>(id)].name << ": no library builds it";
+    std::string list;
+    for (const std::string& b : backends) list += " " + b;
+    std::cout << g.nodes[static_cast<size_t>(id)].name << ":" << list << "\n";
   }
 }
 

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "backends/native/native_kernel.h"
 #include "core/onnx_import.h"
@@ -117,6 +120,62 @@ TEST_F(SamplesTest, ModelLargerThan64MiBLoads) {
   for (const Value& v : g.values)
     if (v.constant && v.dtype == DType::Float32) params += static_cast<size_t>(v.constant->size());
   EXPECT_EQ(params, b.parameter_count());
+}
+
+// The full-size torchvision layouts: valid ONNX, static shapes everywhere after import (ceil-mode
+// MaxPools included), torchvision's parameter counts less the folded BatchNorms. Import only: running
+// them natively is left to SampleCandidates.CeilModePoolsOfGoogLeNet (one model) to keep the suite fast.
+TEST_F(SamplesTest, FullSizeTorchvisionSamplesImportWithTheirShapes) {
+  struct Case {
+    std::string name;
+    size_t params;  // torchvision's count minus one parameter per folded BatchNorm channel
+    std::map<std::string, Shape> shapes;
+  };
+  const Case cases[] = {
+      {"squeezenet",
+       1235496,  // no BatchNorm in SqueezeNet 1.1: exactly torchvision's
+       {{"/features/features.0/Conv_output_0", {1, 64, 111, 111}},
+        {"/features/features.2/MaxPool_output_0", {1, 64, 55, 55}},
+        {"/features/features.3/Concat_output_0", {1, 128, 55, 55}},
+        {"/features/features.8/MaxPool_output_0", {1, 256, 13, 13}},
+        {"/features/features.12/Concat_output_0", {1, 512, 13, 13}},
+        {"/classifier/classifier.2/Relu_output_0", {1, 1000, 13, 13}}}},
+      {"googlenet",
+       6624904 - 7280,
+       {{"/maxpool1/MaxPool_output_0", {1, 64, 56, 56}},  // 112 -> 56 only with ceil_mode
+        {"/maxpool2/MaxPool_output_0", {1, 192, 28, 28}},
+        {"/inception3a/branch4/branch4.0/MaxPool_output_0", {1, 192, 28, 28}},
+        {"/inception3b/Concat_output_0", {1, 480, 28, 28}},
+        {"/maxpool3/MaxPool_output_0", {1, 480, 14, 14}},
+        {"/inception4e/Concat_output_0", {1, 832, 14, 14}},
+        {"/maxpool4/MaxPool_output_0", {1, 832, 7, 7}},
+        {"/inception5b/Concat_output_0", {1, 1024, 7, 7}}}},
+      {"resnext50",
+       25028904 - 34112,
+       {{"/layer1/layer1.0/conv2/Conv_output_0", {1, 128, 56, 56}},
+        {"/layer2/layer2.0/conv2/Conv_output_0", {1, 256, 28, 28}},
+        {"/layer4/layer4.2/Relu_output_0", {1, 2048, 7, 7}}}},
+  };
+  for (const Case& c : cases) {
+    OnnxBuilder b = samples::build_sample(c.name);
+    onnx::ModelProto m = b.build();
+    EXPECT_NO_THROW(onnx::checker::check_model(m)) << c.name;
+    EXPECT_EQ(b.parameter_count(), c.params) << c.name;
+    std::set<std::string> names;
+    for (const auto& n : m.graph().node()) EXPECT_TRUE(names.insert(n.name()).second) << n.name();
+    std::string path = (dir_ / (c.name + ".onnx")).string();
+    b.save(path);
+    Graph g = import(path);
+    fs::remove(path);
+    for (const Value& v : g.values) EXPECT_TRUE(v.shape_known) << c.name << " " << v.name;
+    EXPECT_EQ(g.value(g.outputs[0]).shape, (Shape{1, 1000})) << c.name;
+    for (const auto& [value, shape] : c.shapes) {
+      auto it =
+          std::find_if(g.values.begin(), g.values.end(), [&](const Value& v) { return v.name == value; });
+      ASSERT_NE(it, g.values.end()) << c.name << " has no value " << value;
+      EXPECT_EQ(it->shape, shape) << c.name << " " << value;
+    }
+  }
 }
 
 }  // namespace
