@@ -73,14 +73,13 @@ TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {
   Graph g = mixed_chain();
   Placement seed = one_kernel_per_node(g);
   BackendSpec gl = graphy();
-  std::vector<std::string> gene_backend;
-  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  auto genes = refine_genes(g, seed, {&gl});
   ASSERT_EQ(genes.size(), 7u);  // the Relu, Neg and Add kernels
   double best = 1e9;
   for (uint32_t bits = 0; bits < (1u << genes.size()); ++bits) {
-    std::vector<uint8_t> genome(genes.size());
+    Genome genome(genes.size());
     for (size_t i = 0; i < genes.size(); ++i) genome[i] = (bits >> i) & 1;
-    best = std::min(best, test_fitness(decode_genome(g, seed, genes, gene_backend, genome)));
+    best = std::min(best, test_fitness(decode_genome(g, seed, genes, genome)));
   }
   RefineOptions options;
   options.population = 12;
@@ -252,10 +251,9 @@ TEST(Refine, AdjacentKernelsMergeAndCyclicMergesSplit) {
   Graph g = import_model(m);
   Placement seed = one_kernel_per_node(g);
   BackendSpec gl = graphy();
-  std::vector<std::string> gene_backend;
-  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  auto genes = refine_genes(g, seed, {&gl});
   ASSERT_EQ(genes.size(), 3u);  // a, c, d
-  Placement p = decode_genome(g, seed, genes, gene_backend, {1, 1, 1});
+  Placement p = decode_genome(g, seed, genes, {1, 1, 1});
   int regions = 0;
   size_t largest = 0;
   for (const PlacedKernel& k : p.kernels)
@@ -271,15 +269,14 @@ TEST(Refine, EveryDecodedPlacementMatchesTheNativeReference) {
   Graph g = mixed_chain();
   Placement seed = one_kernel_per_node(g);
   BackendSpec gl = graphy();
-  std::vector<std::string> gene_backend;
-  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  auto genes = refine_genes(g, seed, {&gl});
   auto inputs = random_inputs(g, 9);
   Executor reference(g, native::native_steps(g));
   auto want = reference.run(inputs);
   for (uint32_t bits = 0; bits < (1u << genes.size()); bits += 5) {
-    std::vector<uint8_t> genome(genes.size());
+    Genome genome(genes.size());
     for (size_t i = 0; i < genes.size(); ++i) genome[i] = (bits >> i) & 1;
-    Placement p = decode_genome(g, seed, genes, gene_backend, genome);
+    Placement p = decode_genome(g, seed, genes, genome);
     Executor ex(g, placement_steps(g, p, {&native_backend(), &gl}, CompileOptions{}));
     auto got = ex.run(inputs);
     ASSERT_EQ(got[0].to_double_vector(), want[0].to_double_vector()) << "genome " << bits;
@@ -298,18 +295,17 @@ TEST(XnnpackGraph, RegionsOnTheSamplesMatchTheNativeReference) {
     Graph g = import_onnx_file(path.string(), io);
     std::filesystem::remove(path);
     Placement seed = one_kernel_per_node(g);
-    std::vector<std::string> gene_backend;
-    auto genes = offloadable_kernels(g, seed, {&xnnpack_graph_backend()}, gene_backend);
+    auto genes = refine_genes(g, seed, {&xnnpack_graph_backend()});
     ASSERT_GT(genes.size(), 5u) << name;
     auto inputs = random_inputs(g, 4);
     Executor reference(g, native::native_steps(g));
     auto want = reference.run(inputs);
     uint64_t state = 7;
     for (int trial = 0; trial < 6; ++trial) {
-      std::vector<uint8_t> genome(genes.size());
+      Genome genome(genes.size());
       for (auto& bit : genome)
         bit = trial == 0 ? 1 : (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 63;
-      Placement p = decode_genome(g, seed, genes, gene_backend, genome);
+      Placement p = decode_genome(g, seed, genes, genome);
       std::vector<ExecStep> steps;
       try {
         steps = placement_steps(g, p, {&native_backend(), &xnnpack_graph_backend()}, CompileOptions{});
