@@ -236,14 +236,15 @@ int command_tune(const std::vector<std::string>& argv) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     final_placement = refined.best;
     PlacementRun after = run_placement(graph, final_placement, backends, threads, repeat, inputs);
-    int moved = 0;
-    std::string regions;
+    const int moved = refined.moved();
+    std::string regions, moves;
     std::set<NodeId> moved_nodes;
     for (size_t i = 0; i < refined.genes.size(); ++i)
-      if (refined.best_genome[i]) {
-        ++moved;
-        for (NodeId n : placement.kernels[refined.genes[i]].nodes) moved_nodes.insert(n);
-      }
+      if (refined.best_genome[i])
+        for (NodeId n : placement.kernels[refined.genes[i].kernel].nodes) moved_nodes.insert(n);
+    for (const auto& [backend, count] : refined.moved_per_backend)
+      moves += (moves.empty() ? " (" : ", ") + std::to_string(count) + " to " + backend;
+    if (!moves.empty()) moves += ")";
     for (const PlacedKernel& k : final_placement.kernels)
       if (std::find_if(graph_level.begin(), graph_level.end(),
                        [&](const BackendSpec* b) { return b->name == k.backend; }) != graph_level.end()) {
@@ -265,10 +266,10 @@ int command_tune(const std::vector<std::string>& argv) {
         "%.1f s\n",
         refined.genes.size(), refined.generations, saturated, refined.evaluations, seconds);
     std::printf(
-        "op-level %.3f ms -> refined %.3f ms (fitness medians), %.2fx; %d op-level kernels moved; "
+        "op-level %.3f ms -> refined %.3f ms (fitness medians), %.2fx; %d op-level kernels moved%s; "
         "graph-level kernels now:\n%s",
         refined.seed_fitness, refined.best_fitness, refined.seed_fitness / refined.best_fitness, moved,
-        regions.c_str());
+        moves.c_str(), regions.c_str());
     std::printf(
         "refined placement: measured median %.3f ms over %d runs; additive error before %+.1f%%, after "
         "%+.1f%%\n",

@@ -46,36 +46,64 @@ std::string ms_text(double ms) {  // "0.743 ms": progress text, not data
 
 }  // namespace
 
-std::vector<size_t> offloadable_kernels(const Graph& graph, const Placement& op_level,
-                                        const std::vector<const BackendSpec*>& graph_level,
-                                        std::vector<std::string>& gene_backend) {
-  std::vector<size_t> genes;
-  gene_backend.clear();
+int RefineResult::moved() const {
+  int total = 0;
+  for (const auto& [backend, count] : moved_per_backend) total += count;
+  return total;
+}
+
+std::vector<Gene> refine_genes(const Graph& graph, const Placement& op_level,
+                               const std::vector<const BackendSpec*>& graph_level) {
+  if (graph_level.size() > 254)
+    throw Error(ErrorKind::InvalidInput, "refine: more than 254 graph-level backends");
+  std::vector<Gene> genes;
   for (size_t k = 0; k < op_level.kernels.size(); ++k) {
     const PlacedKernel& kernel = op_level.kernels[k];
+    Gene gene;
+    gene.kernel = k;
     for (const BackendSpec* b : graph_level) {
       if (kernel.backend == b->name || !b->supports_node) continue;
       bool ok = true;
       for (NodeId n : kernel.nodes)
-        ok &= b->supports_node(graph, graph.node(n)) && op_level.pins.allows(n, b->name);
-      if (!ok) continue;
-      genes.push_back(k);
-      gene_backend.push_back(b->name);
-      break;
+        ok = ok && b->supports_node(graph, graph.node(n)) && op_level.pins.allows(n, b->name);
+      if (ok) gene.choices.push_back(b->name);
     }
+    if (!gene.choices.empty()) genes.push_back(std::move(gene));
   }
   return genes;
 }
 
-Placement decode_genome(const Graph& graph, const Placement& op_level, const std::vector<size_t>& genes,
-                        const std::vector<std::string>& gene_backend, const std::vector<uint8_t>& genome) {
-  std::vector<int> offloaded_to(op_level.kernels.size(), -1);  // gene index per kernel
+std::vector<Genome> refine_seeds(const std::vector<Gene>& genes,
+                                 const std::vector<const BackendSpec*>& graph_level) {
+  std::vector<Genome> seeds = {Genome(genes.size(), 0)};
+  for (const BackendSpec* b : graph_level) {
+    Genome g(genes.size(), 0);
+    for (size_t i = 0; i < genes.size(); ++i) {
+      auto it = std::find(genes[i].choices.begin(), genes[i].choices.end(), b->name);
+      if (it != genes[i].choices.end()) g[i] = static_cast<uint8_t>(it - genes[i].choices.begin() + 1);
+    }
+    if (std::find(seeds.begin(), seeds.end(), g) == seeds.end()) seeds.push_back(std::move(g));
+  }
+  return seeds;
+}
+
+const std::string& chosen_backend(const Gene& gene, uint8_t allele) {
+  static const std::string stay;
+  return allele == 0 ? stay : gene.choices.at(allele - 1u);
+}
+
+Placement decode_genome(const Graph& graph, const Placement& op_level, const std::vector<Gene>& genes,
+                        const Genome& genome) {
+  if (genome.size() != genes.size())
+    throw Error(ErrorKind::Internal, "refine: genome of " + std::to_string(genome.size()) + " alleles for " +
+                                         std::to_string(genes.size()) + " genes");
+  std::vector<const std::string*> moved_to(op_level.kernels.size(), nullptr);  // backend per moved kernel
   for (size_t i = 0; i < genes.size(); ++i)
-    if (genome[i]) offloaded_to[genes[i]] = static_cast<int>(i);
+    if (genome[i]) moved_to[genes[i].kernel] = &chosen_backend(genes[i], genome[i]);
   std::vector<IndexSet> sets;
   std::vector<PlacedKernel> kernels;
   for (size_t k = 0; k < op_level.kernels.size(); ++k)
-    if (offloaded_to[k] < 0) {
+    if (!moved_to[k]) {
       sets.push_back(set_of(graph, op_level.kernels[k].nodes));
       kernels.push_back(op_level.kernels[k]);
     }
@@ -87,8 +115,8 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
   std::vector<std::string> region_backend;
   std::vector<double> region_cost;
   for (size_t k = 0; k < op_level.kernels.size(); ++k) {
-    if (offloaded_to[k] < 0) continue;
-    const std::string& backend = gene_backend[static_cast<size_t>(offloaded_to[k])];
+    if (!moved_to[k]) continue;
+    const std::string& backend = *moved_to[k];
     IndexSet mine = set_of(graph, op_level.kernels[k].nodes);
     bool merged = false;
     for (size_t r = 0; r < regions.size() && !merged; ++r) {
@@ -104,7 +132,7 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
       for (size_t q = 0; q < regions.size(); ++q) trial.push_back(q == r ? joined : regions[q]);
       for (size_t later = k + 1; later < op_level.kernels.size();
            ++later)  // not yet placed: count as they are
-        if (offloaded_to[later] >= 0) trial.push_back(set_of(graph, op_level.kernels[later].nodes));
+        if (moved_to[later]) trial.push_back(set_of(graph, op_level.kernels[later].nodes));
       if (!partition_is_acyclic(graph, trial)) continue;
       regions[r] = joined;
       region_cost[r] += op_level.kernels[k].cost_ms;
@@ -133,19 +161,23 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
   return out;
 }
 
+CostKey placement_fitness_key(const Placement& placement, const std::string& model_fingerprint, int threads) {
+  // Keyed like kernel costs: a canonical text of the whole placement.
+  std::string signature = "placement|" + model_fingerprint + "|";
+  for (const PlacedKernel& k : placement.kernels) {
+    auto version = placement.backend_versions.find(k.backend);
+    signature += k.backend + "@" + (version == placement.backend_versions.end() ? "" : version->second) + ":";
+    for (NodeId n : k.nodes) signature += std::to_string(n) + ",";
+    signature += ";";
+  }
+  return CostKey{signature, threads, device_fingerprint()};
+}
+
 FitnessFn cached_fitness(FitnessFn fitness, CostDb* db, const Graph& graph, int threads) {
   if (!db) return fitness;
   std::string model = model_fingerprint(graph);
   return [fitness = std::move(fitness), db, model, threads](const Placement& p) {
-    // Keyed like kernel costs: a canonical text of the whole placement.
-    std::string signature = "placement|" + model + "|";
-    for (const PlacedKernel& k : p.kernels) {
-      auto version = p.backend_versions.find(k.backend);
-      signature += k.backend + "@" + (version == p.backend_versions.end() ? "" : version->second) + ":";
-      for (NodeId n : k.nodes) signature += std::to_string(n) + ",";
-      signature += ";";
-    }
-    CostKey key{signature, threads, device_fingerprint()};
+    CostKey key = placement_fitness_key(p, model, threads);
     if (auto hit = db->find(key))
       return hit->cost.valid ? hit->cost.median_ms : std::numeric_limits<double>::infinity();
     double ms = fitness(p);
@@ -169,25 +201,23 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   RefineResult r;
-  std::vector<std::string> gene_backend;
-  r.genes = offloadable_kernels(graph, op_level, graph_level, gene_backend);
+  r.genes = refine_genes(graph, op_level, graph_level);
   const size_t n = r.genes.size();
   std::unordered_map<std::string, double> cache;  // genome bytes -> fitness: no genome is measured twice
   struct Stop {};                                 // unwinds to the generation loop on cancellation
   auto stop_requested = [&] { return observer && observer->cancel_requested(); };
-  auto evaluate = [&](const std::vector<uint8_t>& genome) {
+  auto evaluate = [&](const Genome& genome) {
     std::string key(genome.begin(), genome.end());
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     if (!cache.empty() && stop_requested()) throw Stop{};  // the seed is always measured
-    double f = fitness(decode_genome(graph, op_level, r.genes, gene_backend, genome));
+    double f = fitness(decode_genome(graph, op_level, r.genes, genome));
     cache[key] = f;
     ++r.evaluations;
     if (!r.best_genome.empty() && f < r.best_fitness) {  // the best so far is kept per evaluation
       r.best_fitness = f;
       r.best_genome = genome;
-      if (observer)
-        observer->on_best_placement(decode_genome(graph, op_level, r.genes, gene_backend, genome), f);
+      if (observer) observer->on_best_placement(decode_genome(graph, op_level, r.genes, genome), f);
     }
     if (observer) {
       ProgressEvent e;
@@ -200,9 +230,9 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
     }
     return f;
   };
-  std::vector<uint8_t> zeros(n, 0), ones(n, 1);
-  r.seed_fitness = evaluate(zeros);
-  r.best_genome = zeros;
+  std::vector<Genome> population = refine_seeds(r.genes, graph_level);  // all 0 first
+  r.seed_fitness = evaluate(population.front());
+  r.best_genome = population.front();
   r.best_fitness = r.seed_fitness;
   if (n == 0) {
     r.best = op_level;
@@ -210,10 +240,11 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
   }
   uint64_t rng = options.seed;
   const double mutation = options.mutation_rate >= 0 ? options.mutation_rate : 1.0 / static_cast<double>(n);
-  std::vector<std::vector<uint8_t>> population = {zeros, ones};
-  while (static_cast<int>(population.size()) < std::max(2, options.population)) {
-    std::vector<uint8_t> g(n);
-    for (auto& bit : g) bit = splitmix(rng) & 1;
+  auto alleles = [&](size_t i) { return static_cast<uint64_t>(r.genes[i].choices.size() + 1); };
+  const size_t size = std::max(population.size(), static_cast<size_t>(std::max(2, options.population)));
+  while (population.size() < size) {
+    Genome g(n);
+    for (size_t i = 0; i < n; ++i) g[i] = static_cast<uint8_t>(splitmix(rng) % alleles(i));
     population.push_back(g);
   }
   int stale = 0;
@@ -256,15 +287,18 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
         }
         return population[winner];
       };
-      std::vector<std::vector<uint8_t>> next = {r.best_genome};  // elitism
+      std::vector<Genome> next = {r.best_genome};  // elitism
       while (next.size() < population.size()) {
-        std::vector<uint8_t> a = pick(), b = pick();
+        Genome a = pick(), b = pick();
         size_t p1 = static_cast<size_t>(splitmix(rng) % (n + 1)),
                p2 = static_cast<size_t>(splitmix(rng) % (n + 1));
         if (p1 > p2) std::swap(p1, p2);
         for (size_t i = p1; i < p2; ++i) a[i] = b[i];  // two-point crossover
-        for (auto& bit : a)
-          if (uniform(rng) < mutation) bit ^= 1;
+        for (size_t i = 0; i < n; ++i) {
+          if (uniform(rng) >= mutation) continue;
+          const uint64_t m = alleles(i);  // a different allele, uniformly (two alleles: a flip, no draw)
+          a[i] = static_cast<uint8_t>(m == 2 ? a[i] ^ 1 : (a[i] + 1 + splitmix(rng) % (m - 1)) % m);
+        }
         next.push_back(std::move(a));
       }
       population = std::move(next);
@@ -272,7 +306,9 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
   } catch (const Stop&) {
     r.cancelled = true;
   }
-  r.best = decode_genome(graph, op_level, r.genes, gene_backend, r.best_genome);
+  r.best = decode_genome(graph, op_level, r.genes, r.best_genome);
+  for (size_t i = 0; i < n; ++i)
+    if (r.best_genome[i]) ++r.moved_per_backend[chosen_backend(r.genes[i], r.best_genome[i])];
   return r;
 }
 

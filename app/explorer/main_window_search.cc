@@ -262,8 +262,7 @@ void MainWindow::start_refine() {
       auto result = std::make_shared<RefineResult>(refine_placement(
           *graph_, start, graph_level, cached_fitness(fitness, &db, *graph_, threads), options, &observer));
       // The same final check as `collage tune --refine`: both placements alternated.
-      bool moved =
-          std::find(result->best_genome.begin(), result->best_genome.end(), 1) != result->best_genome.end();
+      bool moved = result->moved() > 0;
       SideBySide ab;
       if (moved && !cancel_)
         ab = compare_placements(*graph_, start, result->best, backends, copts, inputs, 20);

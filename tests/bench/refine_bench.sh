@@ -36,7 +36,7 @@ for m in "${models[@]}"; do
   gens=$(echo "$line" | sed -n 's/.*kernels, \([0-9]*\) generations.*/\1/p')
   best=$(echo "$line" | sed -n 's/.*best reached in generation \([0-9]*\).*/\1/p')
   evals=$(echo "$line" | sed -n 's/.*), \([0-9]*\) evaluations.*/\1/p')
-  regions=$(echo "$out" | sed -n 's/^  moved xnnpack-graph: \([0-9]*\) nodes\{0,1\}:.*/\1/p' | paste -sd, -)
+  regions=$(echo "$out" | sed -n 's/^  moved [a-z0-9-]*: \([0-9]*\) nodes\{0,1\}:.*/\1/p' | paste -sd, -)
   ocv=-
   if [ -x "$build/tests/collage_opencv_eval" ]; then
     ocv=$("$build/tests/collage_opencv_eval" "$model" 20 2>/dev/null | sed -n 's/^opencv median \([0-9.]*\) ms.*/\1/p')
@@ -56,5 +56,5 @@ for m in "${models[@]}"; do
 done
 echo "ms = median of 20 runs at 1 thread (of 20 alternating runs each when kernels moved); gain = oplevel / refined; chosen = what tune writes (op-level when the"
 echo "refined placement is not faster re-measured); refine_s = graph-level search time;"
-echo "best = generation that reached the final best (0 = a seed: op-level or all-offloaded); regions = nodes per"
-echo "xnnpack-graph region that took moved kernels (details in $bench/*.regions.txt); opencv = OpenCV DNN on the whole model (fails = cannot import)."
+echo "best = generation that reached the final best (0 = a seed: op-level or all-offloaded to one backend); regions = nodes per"
+echo "graph-level region that took moved kernels (details in $bench/*.regions.txt); opencv = OpenCV DNN on the whole model (fails = cannot import)."

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
 #include "backends/xnnpack_graph/xnnpack_graph.h"
+#include "core/composite_kernel.h"
 #include "core/onnx_import.h"
 #include "core/placement_timing.h"
 #include "core/random_inputs.h"
@@ -73,14 +75,13 @@ TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {
   Graph g = mixed_chain();
   Placement seed = one_kernel_per_node(g);
   BackendSpec gl = graphy();
-  std::vector<std::string> gene_backend;
-  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  auto genes = refine_genes(g, seed, {&gl});
   ASSERT_EQ(genes.size(), 7u);  // the Relu, Neg and Add kernels
   double best = 1e9;
   for (uint32_t bits = 0; bits < (1u << genes.size()); ++bits) {
-    std::vector<uint8_t> genome(genes.size());
+    Genome genome(genes.size());
     for (size_t i = 0; i < genes.size(); ++i) genome[i] = (bits >> i) & 1;
-    best = std::min(best, test_fitness(decode_genome(g, seed, genes, gene_backend, genome)));
+    best = std::min(best, test_fitness(decode_genome(g, seed, genes, genome)));
   }
   RefineOptions options;
   options.population = 12;
@@ -252,10 +253,9 @@ TEST(Refine, AdjacentKernelsMergeAndCyclicMergesSplit) {
   Graph g = import_model(m);
   Placement seed = one_kernel_per_node(g);
   BackendSpec gl = graphy();
-  std::vector<std::string> gene_backend;
-  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  auto genes = refine_genes(g, seed, {&gl});
   ASSERT_EQ(genes.size(), 3u);  // a, c, d
-  Placement p = decode_genome(g, seed, genes, gene_backend, {1, 1, 1});
+  Placement p = decode_genome(g, seed, genes, {1, 1, 1});
   int regions = 0;
   size_t largest = 0;
   for (const PlacedKernel& k : p.kernels)
@@ -271,19 +271,284 @@ TEST(Refine, EveryDecodedPlacementMatchesTheNativeReference) {
   Graph g = mixed_chain();
   Placement seed = one_kernel_per_node(g);
   BackendSpec gl = graphy();
-  std::vector<std::string> gene_backend;
-  auto genes = offloadable_kernels(g, seed, {&gl}, gene_backend);
+  auto genes = refine_genes(g, seed, {&gl});
   auto inputs = random_inputs(g, 9);
   Executor reference(g, native::native_steps(g));
   auto want = reference.run(inputs);
   for (uint32_t bits = 0; bits < (1u << genes.size()); bits += 5) {
-    std::vector<uint8_t> genome(genes.size());
+    Genome genome(genes.size());
     for (size_t i = 0; i < genes.size(); ++i) genome[i] = (bits >> i) & 1;
-    Placement p = decode_genome(g, seed, genes, gene_backend, genome);
+    Placement p = decode_genome(g, seed, genes, genome);
     Executor ex(g, placement_steps(g, p, {&native_backend(), &gl}, CompileOptions{}));
     auto got = ex.run(inputs);
     ASSERT_EQ(got[0].to_double_vector(), want[0].to_double_vector()) << "genome " << bits;
   }
+}
+
+// --- Two graph-level backends -------------------------------------------------
+
+// A second graph-level stand-in: takes Relu, Exp and Sigmoid (no Neg, no Add) and
+// runs a region as the native kernels of its nodes in sequence.
+BackendSpec seqy() {
+  BackendSpec s;
+  s.name = "seqy";
+  s.version = "test";
+  s.kind = BackendKind::GraphLevel;
+  s.supports_node = [](const Graph&, const Node& n) {
+    return n.op_type == "Relu" || n.op_type == "Exp" || n.op_type == "Sigmoid";
+  };
+  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) {
+    return make_composite_kernel(g, sub, [](const Node& n) { return native::make_node_kernel(n); });
+  };
+  return s;
+}
+
+// A synthetic fitness that rewards mixing: a native kernel costs its op-level cost
+// (1 ms), a graphy region of m nodes 0.3 + 0.5 m, a seqy region 0.2 + 0.45 m. Neither
+// backend takes the whole chain, so the optimum uses both.
+double mix_fitness(const Placement& p) {
+  double total = 0;
+  for (const PlacedKernel& k : p.kernels) {
+    const double m = static_cast<double>(k.nodes.size());
+    total += k.backend == "graphy" ? 0.3 + 0.5 * m : k.backend == "seqy" ? 0.2 + 0.45 * m : k.cost_ms;
+  }
+  return total;
+}
+
+// Every genome of the genes, in mixed-radix order.
+std::vector<Genome> all_genomes(const std::vector<Gene>& genes) {
+  std::vector<Genome> out;
+  Genome g(genes.size(), 0);
+  for (;;) {
+    out.push_back(g);
+    size_t i = 0;
+    while (i < g.size() && static_cast<size_t>(++g[i]) > genes[i].choices.size()) g[i++] = 0;
+    if (i == g.size()) return out;
+  }
+}
+
+bool uses(const Placement& p, const std::string& backend) {
+  return std::any_of(p.kernels.begin(), p.kernels.end(),
+                     [&](const PlacedKernel& k) { return k.backend == backend; });
+}
+
+// Every node covered once, every kernel convex and on a backend supporting its nodes,
+// the kernel order valid (placement_from_json checks coverage, backends and order).
+void expect_valid(const Graph& g, const Placement& p, const std::vector<const BackendSpec*>& backends) {
+  EXPECT_NO_THROW(placement_from_json(placement_to_json(p, g), g, backends));
+  ConvexityChecker convex(g);
+  std::vector<int> covered(g.nodes.size(), 0);
+  for (const PlacedKernel& k : p.kernels) {
+    IndexSet set(g.nodes.size());
+    for (NodeId n : k.nodes) {
+      ++covered[static_cast<size_t>(n)];
+      set.add(static_cast<size_t>(n));
+    }
+    EXPECT_TRUE(convex.is_convex(set)) << k.backend << " " << k.label;
+    for (const BackendSpec* b : backends) {
+      if (b->name != k.backend || b->kind != BackendKind::GraphLevel) continue;
+      for (NodeId n : k.nodes) EXPECT_TRUE(b->supports_node(g, g.node(n))) << k.backend << " " << n;
+    }
+  }
+  for (int c : covered) EXPECT_EQ(c, 1);
+}
+
+TEST(Refine, GenesOfferEveryGraphLevelBackendAllowedToTakeTheKernel) {
+  Graph g = mixed_chain();
+  const std::vector<std::string> ops = {"Relu", "Neg", "Exp", "Relu", "Neg", "Sigmoid", "Relu", "Neg", "Add"};
+  ASSERT_EQ(g.num_nodes(), 9);
+  for (NodeId n = 0; n < 9; ++n) ASSERT_EQ(g.node(n).op_type, ops[static_cast<size_t>(n)]);
+  BackendSpec a = graphy(), b = seqy();
+  Placement seed = one_kernel_per_node(g);
+  seed.kernels[0].backend = "graphy";  // a Relu already on graphy: may move to seqy only
+  seed.kernels[1].backend = "graphy";  // a Neg on graphy: nothing else takes it, not a gene
+  seed.pins.forbidden[3] = {"seqy"};   // this Relu may go to graphy only
+  seed.pins.pinned[6] = "native";      // this one stays
+  seed.pins.pinned[0] = "graphy";      // ... and this one after all stays on graphy
+  std::vector<Gene> genes = refine_genes(g, seed, {&a, &b});
+  std::map<size_t, std::vector<std::string>> want = {{2, {"seqy"}}, {3, {"graphy"}}, {4, {"graphy"}},
+                                                     {5, {"seqy"}}, {7, {"graphy"}}, {8, {"graphy"}}};
+  std::map<size_t, std::vector<std::string>> got;
+  for (const Gene& gene : genes) got[gene.kernel] = gene.choices;
+  EXPECT_EQ(got, want);
+  seed.pins.pinned.erase(0);
+  genes = refine_genes(g, seed, {&a, &b});
+  ASSERT_EQ(genes.front().kernel, 0u);
+  EXPECT_EQ(genes.front().choices, std::vector<std::string>{"seqy"});
+  EXPECT_EQ(refine_genes(g, seed, {&a}).front().kernel, 3u);  // one backend: the graphy kernels are no genes
+  // Unpinned, a Relu offers both, in the order the backends were given.
+  genes = refine_genes(g, one_kernel_per_node(g), {&b, &a});
+  ASSERT_EQ(genes.size(), 9u);
+  EXPECT_EQ(genes[0].choices, (std::vector<std::string>{"seqy", "graphy"}));
+  EXPECT_EQ(chosen_backend(genes[0], 0), "");
+  EXPECT_EQ(chosen_backend(genes[0], 2), "graphy");
+  // All 0 is the op-level placement, kernels on graph-level backends included.
+  Placement zero = decode_genome(g, seed, refine_genes(g, seed, {&a, &b}),
+                                 Genome(refine_genes(g, seed, {&a, &b}).size(), 0));
+  ASSERT_EQ(zero.kernels.size(), seed.kernels.size());
+  for (size_t k = 0; k < seed.kernels.size(); ++k) {
+    EXPECT_EQ(zero.kernels[k].nodes, seed.kernels[k].nodes);
+    EXPECT_EQ(zero.kernels[k].backend, seed.kernels[k].backend);
+  }
+}
+
+TEST(Refine, SeedsAreTheOpLevelPlacementAndEverythingToEachBackend) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec a = graphy(), b = seqy(), none = graphy();
+  none.name = "takes-nothing";
+  none.supports_node = [](const Graph&, const Node& n) { return n.op_type == "Conv"; };
+  std::vector<const BackendSpec*> graph_level = {&a, &none, &b};
+  std::vector<Gene> genes = refine_genes(g, seed, graph_level);
+  std::vector<Genome> seeds = refine_seeds(genes, graph_level);
+  ASSERT_EQ(seeds.size(), 3u);  // all 0, all to graphy, all to seqy; takes-nothing adds none
+  EXPECT_EQ(seeds[0], Genome(genes.size(), 0));
+  for (size_t s = 1; s < 3; ++s) {
+    const std::string& backend = s == 1 ? a.name : b.name;
+    for (size_t i = 0; i < genes.size(); ++i) {
+      bool can =
+          std::find(genes[i].choices.begin(), genes[i].choices.end(), backend) != genes[i].choices.end();
+      EXPECT_EQ(chosen_backend(genes[i], seeds[s][i]), can ? backend : "") << backend << " gene " << i;
+    }
+  }
+  // The search measures the seeds first, in that order.
+  std::vector<Placement> measured;
+  FitnessFn recording = [&](const Placement& p) {
+    measured.push_back(p);
+    return mix_fitness(p);
+  };
+  RefineOptions options;
+  options.max_generations = 1;
+  refine_placement(g, seed, graph_level, recording, options);
+  ASSERT_GE(measured.size(), 3u);
+  for (size_t s = 0; s < 3; ++s)
+    EXPECT_EQ(placement_to_json(measured[s], g),
+              placement_to_json(decode_genome(g, seed, genes, seeds[s]), g));
+  EXPECT_TRUE(uses(measured[1], "graphy") && !uses(measured[1], "seqy"));
+  EXPECT_TRUE(uses(measured[2], "seqy") && !uses(measured[2], "graphy"));
+}
+
+TEST(Refine, FindsTheOptimumThatMixesBothBackendsDeterministically) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec a = graphy(), b = seqy();
+  std::vector<const BackendSpec*> graph_level = {&a, &b};
+  std::vector<Gene> genes = refine_genes(g, seed, graph_level);
+  ASSERT_EQ(genes.size(), 9u);
+  std::vector<Genome> every = all_genomes(genes);
+  ASSERT_EQ(every.size(), 27u * 64u);  // three Relus with three alleles, six kernels with two
+  double best = 1e9;
+  Placement optimum;
+  for (const Genome& genome : every) {
+    Placement p = decode_genome(g, seed, genes, genome);
+    if (mix_fitness(p) < best) best = mix_fitness(p), optimum = p;
+  }
+  ASSERT_TRUE(uses(optimum, "graphy") && uses(optimum, "seqy"));  // the fitness rewards mixing
+  for (const Genome& s : refine_seeds(genes, graph_level))
+    EXPECT_GT(mix_fitness(decode_genome(g, seed, genes, s)), best + 0.1);  // no seed is the optimum
+  RefineOptions options;
+  options.population = 16;
+  options.max_generations = 80;
+  options.patience = 30;
+  RefineResult r = refine_placement(g, seed, graph_level, mix_fitness, options);
+  EXPECT_NEAR(r.best_fitness, best, 1e-9);
+  EXPECT_NEAR(mix_fitness(r.best), r.best_fitness, 1e-12);
+  EXPECT_LT(r.evaluations, static_cast<int>(every.size()));
+  EXPECT_GT(r.moved_per_backend["graphy"], 0);
+  EXPECT_GT(r.moved_per_backend["seqy"], 0);
+  int moved = 0;
+  for (uint8_t allele : r.best_genome) moved += allele != 0;
+  EXPECT_EQ(r.moved(), moved);
+  expect_valid(g, r.best, {&native_backend(), &a, &b});
+  RefineResult again = refine_placement(g, seed, graph_level, mix_fitness, options);
+  EXPECT_EQ(again.best_genome, r.best_genome);  // deterministic for a seed
+  EXPECT_EQ(again.history, r.history);
+  EXPECT_EQ(again.evaluations, r.evaluations);
+}
+
+// Every genome decodes to a valid placement; a sample runs and matches the native reference.
+TEST(Refine, EveryTwoBackendGenomeDecodesToAValidPlacement) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec a = graphy(), b = seqy();
+  std::vector<const BackendSpec*> backends = {&native_backend(), &a, &b};
+  std::vector<Gene> genes = refine_genes(g, seed, {&a, &b});
+  auto inputs = random_inputs(g, 5);
+  Executor reference(g, native::native_steps(g));
+  auto want = reference.run(inputs);
+  std::vector<Genome> every = all_genomes(genes);
+  for (size_t i = 0; i < every.size(); ++i) {
+    Placement p = decode_genome(g, seed, genes, every[i]);
+    expect_valid(g, p, backends);
+    if (i % 97 != 0) continue;
+    Executor ex(g, placement_steps(g, p, backends, CompileOptions{}));
+    ASSERT_EQ(ex.run(inputs)[0].to_double_vector(), want[0].to_double_vector()) << "genome " << i;
+  }
+}
+
+TEST(Refine, TwoBackendCancellationKeepsTheBestSoFar) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec a = graphy(), b = seqy();
+  struct StopAfter : ProgressObserver {
+    int allowed;
+    mutable int asked = 0;
+    std::vector<double> reported;
+    explicit StopAfter(int n) : allowed(n) {}
+    void on_progress(const ProgressEvent&) override {}
+    void on_best_placement(const Placement& best, double fitness_ms) override {
+      EXPECT_NEAR(mix_fitness(best), fitness_ms, 1e-12);
+      reported.push_back(fitness_ms);
+    }
+    bool cancel_requested() const override { return ++asked > allowed; }
+  } stop(6);
+  RefineOptions options;
+  options.max_generations = 60;
+  options.patience = 60;
+  RefineResult full = refine_placement(g, seed, {&a, &b}, mix_fitness, options);
+  RefineResult r = refine_placement(g, seed, {&a, &b}, mix_fitness, options, &stop);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_LT(r.evaluations, full.evaluations);
+  EXPECT_LT(r.best_fitness, r.seed_fitness);  // the all-to-X seeds beat the op-level placement
+  EXPECT_NEAR(mix_fitness(r.best), r.best_fitness, 1e-12);
+  ASSERT_FALSE(stop.reported.empty());
+  EXPECT_EQ(stop.reported.back(), r.best_fitness);
+  expect_valid(g, r.best, {&native_backend(), &a, &b});
+}
+
+// Two genomes that differ only in which backend one gene chose are told apart by the
+// in-memory cache (keyed by alleles) and by the cost DB (keyed by the decoded placement).
+TEST(Refine, FitnessKeysTellApartTheBackendAGeneChose) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec a = graphy(), b = seqy();
+  std::vector<Gene> genes = refine_genes(g, seed, {&a, &b});
+  ASSERT_EQ(genes[0].choices.size(), 2u);  // a Relu: graphy or seqy
+  Genome x(genes.size(), 0), y(genes.size(), 0);
+  x[0] = 1;
+  y[0] = 2;
+  Placement px = decode_genome(g, seed, genes, x), py = decode_genome(g, seed, genes, y);
+  const std::string model = model_fingerprint(g);
+  EXPECT_NE(placement_fitness_key(px, model, 1).signature, placement_fitness_key(py, model, 1).signature);
+  EXPECT_EQ(placement_fitness_key(px, model, 1).signature,
+            placement_fitness_key(decode_genome(g, seed, genes, x), model, 1).signature);
+  auto path =
+      (std::filesystem::temp_directory_path() / ("refine_keys_" + std::to_string(::getpid()))).string();
+  std::vector<std::string> measured;
+  FitnessFn counting = [&](const Placement& p) {
+    measured.push_back(p.kernels.front().backend);
+    return p.kernels.front().backend == "graphy" ? 1.0 : 2.0;
+  };
+  {
+    CostDb db(path);
+    FitnessFn f = cached_fitness(counting, &db, g, 1);
+    EXPECT_EQ(f(px), 1.0);
+    EXPECT_EQ(f(py), 2.0);  // not the graphy entry
+    EXPECT_EQ(f(px), 1.0);
+    EXPECT_EQ(f(py), 2.0);
+  }
+  EXPECT_EQ(measured, (std::vector<std::string>{"graphy", "seqy"}));
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 // Regions of every size that the genome can produce on the CNN samples run on
@@ -298,18 +563,17 @@ TEST(XnnpackGraph, RegionsOnTheSamplesMatchTheNativeReference) {
     Graph g = import_onnx_file(path.string(), io);
     std::filesystem::remove(path);
     Placement seed = one_kernel_per_node(g);
-    std::vector<std::string> gene_backend;
-    auto genes = offloadable_kernels(g, seed, {&xnnpack_graph_backend()}, gene_backend);
+    auto genes = refine_genes(g, seed, {&xnnpack_graph_backend()});
     ASSERT_GT(genes.size(), 5u) << name;
     auto inputs = random_inputs(g, 4);
     Executor reference(g, native::native_steps(g));
     auto want = reference.run(inputs);
     uint64_t state = 7;
     for (int trial = 0; trial < 6; ++trial) {
-      std::vector<uint8_t> genome(genes.size());
+      Genome genome(genes.size());
       for (auto& bit : genome)
         bit = trial == 0 ? 1 : (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 63;
-      Placement p = decode_genome(g, seed, genes, gene_backend, genome);
+      Placement p = decode_genome(g, seed, genes, genome);
       std::vector<ExecStep> steps;
       try {
         steps = placement_steps(g, p, {&native_backend(), &xnnpack_graph_backend()}, CompileOptions{});
