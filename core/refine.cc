@@ -144,6 +144,37 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
       region_cost.push_back(op_level.kernels[k].cost_ms);
     }
   }
+  // A kernel the op-level search already put on a region's backend joins that region
+  // when it touches it (repeated until nothing changes, so chains of them join too).
+  // Without moved kernels there are no regions: the all-stay genome is the op-level placement.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      for (size_t r = 0; r < regions.size(); ++r) {
+        if (kernels[i].backend != region_backend[r]) continue;
+        const IndexSet& mine = sets[i];
+        bool touches = false;
+        for (size_t n : mine.indices()) {
+          for (NodeId p : edges.preds[n]) touches |= regions[r].contains(static_cast<size_t>(p));
+          for (NodeId q : edges.succs[n]) touches |= regions[r].contains(static_cast<size_t>(q));
+        }
+        IndexSet joined = regions[r] | mine;
+        if (!touches || !convex.is_convex(joined)) continue;
+        std::vector<IndexSet> trial;
+        for (size_t j = 0; j < sets.size(); ++j)
+          if (j != i) trial.push_back(sets[j]);
+        for (size_t q = 0; q < regions.size(); ++q) trial.push_back(q == r ? joined : regions[q]);
+        if (!partition_is_acyclic(graph, trial)) continue;
+        regions[r] = joined;
+        region_cost[r] += kernels[i].cost_ms;
+        sets.erase(sets.begin() + static_cast<std::ptrdiff_t>(i));
+        kernels.erase(kernels.begin() + static_cast<std::ptrdiff_t>(i));
+        changed = true;
+        break;
+      }
+      if (changed) break;
+    }
+  }
   for (size_t r = 0; r < regions.size(); ++r) {
     PlacedKernel pk;
     for (size_t n : regions[r].indices()) pk.nodes.push_back(static_cast<NodeId>(n));

@@ -14,7 +14,10 @@
 //
 // Decoding: moved kernels with the same backend that touch are merged into one
 // region per backend; a merge that would make a region non-convex or the kernel
-// graph cyclic starts a new region instead. Kernels kept (allele 0) stay as they are.
+// graph cyclic starts a new region instead. Kernels kept (allele 0) stay as they are,
+// except that a kept kernel already on a region's backend joins a region it touches
+// (under the same rules): "everything to X" then is one region, not one per kernel
+// the op-level search happened to give X. All-0 moves nothing and forms no region.
 //
 // The GA: seeds are the op-level placement (all 0) and, per graph-level backend X,
 // "every kernel X can take goes to X"; the rest of the population is random; an

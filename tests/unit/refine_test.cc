@@ -97,6 +97,37 @@ TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {
   EXPECT_EQ(again.best_genome, r.best_genome);  // deterministic for a seed
 }
 
+// A kernel the op-level search already put on graphy joins the region of a moved
+// neighbour, so "all to graphy" does not leave it on its own; all-stay forms no region.
+TEST(Refine, KernelsAlreadyOnTheBackendJoinTheMovedRegion) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  auto kernel_of = [&](const std::string& value) {
+    for (size_t k = 0; k < seed.kernels.size(); ++k)
+      if (g.value(g.node(seed.kernels[k].nodes[0]).outputs[0]).name == value) return k;
+    return seed.kernels.size();
+  };
+  size_t relu = kernel_of("v3"), neg = kernel_of("v4");
+  ASSERT_LT(relu, seed.kernels.size());
+  seed.kernels[relu].backend = "graphy";  // as the op-level search might have placed it
+  BackendSpec gl = graphy();
+  auto genes = refine_genes(g, seed, {&gl});
+  for (const Gene& gene : genes) EXPECT_NE(gene.kernel, relu);  // no other backend could take it
+  Placement none = decode_genome(g, seed, genes, Genome(genes.size(), 0));
+  EXPECT_EQ(none.kernels.size(), seed.kernels.size());
+  Genome only_neg(genes.size(), 0);
+  for (size_t i = 0; i < genes.size(); ++i) only_neg[i] = genes[i].kernel == neg ? 1 : 0;
+  Placement joined = decode_genome(g, seed, genes, only_neg);
+  EXPECT_EQ(joined.kernels.size(), seed.kernels.size() - 1);
+  bool found = false;
+  for (const PlacedKernel& k : joined.kernels)
+    if (k.backend == "graphy") {
+      EXPECT_EQ(k.nodes.size(), 2u) << k.label;
+      found = k.nodes.size() == 2;
+    }
+  EXPECT_TRUE(found);
+}
+
 // Stopping mid-search returns (no exception) the best placement found so far; every
 // improvement was reported with its placement as it happened.
 TEST(Refine, CancellationKeepsTheBestSoFarAndImprovementsAreReported) {
