@@ -100,79 +100,64 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
   std::vector<const std::string*> moved_to(op_level.kernels.size(), nullptr);  // backend per moved kernel
   for (size_t i = 0; i < genes.size(); ++i)
     if (genome[i]) moved_to[genes[i].kernel] = &chosen_backend(genes[i], genome[i]);
-  std::vector<IndexSet> sets;
-  std::vector<PlacedKernel> kernels;
-  for (size_t k = 0; k < op_level.kernels.size(); ++k)
-    if (!moved_to[k]) {
-      sets.push_back(set_of(graph, op_level.kernels[k].nodes));
-      kernels.push_back(op_level.kernels[k]);
-    }
-  // Grow regions greedily in execution order: join a touching region of the same
-  // backend if it stays convex and the kernel graph stays acyclic.
+  // Grow regions greedily in execution order: a moved kernel joins a touching region of
+  // its backend if the region stays convex and the kernel graph acyclic, else starts one.
+  // A kept kernel already on a region's backend joins such a region too (it never starts
+  // one, so all-0 is the op-level placement): "everything to X" is then one region rather
+  // than one per kernel the op-level search happened to give X. A kept kernel that comes
+  // before its region's first moved kernel is joined in a second pass.
   ConvexityChecker convex(graph);
   NodeEdges edges = node_edges(graph);
+  std::vector<IndexSet> sets;  // kept kernels placed so far
+  std::vector<PlacedKernel> kernels;
   std::vector<IndexSet> regions;
   std::vector<std::string> region_backend;
   std::vector<double> region_cost;
-  for (size_t k = 0; k < op_level.kernels.size(); ++k) {
-    if (!moved_to[k]) continue;
-    const std::string& backend = *moved_to[k];
-    IndexSet mine = set_of(graph, op_level.kernels[k].nodes);
-    bool merged = false;
-    for (size_t r = 0; r < regions.size() && !merged; ++r) {
+  // Joins `mine` (kernel `k`, or a kept kernel at `sets[skip]`) into a region of `backend`.
+  auto try_join = [&](const IndexSet& mine, const std::string& backend, size_t k, double cost, size_t skip) {
+    for (size_t r = 0; r < regions.size(); ++r) {
       if (region_backend[r] != backend) continue;
       bool touches = false;
       for (size_t n : mine.indices()) {
         for (NodeId p : edges.preds[n]) touches |= regions[r].contains(static_cast<size_t>(p));
-        for (NodeId s : edges.succs[n]) touches |= regions[r].contains(static_cast<size_t>(s));
+        for (NodeId q : edges.succs[n]) touches |= regions[r].contains(static_cast<size_t>(q));
       }
+      if (!touches) continue;
       IndexSet joined = regions[r] | mine;
-      if (!touches || !convex.is_convex(joined)) continue;
-      std::vector<IndexSet> trial = sets;
+      if (!convex.is_convex(joined)) continue;
+      std::vector<IndexSet> trial;
+      for (size_t j = 0; j < sets.size(); ++j)
+        if (j != skip) trial.push_back(sets[j]);
       for (size_t q = 0; q < regions.size(); ++q) trial.push_back(q == r ? joined : regions[q]);
-      for (size_t later = k + 1; later < op_level.kernels.size();
-           ++later)  // not yet placed: count as they are
-        if (moved_to[later]) trial.push_back(set_of(graph, op_level.kernels[later].nodes));
+      for (size_t later = k + 1; later < op_level.kernels.size(); ++later)  // not yet placed: as they are
+        trial.push_back(set_of(graph, op_level.kernels[later].nodes));
       if (!partition_is_acyclic(graph, trial)) continue;
       regions[r] = joined;
-      region_cost[r] += op_level.kernels[k].cost_ms;
-      merged = true;
+      region_cost[r] += cost;
+      return true;
     }
-    if (!merged) {
+    return false;
+  };
+  for (size_t k = 0; k < op_level.kernels.size(); ++k) {
+    const PlacedKernel& kernel = op_level.kernels[k];
+    IndexSet mine = set_of(graph, kernel.nodes);
+    if (moved_to[k]) {
+      if (try_join(mine, *moved_to[k], k, kernel.cost_ms, sets.size())) continue;
       regions.push_back(mine);
-      region_backend.push_back(backend);
-      region_cost.push_back(op_level.kernels[k].cost_ms);
+      region_backend.push_back(*moved_to[k]);
+      region_cost.push_back(kernel.cost_ms);
+    } else if (!try_join(mine, kernel.backend, k, kernel.cost_ms, sets.size())) {
+      sets.push_back(mine);
+      kernels.push_back(kernel);
     }
   }
-  // A kernel the op-level search already put on a region's backend joins that region
-  // when it touches it (repeated until nothing changes, so chains of them join too).
-  // Without moved kernels there are no regions: the all-stay genome is the op-level placement.
-  for (bool changed = true; changed;) {
+  for (bool changed = !regions.empty(); changed;) {
     changed = false;
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      for (size_t r = 0; r < regions.size(); ++r) {
-        if (kernels[i].backend != region_backend[r]) continue;
-        const IndexSet& mine = sets[i];
-        bool touches = false;
-        for (size_t n : mine.indices()) {
-          for (NodeId p : edges.preds[n]) touches |= regions[r].contains(static_cast<size_t>(p));
-          for (NodeId q : edges.succs[n]) touches |= regions[r].contains(static_cast<size_t>(q));
-        }
-        IndexSet joined = regions[r] | mine;
-        if (!touches || !convex.is_convex(joined)) continue;
-        std::vector<IndexSet> trial;
-        for (size_t j = 0; j < sets.size(); ++j)
-          if (j != i) trial.push_back(sets[j]);
-        for (size_t q = 0; q < regions.size(); ++q) trial.push_back(q == r ? joined : regions[q]);
-        if (!partition_is_acyclic(graph, trial)) continue;
-        regions[r] = joined;
-        region_cost[r] += kernels[i].cost_ms;
-        sets.erase(sets.begin() + static_cast<std::ptrdiff_t>(i));
-        kernels.erase(kernels.begin() + static_cast<std::ptrdiff_t>(i));
-        changed = true;
-        break;
-      }
-      if (changed) break;
+    for (size_t i = 0; i < kernels.size() && !changed; ++i) {
+      if (!try_join(sets[i], kernels[i].backend, op_level.kernels.size(), kernels[i].cost_ms, i)) continue;
+      sets.erase(sets.begin() + static_cast<std::ptrdiff_t>(i));
+      kernels.erase(kernels.begin() + static_cast<std::ptrdiff_t>(i));
+      changed = true;
     }
   }
   for (size_t r = 0; r < regions.size(); ++r) {
