@@ -55,7 +55,7 @@ std::vector<float> expand(const Tensor& t, const Shape& shape) {
 
 class BlasKernel : public Kernel {
  public:
-  enum class Head { Gemm, MatMul, Conv };
+  enum class Head { Gemm, MatMul, Conv, ConvTranspose };
 
   BlasKernel(const Graph& g, const SubGraph& sub) : sub_(sub) {
     const Node& head = g.node(sub.node_list[0]);
@@ -68,6 +68,8 @@ class BlasKernel : public Kernel {
       setup_matmul(g, head);
     else if (head.op_type == "Conv")
       setup_conv(g, head);
+    else if (head.op_type == "ConvTranspose")
+      setup_conv_transpose(g, head);
     else
       refuse("unsupported head op " + head.op_type);
     ValueId current = g.node(sub.node_list[first_epilogue_ - 1]).outputs[0];
@@ -89,6 +91,9 @@ class BlasKernel : public Kernel {
         break;
       case Head::Conv:
         run_conv(x, out);
+        break;
+      case Head::ConvTranspose:
+        run_conv_transpose(x, out);
         break;
     }
     apply_epilogue(inputs, out, y.size());
@@ -179,6 +184,90 @@ class BlasKernel : public Kernel {
     weight_.assign(w.data<float>(), w.data<float>() + w.size());
     direct_ = kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1 && pt_ == 0 && pl_ == 0 && oh_ == h_ && ow_ == w_;
     if (folded.bias) init_ = expand(folded.bias->reshaped({m_, 1}), {out_shape_[0], m_, oh_ * ow_});
+  }
+
+  // ConvTranspose (2-D) as ONNX Runtime computes it: one GEMM per group gives every
+  // input pixel's contribution to a kernel window (Wᵀ · X), col2im adds the windows
+  // into the output. A following inference BatchNormalization folds into W and b.
+  void setup_conv_transpose(const Graph& g, const Node& n) {
+    head_ = Head::ConvTranspose;
+    data_input_ = input_index_of(g, sub_, n.inputs[0]);
+    const Shape& x = g.value(n.inputs[0]).shape;
+    const Tensor& w = constant_of(g, n.inputs[1]);
+    if (x.size() != 4 || w.rank() != 4) refuse("only 2-D ConvTranspose");
+    if (n.attr_string("auto_pad", "NOTSET") != "NOTSET")
+      refuse("auto_pad (the spec only claims explicit pads)");
+    group_ = n.attr_int("group", 1);
+    c_ = x[1], h_ = x[2], w_ = x[3];
+    m_ = w.dim(1) * group_;
+    kh_ = w.dim(2), kw_ = w.dim(3);
+    auto strides = n.attr_ints("strides", {1, 1}), dils = n.attr_ints("dilations", {1, 1}),
+         pads = n.attr_ints("pads", {0, 0, 0, 0});
+    if (strides.size() != 2 || dils.size() != 2 || pads.size() != 4 || group_ < 1 || c_ % group_ != 0)
+      refuse("ConvTranspose attributes");
+    sh_ = strides[0], sw_ = strides[1], dh_ = dils[0], dw_ = dils[1], pt_ = pads[0], pl_ = pads[1];
+    oh_ = out_shape_[2], ow_ = out_shape_[3];
+    weight_.assign(w.data<float>(), w.data<float>() + w.size());
+    std::vector<float> bias(static_cast<size_t>(m_), 0.0f);
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+      std::vector<double> b = constant_of(g, n.inputs[2]).to_double_vector();
+      for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(b.at(i));
+    }
+    const Value& y = g.value(n.outputs[0]);
+    NodeId next = y.consumers.size() == 1 && !y.is_graph_output ? y.consumers[0] : kNoNode;
+    if (next != kNoNode && sub_.nodes.contains(static_cast<size_t>(next)) &&
+        g.node(next).op_type == "BatchNormalization") {
+      const Node& bn = g.node(next);
+      std::vector<double> gamma = constant_of(g, bn.inputs.at(1)).to_double_vector(),
+                          beta = constant_of(g, bn.inputs.at(2)).to_double_vector(),
+                          mean = constant_of(g, bn.inputs.at(3)).to_double_vector(),
+                          var = constant_of(g, bn.inputs.at(4)).to_double_vector();
+      double eps = bn.attr_float("epsilon", 1e-5f);
+      int64_t mg = m_ / group_, taps = kh_ * kw_;
+      for (int64_t m = 0; m < m_; ++m) {
+        size_t mi = static_cast<size_t>(m);
+        double scale = gamma.at(mi) / std::sqrt(var.at(mi) + eps);
+        bias[mi] = static_cast<float>((bias[mi] - mean[mi]) * scale + beta[mi]);
+        int64_t gi = m / mg, mo = m % mg;
+        for (int64_t c = gi * (c_ / group_); c < (gi + 1) * (c_ / group_); ++c)
+          for (int64_t t = 0; t < taps; ++t)
+            weight_[static_cast<size_t>((c * mg + mo) * taps + t)] *= float(scale);
+      }
+      first_epilogue_ = 2;
+    }
+    init_.assign(static_cast<size_t>(shape_size(out_shape_)), 0.0f);
+    for (int64_t b = 0; b < out_shape_[0]; ++b)
+      for (int64_t m = 0; m < m_; ++m)
+        std::fill_n(init_.begin() + (b * m_ + m) * oh_ * ow_, oh_ * ow_, bias[static_cast<size_t>(m)]);
+  }
+
+  void run_conv_transpose(const Tensor& x, float* out) const {
+    const int64_t cg = c_ / group_, mg = m_ / group_, rows = mg * kh_ * kw_, pix = h_ * w_;
+    std::vector<float> col(static_cast<size_t>(rows * pix));  // per run: kernels may run concurrently
+    std::memcpy(out, init_.data(), init_.size() * sizeof(float));
+    for (int64_t bn = 0; bn < out_shape_[0]; ++bn)
+      for (int64_t g = 0; g < group_; ++g) {
+        // col[rows, pix] = W_gᵀ [rows, cg] · X_g [cg, pix]; W_g is stored [cg, rows].
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(rows), static_cast<int>(pix),
+                    static_cast<int>(cg), 1.0f, weight_.data() + g * cg * rows, static_cast<int>(rows),
+                    x.data<float>() + (bn * c_ + g * cg) * pix, static_cast<int>(pix), 0.0f, col.data(),
+                    static_cast<int>(pix));
+        for (int64_t m = 0; m < mg; ++m) {
+          float* dst = out + (bn * m_ + g * mg + m) * oh_ * ow_;
+          for (int64_t ki = 0; ki < kh_; ++ki)
+            for (int64_t kj = 0; kj < kw_; ++kj) {
+              const float* row = col.data() + ((m * kh_ + ki) * kw_ + kj) * pix;
+              for (int64_t iy = 0; iy < h_; ++iy) {
+                int64_t oy = iy * sh_ - pt_ + ki * dh_;
+                if (oy < 0 || oy >= oh_) continue;
+                for (int64_t ix = 0; ix < w_; ++ix) {
+                  int64_t ox = ix * sw_ - pl_ + kj * dw_;
+                  if (ox >= 0 && ox < ow_) dst[oy * ow_ + ox] += row[iy * w_ + ix];
+                }
+              }
+            }
+        }
+      }
   }
 
   ValueId add_epilogue(const Graph& g, const Node& n, ValueId current) {

@@ -1,7 +1,7 @@
 // The OpenBLAS backend: GEMM-shaped work. Gemm and MatMul run as cblas_sgemm,
 // 1-D/2-D convolutions as im2col + sgemm (1x1 stride-1 convolutions skip
-// im2col), each optionally followed by an element-wise epilogue fused into the
-// same pass over the output: bias/residual Add, then one activation.
+// im2col), 2-D ConvTranspose as sgemm + col2im, each optionally followed by an element-wise epilogue fused
+// into the same pass over the output: bias/residual Add, then one activation.
 #include "backends/blas/blas_spec.h"
 
 #include "backends/blas/blas_kernels.h"
@@ -15,6 +15,13 @@ bool conv_ok(const Graph& g, const Node& n) {
   size_t rank = g.value(n.inputs[0]).shape.size();
   return (rank == 3 || rank == 4) && input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2) &&
          n.attr_string("auto_pad", "NOTSET") == "NOTSET";
+}
+
+// ConvTranspose: 2-D, constant weights (and bias), explicit pads (output_padding is in the output shape).
+bool conv_transpose_ok(const Graph& g, const Node& n) {
+  return g.value(n.inputs[0]).shape.size() == 4 && input_is_constant(g, n, 1) &&
+         input_absent_or_constant(g, n, 2) && n.attr_string("auto_pad", "NOTSET") == "NOTSET" &&
+         !n.has_attr("output_shape");
 }
 
 // Gemm with constant B and C: the usual fully connected layer.
@@ -52,7 +59,10 @@ const BackendSpec& blas_backend() {
     PatternPtr matmul_bias = op("Add", {matmul, constant()});
     PatternPtr conv_bn =
         op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
-    for (PatternPtr head : {conv, conv_bn, gemm, matmul, matmul_bias}) {
+    PatternPtr deconv = op("ConvTranspose")->where(f32)->where(conv_transpose_ok);
+    PatternPtr deconv_bn =
+        op("BatchNormalization", {deconv, constant(), constant(), constant(), constant()});  // folded
+    for (PatternPtr head : {conv, conv_bn, deconv, deconv_bn, gemm, matmul, matmul_bias}) {
       PatternPtr residual = op("Add", {head, wildcard()});  // residual or bias operand
       for (PatternPtr body : {head, residual}) {
         s.patterns.push_back(body);

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "backend_check.h"
 #include "backend_test_models.h"
 #include "backends/blas/blas_spec.h"
@@ -28,6 +30,49 @@ TEST(BlasBackend, ConvolutionsWithEpiloguesAcrossShapes) {
     EXPECT_TRUE(labels.count("Conv")) << cc.name;
     EXPECT_TRUE(labels.count("Conv+Clip")) << cc.name;
     EXPECT_TRUE(labels.count("Conv+Add+Relu")) << cc.name;
+  }
+}
+
+// ConvTranspose as GEMM + col2im: strides, pads, output_padding, dilation, groups;
+// a following BatchNormalization folded, then an activation.
+TEST(BlasBackend, ConvTransposeWithFoldedBatchNorm) {
+  struct Case {
+    const char* name;
+    Shape x, w;
+    std::vector<int64_t> strides, pads, dil, out_pad;
+    int64_t group;
+  };
+  std::vector<Case> cases = {
+      {"dcgan", {1, 8, 4, 4}, {8, 3, 4, 4}, {2, 2}, {1, 1, 1, 1}, {1, 1}, {}, 1},
+      {"first", {1, 10, 1, 1}, {10, 16, 4, 4}, {1, 1}, {0, 0, 0, 0}, {1, 1}, {}, 1},
+      {"grouped_outpad", {2, 4, 5, 6}, {4, 3, 3, 3}, {2, 2}, {1, 0, 0, 1}, {1, 1}, {1, 0}, 2},
+      {"dilated", {1, 3, 4, 5}, {3, 2, 3, 2}, {1, 2}, {0, 1, 1, 0}, {2, 2}, {}, 1},
+      {"depthwise", {1, 4, 5, 5}, {4, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, {}, 4},
+  };
+  for (const Case& cs : cases) {
+    OnnxTestModel m(17);
+    m.input("x", cs.x);
+    int64_t channels = cs.w[1] * cs.group;
+    m.initializer("w", random_tensor_f32(cs.w, 13));
+    m.initializer("b", random_tensor_f32({channels}, 14));
+    auto& c = m.node("ConvTranspose", {"x", "w", "b"}, {"c"});
+    OnnxTestModel::attr_ints(c, "strides", cs.strides);
+    OnnxTestModel::attr_ints(c, "pads", cs.pads);
+    OnnxTestModel::attr_ints(c, "dilations", cs.dil);
+    if (!cs.out_pad.empty()) OnnxTestModel::attr_ints(c, "output_padding", cs.out_pad);
+    OnnxTestModel::attr_int(c, "group", cs.group);
+    Tensor var = random_tensor_f32({channels}, 15);
+    for (int64_t i = 0; i < channels; ++i) var.data<float>()[i] = 0.5f + std::fabs(var.data<float>()[i]);
+    m.initializer("gamma", random_tensor_f32({channels}, 16));
+    m.initializer("beta", random_tensor_f32({channels}, 17));
+    m.initializer("mean", random_tensor_f32({channels}, 18));
+    m.initializer("var", var);
+    m.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"n"});
+    m.node("Relu", {"n"}, {"y"});
+    m.output("y");
+    auto labels = check_blas(import_model(m), cs.name);
+    EXPECT_TRUE(labels.count("ConvTranspose+BatchNormalization+Relu")) << cs.name;
+    EXPECT_TRUE(labels.count("ConvTranspose")) << cs.name;
   }
 }
 
