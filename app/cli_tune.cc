@@ -220,7 +220,7 @@ int command_tune(const std::vector<std::string>& argv) {
       if (b->kind == BackendKind::GraphLevel) graph_level.push_back(b);
     if (graph_level.empty())
       throw Error(ErrorKind::InvalidInput,
-                  "--refine needs a graph-level backend in --backends (e.g. xnnpack-graph)");
+                  "--refine needs a graph-level backend in --backends (onednn-region, xnnpack-graph)");
     RefineOptions ropts;
     ropts.time_budget_s = args.get_seconds("--budget", 120, 1, 86400);
     ropts.population = args.get_int("--population", 12, 2, 1000);

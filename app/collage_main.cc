@@ -29,7 +29,7 @@ const char* kUsage =
     "S]]\n"
     "      measures every candidate (cached in the cost DB), searches the cheapest placement,\n"
     "      runs and verifies it, prints predicted vs measured latency; --refine then runs the\n"
-    "      graph-level evolutionary search (xnnpack-graph regions, measured fitness)\n"
+    "      graph-level evolutionary search (onednn-region, xnnpack-graph regions; measured fitness)\n"
     "  costs [--backend B] [--json] [--export FILE] [--import FILE] [--cost-db PATH]\n"
     "      lists the cost database (default: $COLLAGE_COST_DB or "
     "~/.local/share/collage-explorer/costs.sqlite)\n"

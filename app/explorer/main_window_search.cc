@@ -237,7 +237,8 @@ void MainWindow::start_refine() {
   for (const BackendSpec* b : backends)
     if (b->kind == BackendKind::GraphLevel) graph_level.push_back(b);
   if (graph_level.empty()) {
-    notify(this, QMessageBox::Information, "Refine", "Select a graph-level backend (xnnpack-graph) first.");
+    notify(this, QMessageBox::Information, "Refine",
+           "Select a graph-level backend (onednn-region, xnnpack-graph) first.");
     return;
   }
   cancel_ = false;
