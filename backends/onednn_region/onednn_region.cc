@@ -13,6 +13,7 @@
 #include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_fusion.h"
 #include "backends/onednn/onednn_kernels.h"
+#include "backends/onednn_region/region_memory.h"
 #include "core/conv_folding.h"
 
 namespace collage {
@@ -132,10 +133,6 @@ std::string isa_of(const std::string& impl) {
   return colon == std::string::npos ? std::string() : impl.substr(colon + 1);
 }
 
-struct AlignedFree {
-  void operator()(void* p) const { std::free(p); }
-};
-
 class RegionKernel : public Kernel {
  public:
   RegionKernel(const Graph& g, const SubGraph& sub) : g_(g), sub_(sub) {
@@ -157,7 +154,7 @@ class RegionKernel : public Kernel {
       external_outputs_.push_back(user);
       out_shapes_.push_back(s);
     }
-    plan_buffers();
+    memory_.plan();
   }
 
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
@@ -167,9 +164,13 @@ class RegionKernel : public Kernel {
     for (size_t i = 0; i < external_inputs_.size(); ++i)
       external_inputs_[i].set_data_handle(const_cast<void*>(inputs[i]->raw()));
     for (size_t o = 0; o < outs.size(); ++o) external_outputs_[o].set_data_handle(outs[o].raw());
-    dnnl::stream stream(cpu());
-    for (Step& s : steps_) s.prim.execute(stream, s.args);
-    stream.wait();
+    try {
+      dnnl::stream stream(cpu());
+      for (Step& s : steps_) s.prim.execute(stream, s.args);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      throw Error(ErrorKind::Internal, std::string("onednn-region: a primitive failed to run: ") + e.what());
+    }
     return outs;
   }
 
@@ -182,11 +183,6 @@ class RegionKernel : public Kernel {
   struct Step {
     dnnl::primitive prim;
     std::unordered_map<int, memory> args;
-  };
-  struct Buffer {
-    size_t bytes;
-    int first, last;  // steps writing first / reading last
-    std::vector<memory> users;
   };
 
   const Val& value(ValueId v) {
@@ -210,33 +206,13 @@ class RegionKernel : public Kernel {
   }
   memory::desc layout_of(ValueId v) { return value(v).md; }
 
-  memory new_buffer(const memory::desc& md) {
-    memory m(md, cpu(), DNNL_MEMORY_NONE);
-    int at = static_cast<int>(steps_.size());
-    buffer_of_[m.get()] = buffers_.size();
-    buffers_.push_back({md.get_size(), at, at, {m}});
-    return m;
-  }
-  // A second view (another desc of the same size, e.g. a reshape) of an internal buffer.
-  memory alias(const memory& of, const memory::desc& md) {
-    auto it = buffer_of_.find(of.get());
-    if (it == buffer_of_.end()) refuse("internal error: alias of an external buffer");
-    memory m(md, cpu(), DNNL_MEMORY_NONE);
-    buffer_of_[m.get()] = it->second;
-    buffers_[it->second].users.push_back(m);
-    return m;
-  }
+  memory new_buffer(const memory::desc& md) { return memory_.buffer(md, static_cast<int>(steps_.size())); }
+  // A second view of an internal buffer (a reshape, a slice of a Concat's destination).
+  memory alias(const memory& of, const memory::desc& md) { return memory_.alias(of, md); }
   void define(ValueId v, const memory& m) { vals_[v] = Val{m, m.get_desc(), {}}; }
 
   void add_step(dnnl::primitive prim, std::unordered_map<int, memory> args) {
-    int at = static_cast<int>(steps_.size());
-    for (const auto& [arg, m] : args) {
-      auto it = buffer_of_.find(m.get());
-      if (it == buffer_of_.end()) continue;
-      Buffer& b = buffers_[it->second];
-      b.first = std::min(b.first, at);
-      b.last = std::max(b.last, at);
-    }
+    for (const auto& [arg, m] : args) memory_.touch(m, static_cast<int>(steps_.size()));
     steps_.push_back({std::move(prim), std::move(args)});
   }
 
@@ -263,43 +239,6 @@ class RegionKernel : public Kernel {
     attr.set_post_ops(ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     return attr;
-  }
-
-  // Liveness: a buffer's memory is reused once its last reader has run.
-  void plan_buffers() {
-    std::vector<size_t> order(buffers_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return buffers_[a].first < buffers_[b].first; });
-    struct Slot {
-      size_t bytes = 0;
-      int busy_until = -1;
-      std::vector<size_t> buffers;
-    };
-    std::vector<Slot> slots;
-    for (size_t b : order) {
-      const Buffer& buf = buffers_[b];
-      // The smallest free slot that fits, else the largest free one (grown).
-      Slot* best = nullptr;
-      for (Slot& s : slots) {
-        if (s.busy_until >= buf.first) continue;
-        bool fits = s.bytes >= buf.bytes, best_fits = best && best->bytes >= buf.bytes;
-        if (!best || (fits && (!best_fits || s.bytes < best->bytes)) ||
-            (!fits && !best_fits && s.bytes > best->bytes))
-          best = &s;
-      }
-      if (!best) best = &slots.emplace_back();
-      best->bytes = std::max(best->bytes, buf.bytes);
-      best->busy_until = buf.last;
-      best->buffers.push_back(b);
-    }
-    for (Slot& s : slots) {
-      size_t bytes = (std::max<size_t>(s.bytes, 64) + 63) / 64 * 64;
-      arenas_.emplace_back(std::aligned_alloc(64, bytes));
-      if (!arenas_.back()) throw Error(ErrorKind::Unsupported, "onednn-region: out of memory");
-      for (size_t b : s.buffers)
-        for (memory& m : buffers_[b].users) m.set_data_handle(arenas_.back().get());
-    }
   }
 
   // ---- nodes ------------------------------------------------------------------------
@@ -387,7 +326,7 @@ class RegionKernel : public Kernel {
   // A broadcast operand of lower rank viewed with the rank-padded plain desc.
   memory alias_plain(ValueId v, const memory::desc& md) {
     memory m = in_layout(v, plain(g_.value(v).shape));
-    if (buffer_of_.count(m.get())) return alias(m, md);
+    if (memory_.owns(m)) return alias(m, md);
     memory copy = new_buffer(plain(g_.value(v).shape));
     add_step(dnnl::reorder(m, copy), {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, copy}});
     return alias(copy, md);
@@ -713,7 +652,7 @@ class RegionKernel : public Kernel {
   // Flatten / Reshape: the value in plain layout, viewed with the new dims.
   void add_reshape(const Node& n) {
     memory m = in_layout(n.inputs[0], plain(g_.value(n.inputs[0]).shape));
-    if (!buffer_of_.count(m.get())) {  // a region input: copy it, the view needs a buffer of ours
+    if (!memory_.owns(m)) {  // a region input: copy it, the view needs a buffer of ours
       memory copy = new_buffer(m.get_desc());
       add_step(dnnl::reorder(m, copy), {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, copy}});
       m = copy;
@@ -823,10 +762,8 @@ class RegionKernel : public Kernel {
   std::set<ValueId> in_place_;  // values written straight into their Concat's destination  // nodes computed
                                 // as post-ops or folded into another
   std::vector<Step> steps_;
-  std::vector<Buffer> buffers_;
-  std::map<dnnl_memory_t, size_t> buffer_of_;
+  onednn::RegionMemory memory_;
   std::optional<memory> scratchpad_;
-  std::vector<std::unique_ptr<void, AlignedFree>> arenas_;
   std::vector<memory> external_inputs_, external_outputs_;
   std::vector<Shape> out_shapes_;
   std::mutex mutex_;
