@@ -124,7 +124,14 @@ void GraphView::set_coloring(Coloring coloring) {
 void GraphView::recolor() {
   for (QGraphicsItem* item : group_items_) delete item;
   group_items_.clear();
-  for (auto* item : node_items_) item->setBrush(Qt::white);
+  // The op label stays readable on the dark graph-level colours.
+  auto fill_node = [](QGraphicsRectItem* item, const QColor& fill) {
+    item->setBrush(fill);
+    for (QGraphicsItem* child : item->childItems())
+      if (auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(child))
+        text->setBrush(fill.lightness() < 110 ? Qt::white : Qt::black);
+  };
+  for (auto* item : node_items_) fill_node(item, Qt::white);
   if (!graph_ || !placement_) return;
   double total = 0;
   for (const PlacedKernel& k : placement_->kernels) total += std::max(0.0, k.cost_ms);
@@ -137,7 +144,7 @@ void GraphView::recolor() {
     QRectF box;
     for (NodeId n : k.nodes) {
       if (n < 0 || n >= static_cast<NodeId>(node_items_.size())) continue;
-      node_items_[static_cast<size_t>(n)]->setBrush(fill);
+      fill_node(node_items_[static_cast<size_t>(n)], fill);
       box = box.united(node_items_[static_cast<size_t>(n)]->rect());
     }
     if (k.nodes.size() > 1) {  // outline each fused kernel as one group

@@ -39,8 +39,10 @@ TEST(OnednnRegion, WholeSampleCnnsMatchTheNativeReference) {
   const BackendSpec& spec = onednn_region_backend();
   // squeezenet, googlenet: channel Concats written in place (channel counts are multiples of 16);
   // googlenet: Winograd 3x3 layers; dcgan_generator: deconvolutions.
-  for (const char* name : {"resnet_small", "mobilenet_small", "inception_small", "resnext_small",
-                           "dcgan_generator", "squeezenet", "googlenet"}) {
+  // The full-size ones are what peer_bench.sh ships as one region.
+  for (const char* name :
+       {"resnet_small", "mobilenet_small", "inception_small", "resnext_small", "dcgan_generator",
+        "squeezenet", "googlenet", "mobilenet_v2", "resnet3d", "resnet50", "resnext50"}) {
     Graph g = import_sample(name);
     IndexSet all(g.nodes.size());
     for (const Node& n : g.nodes) {
