@@ -234,6 +234,17 @@ class RegionKernel : public Kernel {
       add_step(dnnl::primitive(pd), std::move(args));
   }
 
+  // The common tail of a one-input primitive: its input in the layout it reads, a new
+  // buffer for its output, the step, and `out` defined as that buffer.
+  template <class PD>
+  void emit(const PD& pd, ValueId in, ValueId out, std::unordered_map<int, memory> args = {}) {
+    args[DNNL_ARG_SRC] = in_layout(in, pd.src_desc());
+    memory dst = new_buffer(pd.dst_desc());
+    args[DNNL_ARG_DST] = dst;
+    add_primitive(pd, std::move(args));
+    define(out, dst);
+  }
+
   static dnnl::primitive_attr attr_with(const dnnl::post_ops& ops) {
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
@@ -510,16 +521,12 @@ class RegionKernel : public Kernel {
                                               F::use_global_stats | F::use_scale | F::use_shift);
     dnnl::batch_normalization_forward::primitive_desc pd(d, attr_with({}), cpu());
     std::unordered_map<int, memory> args;
-    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
     const int slots[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
     for (size_t i = 0; i < 4; ++i) {
       const Tensor& t = *g_.value(n.inputs[i + 1]).constant;
       args[slots[i]] = onednn::constant_memory(t, plain(t.shape()));
     }
-    memory dst = new_buffer(pd.dst_desc());
-    args[DNNL_ARG_DST] = dst;
-    add_primitive(pd, std::move(args));
-    define(n.outputs[0], dst);
+    emit(pd, n.inputs[0], n.outputs[0], std::move(args));
   }
 
   void add_pool(const Node& n) {
@@ -547,11 +554,7 @@ class RegionKernel : public Kernel {
         f = Fusion{{}, n.outputs[0]};
       }
     }
-    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
-    memory dst = new_buffer(pd.dst_desc());
-    args[DNNL_ARG_DST] = dst;
-    add_primitive(pd, std::move(args));
-    define(f.out, dst);
+    emit(pd, n.inputs[0], f.out, std::move(args));
   }
 
   void add_eltwise(const Node& n) {
@@ -563,12 +566,7 @@ class RegionKernel : public Kernel {
     dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, stages[0].alg, src, stages[0].alpha,
                                   stages[0].beta);
     dnnl::eltwise_forward::primitive_desc pd(d, attr_with(ops), cpu());
-    std::unordered_map<int, memory> args;
-    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
-    memory dst = new_buffer(pd.dst_desc());
-    args[DNNL_ARG_DST] = dst;
-    add_primitive(pd, std::move(args));
-    define(n.outputs[0], dst);
+    emit(pd, n.inputs[0], n.outputs[0]);
   }
 
   void add_binary(const Node& n) {
@@ -722,12 +720,7 @@ class RegionKernel : public Kernel {
     dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, plain(xs), plain(xs),
                                      static_cast<int>(xs.size()) - 1);
     dnnl::softmax_v2_forward::primitive_desc pd(d, attr_with({}), cpu());
-    std::unordered_map<int, memory> args;
-    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
-    memory dst = new_buffer(pd.dst_desc());
-    args[DNNL_ARG_DST] = dst;
-    add_primitive(pd, std::move(args));
-    define(n.outputs[0], dst);
+    emit(pd, n.inputs[0], n.outputs[0]);
   }
 
   void add_layer_norm(const Node& n) {
@@ -739,7 +732,6 @@ class RegionKernel : public Kernel {
                                               has_bias ? F::use_scale | F::use_shift : F::use_scale);
     dnnl::layer_normalization_forward::primitive_desc pd(d, attr_with({}), cpu());
     std::unordered_map<int, memory> args;
-    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
     const Tensor& scale = *g_.value(n.inputs[1]).constant;
     if (scale.size() != xs.back()) refuse("LayerNormalization scale must cover the last axis");
     args[DNNL_ARG_SCALE] = onednn::constant_memory(scale, plain({scale.size()}));
@@ -748,10 +740,7 @@ class RegionKernel : public Kernel {
       if (b.size() != xs.back()) refuse("LayerNormalization bias must cover the last axis");
       args[DNNL_ARG_SHIFT] = onednn::constant_memory(b, plain({b.size()}));
     }
-    memory dst = new_buffer(pd.dst_desc());
-    args[DNNL_ARG_DST] = dst;
-    add_primitive(pd, std::move(args));
-    define(n.outputs[0], dst);
+    emit(pd, n.inputs[0], n.outputs[0], std::move(args));
   }
 
   const Graph& g_;  // read only while the constructor builds the steps
