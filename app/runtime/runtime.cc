@@ -41,6 +41,9 @@ Runtime::~Runtime() = default;
 
 std::vector<Tensor> Runtime::run(const std::vector<Tensor>& inputs) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // OpenMP's thread count belongs to the calling thread: a context loaded on one
+  // thread and run on another still runs at the artifact's count.
+  set_backend_threads(artifact_.info.threads);
   return executor_->run(inputs);
 }
 
