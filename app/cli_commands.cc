@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "app/cli_args.h"
-#include "app/cli_tune.h"
 #include "app/model_loading.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
@@ -18,6 +17,7 @@
 #include "core/graph_analysis.h"
 #include "core/random_inputs.h"
 #include "core/tensor_proto.h"
+#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 
@@ -116,18 +116,21 @@ int command_run(const std::vector<std::string>& argv) {
     std::stringstream text;
     text << in.rdbuf();
     Placement placement = placement_from_json(text.str(), graph, all_backends());
-    PlacementRun run = run_placement(graph, placement, all_backends(), threads, repeat, inputs);
-    if (!run.mismatch.empty())
+    workflow::RunOptions options;
+    options.threads = threads;
+    options.repeat = repeat;
+    workflow::PlacementRunReport run = workflow::verify_and_time(graph, placement, inputs, options);
+    if (!run.verify.ok())
       throw Error(ErrorKind::Internal,
-                  "the placement's outputs disagree with the native reference: " + run.mismatch);
-    outputs = run.outputs;
-    median = run.median_ms;
-    min_ms = run.min_ms;
+                  "the placement's outputs disagree with the native reference: " + run.verify.mismatch);
+    outputs = run.verify.outputs;
+    median = run.timing.median_ms;
+    min_ms = run.timing.min_ms;
     char buf[160];
     std::snprintf(buf, sizeof buf,
                   "placement: %zu kernels, predicted %.3f ms; verified against the native reference "
                   "(max abs error %.3g)\n",
-                  placement.kernels.size(), placement.predicted_ms, run.max_abs_error);
+                  placement.kernels.size(), placement.predicted_ms, run.verify.max_abs_error);
     verification = buf;
   } else {
     Executor executor(graph, native::native_steps(graph));

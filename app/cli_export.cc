@@ -8,7 +8,7 @@
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
 #include "backends/registry.h"
-#include "core/artifact_export.h"
+#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 
@@ -26,9 +26,10 @@ int command_export(const std::vector<std::string>& argv) {
   std::stringstream text;
   text << in.rdbuf();
   Placement placement = placement_from_json(text.str(), graph, all_backends());
-  set_backend_threads(placement.threads);
-  std::string name = graph.name.empty() ? std::filesystem::path(path).stem().string() : graph.name;
-  ExportReport report = export_artifact(graph, placement, all_backends(), name, out_path);
+  workflow::ExportStepOptions options;
+  options.model_name = graph.name.empty() ? std::filesystem::path(path).stem().string() : graph.name;
+  options.path = out_path;
+  ExportReport report = workflow::export_placement(graph, placement, options);
   std::printf("artifact written to %s: %.2f MiB, %zu kernels, %d thread%s\n", out_path.c_str(),
               static_cast<double>(report.file_bytes) / (1 << 20), placement.kernels.size(), placement.threads,
               placement.threads == 1 ? "" : "s");
