@@ -8,43 +8,12 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
-#include "onnx_test_model.h"
+#include "refine_test_models.h"
 
 namespace collage {
 namespace {
 
-using testing::import_model;
-using testing::OnnxTestModel;
-
-// A graph-level stand-in that takes Relu, Neg and Add and runs regions with the native kernels.
-BackendSpec graphy() {
-  BackendSpec s;
-  s.name = "graphy";
-  s.version = "test";
-  s.kind = BackendKind::GraphLevel;
-  s.supports_node = [](const Graph&, const Node& n) {
-    return n.op_type == "Relu" || n.op_type == "Neg" || n.op_type == "Add";
-  };
-  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) {
-    return native::make_fused_kernel(g, sub);
-  };
-  return s;
-}
-
-Graph chain() {
-  OnnxTestModel m(17);
-  m.input("x", {2, 8});
-  const char* ops[] = {"Relu", "Neg", "Exp", "Relu", "Neg", "Sigmoid", "Relu", "Neg"};
-  std::string prev = "x";
-  for (int i = 0; i < 8; ++i) {
-    std::string out = "v" + std::to_string(i);
-    m.node(ops[i], {prev}, {out});
-    prev = out;
-  }
-  m.node("Add", {"v1", prev}, {"y"});
-  m.output("y");
-  return import_model(m);
-}
+using testing::graphy;
 
 // Deterministic: op-level kernels cost what was measured, a graph-level region of m
 // nodes 0.3 + 0.5 m times the cheapest measured kernel.
@@ -96,7 +65,7 @@ TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
 // The CLI (`collage tune --refine`) and the explorer (Tune, Refine) both run these
 // steps; the same costs (the cost DB) and seed give the same placements.
 TEST(Workflow, TuneAndRefineGiveTheSamePlacementForTheSameCostsAndSeed) {
-  Graph g = chain();
+  Graph g = testing::mixed_chain();
   BackendSpec gl = graphy();
   TempDb temp;
   workflow::TuneStepOptions topts;
@@ -134,7 +103,7 @@ TEST(Workflow, TuneAndRefineGiveTheSamePlacementForTheSameCostsAndSeed) {
 }
 
 TEST(Workflow, VerifyTimeAndTheSideBySideDecision) {
-  Graph g = chain();
+  Graph g = testing::mixed_chain();
   BackendSpec gl = graphy();
   workflow::TuneStepOptions topts;
   topts.backends = {&native_backend(), &gl};
@@ -183,7 +152,7 @@ TEST(Workflow, VerifyTimeAndTheSideBySideDecision) {
 }
 
 TEST(Workflow, RefineNeedsAGraphLevelBackend) {
-  Graph g = chain();
+  Graph g = testing::mixed_chain();
   workflow::TuneStepOptions topts;
   topts.backends = {&native_backend()};
   topts.min_time_ms = 0.1;
