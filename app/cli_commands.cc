@@ -4,10 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "app/cli_args.h"
 #include "app/model_loading.h"
@@ -110,12 +108,7 @@ int command_run(const std::vector<std::string>& argv) {
   double median = 0, min_ms = 0;
   std::string verification, memory;
   if (args.has("--placement")) {
-    std::string placement_path = args.get("--placement", "");
-    std::ifstream in(placement_path);
-    if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + placement_path + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    Placement placement = placement_from_json(text.str(), graph, all_backends());
+    Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
     workflow::RunOptions options;
     options.threads = threads;
     options.repeat = repeat;

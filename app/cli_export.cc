@@ -1,13 +1,10 @@
 // collage export MODEL --placement P.json -o OUT.collage [--dim NAME=VALUE ...]
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "app/cli_args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
-#include "backends/registry.h"
 #include "core/workflow/workflow.h"
 
 namespace collage::cli {
@@ -20,12 +17,7 @@ int command_export(const std::vector<std::string>& argv) {
                 "usage: collage export MODEL --placement P.json -o OUT.collage [--dim NAME=VALUE ...]");
   const std::string& path = args.positional[0];
   Graph graph = load_model(path, parse_dims(args.all("--dim")));
-  std::string placement_path = args.get("--placement", "");
-  std::ifstream in(placement_path);
-  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + placement_path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  Placement placement = placement_from_json(text.str(), graph, all_backends());
+  Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
   workflow::ExportStepOptions options;
   options.model_name = graph.name.empty() ? std::filesystem::path(path).stem().string() : graph.name;
   options.path = out_path;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
@@ -85,6 +87,14 @@ std::string describe_region(const Graph& graph, const PlacedKernel& kernel) {
 }  // namespace
 
 std::string cost_db_path(const std::string& given) { return given.empty() ? CostDb::default_path() : given; }
+
+Placement read_placement(const std::string& path, const Graph& graph) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return placement_from_json(text.str(), graph, all_backends());
+}
 
 std::vector<const BackendSpec*> graph_level_backends(const std::vector<const BackendSpec*>& backends) {
   std::vector<const BackendSpec*> out;

@@ -25,6 +25,9 @@ namespace collage::workflow {
 // ($COLLAGE_COST_DB, else $XDG_DATA_HOME/collage-explorer/costs.sqlite).
 std::string cost_db_path(const std::string& given = "");
 
+// A placement JSON file (docs/placement-format.md) for `graph`, over every backend compiled in.
+Placement read_placement(const std::string& path, const Graph& graph);
+
 // The graph-level backends among `backends`, in order.
 std::vector<const BackendSpec*> graph_level_backends(const std::vector<const BackendSpec*>& backends);
 
