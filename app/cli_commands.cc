@@ -4,13 +4,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "app/cli_args.h"
-#include "app/cli_tune.h"
 #include "app/model_loading.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
@@ -18,6 +15,7 @@
 #include "core/graph_analysis.h"
 #include "core/random_inputs.h"
 #include "core/tensor_proto.h"
+#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 
@@ -110,24 +108,22 @@ int command_run(const std::vector<std::string>& argv) {
   double median = 0, min_ms = 0;
   std::string verification, memory;
   if (args.has("--placement")) {
-    std::string placement_path = args.get("--placement", "");
-    std::ifstream in(placement_path);
-    if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + placement_path + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    Placement placement = placement_from_json(text.str(), graph, all_backends());
-    PlacementRun run = run_placement(graph, placement, all_backends(), threads, repeat, inputs);
-    if (!run.mismatch.empty())
+    Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
+    workflow::RunOptions options;
+    options.threads = threads;
+    options.repeat = repeat;
+    workflow::PlacementRunReport run = workflow::verify_and_time(graph, placement, inputs, options);
+    if (!run.verify.ok())
       throw Error(ErrorKind::Internal,
-                  "the placement's outputs disagree with the native reference: " + run.mismatch);
-    outputs = run.outputs;
-    median = run.median_ms;
-    min_ms = run.min_ms;
+                  "the placement's outputs disagree with the native reference: " + run.verify.mismatch);
+    outputs = run.verify.outputs;
+    median = run.timing.median_ms;
+    min_ms = run.timing.min_ms;
     char buf[160];
     std::snprintf(buf, sizeof buf,
                   "placement: %zu kernels, predicted %.3f ms; verified against the native reference "
                   "(max abs error %.3g)\n",
-                  placement.kernels.size(), placement.predicted_ms, run.max_abs_error);
+                  placement.kernels.size(), placement.predicted_ms, run.verify.max_abs_error);
     verification = buf;
   } else {
     Executor executor(graph, native::native_steps(graph));

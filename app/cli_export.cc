@@ -1,14 +1,11 @@
 // collage export MODEL --placement P.json -o OUT.collage [--dim NAME=VALUE ...]
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "app/cli_args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
-#include "backends/registry.h"
-#include "core/artifact_export.h"
+#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 
@@ -20,15 +17,11 @@ int command_export(const std::vector<std::string>& argv) {
                 "usage: collage export MODEL --placement P.json -o OUT.collage [--dim NAME=VALUE ...]");
   const std::string& path = args.positional[0];
   Graph graph = load_model(path, parse_dims(args.all("--dim")));
-  std::string placement_path = args.get("--placement", "");
-  std::ifstream in(placement_path);
-  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + placement_path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  Placement placement = placement_from_json(text.str(), graph, all_backends());
-  set_backend_threads(placement.threads);
-  std::string name = graph.name.empty() ? std::filesystem::path(path).stem().string() : graph.name;
-  ExportReport report = export_artifact(graph, placement, all_backends(), name, out_path);
+  Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
+  workflow::ExportStepOptions options;
+  options.model_name = graph.name.empty() ? std::filesystem::path(path).stem().string() : graph.name;
+  options.path = out_path;
+  ExportReport report = workflow::export_placement(graph, placement, options);
   std::printf("artifact written to %s: %.2f MiB, %zu kernels, %d thread%s\n", out_path.c_str(),
               static_cast<double>(report.file_bytes) / (1 << 20), placement.kernels.size(), placement.threads,
               placement.threads == 1 ? "" : "s");

@@ -1,48 +1,21 @@
-// `collage tune`: enumerate, measure (cost DB), search, verify, export.
-// `collage run --placement` lives in cli_commands.cc and shares run_placement().
-#include "app/cli_tune.h"
-
+// `collage tune`: arguments, the workflow (core/workflow: tune, verify, time, refine,
+// compare side by side), and its reports printed.
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
-#include <limits>
 #include <map>
-#include <set>
 
 #include "app/cli_args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
-#include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/kernel_signature.h"
-#include "core/placement_timing.h"
-#include "core/refine.h"
-#include "core/tuner.h"
+#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 namespace {
-
-// "64 nodes: 27 Conv, 27 BatchNormalization, 10 Clip from 'conv1' to 'features.12.conv'"
-std::string describe_region(const Graph& graph, const PlacedKernel& kernel) {
-  std::map<std::string, int> ops;
-  for (NodeId n : kernel.nodes) ++ops[graph.node(n).op_type];
-  std::vector<std::pair<int, std::string>> by_count;
-  for (const auto& [op, count] : ops) by_count.emplace_back(-count, op);
-  std::sort(by_count.begin(), by_count.end());
-  std::string text = std::to_string(kernel.nodes.size()) + (kernel.nodes.size() == 1 ? " node:" : " nodes:");
-  for (size_t i = 0; i < by_count.size(); ++i)
-    text += (i ? ", " : " ") + std::to_string(-by_count[i].first) + " " + by_count[i].second;
-  if (!kernel.nodes.empty())
-    text += " from '" + graph.node(kernel.nodes.front()).name + "' to '" +
-            graph.node(kernel.nodes.back()).name + "'";
-  return text;
-}
 
 // Ctrl+C: the first one asks the work to stop (measuring ends with an error, keeping the
 // measured costs in the DB; refining ends with the best placement so far, which is still
@@ -107,39 +80,12 @@ NodeId node_by_ref(const Graph& graph, const std::string& ref, const std::string
   throw Error(ErrorKind::InvalidInput, option + " " + ref + ": the model has no node with that name or id");
 }
 
-}  // namespace
-
-PlacementRun run_placement(const Graph& graph, const Placement& placement,
-                           const std::vector<const BackendSpec*>& backends, int threads, int repeat,
-                           const std::vector<Tensor>& inputs) {
-  CompileOptions copts;
-  copts.threads = threads;
-  Executor placed(graph, placement_steps(graph, placement, backends, copts));
-  Executor reference(graph, native::native_steps(graph));
-  PlacementRun r;
-  r.outputs = placed.run(inputs);  // warm-up, and the outputs we verify
-  std::vector<Tensor> want = reference.run(inputs);
-  r.max_abs_error = 0;
-  for (size_t k = 0; k < want.size(); ++k) {
-    std::vector<double> a = r.outputs[k].to_double_vector(), b = want[k].to_double_vector();
-    for (size_t i = 0; i < a.size(); ++i) {
-      double err = std::fabs(a[i] - b[i]);
-      r.max_abs_error = std::max(r.max_abs_error, std::isnan(err) ? INFINITY : err);
-      if (!(err <= 1e-3 + 1e-3 * std::fabs(b[i])) && r.mismatch.empty())
-        r.mismatch = graph.value(graph.outputs[k]).name + "[" + std::to_string(i) +
-                     "] = " + std::to_string(a[i]) + ", native reference " + std::to_string(b[i]);
-    }
-  }
-  std::vector<double> ms;
-  for (int i = 0; i < repeat; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    placed.run(inputs);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  r.median_ms = median_ms(ms);
-  r.min_ms = *std::min_element(ms.begin(), ms.end());
-  return r;
+void print_verification(const workflow::VerifyReport& verify) {
+  std::printf("verified against the native reference: %s (max abs error %.3g)\n",
+              verify.ok() ? "ok" : verify.mismatch.c_str(), verify.max_abs_error);
 }
+
+}  // namespace
 
 int command_tune(const std::vector<std::string>& argv) {
   Args args = parse_args(
@@ -155,7 +101,6 @@ int command_tune(const std::vector<std::string>& argv) {
   int threads = args.get_int("--threads", 1, 1, 1024);
   int repeat = args.get_int("--repeat", 20, 1, 100000);
   std::vector<const BackendSpec*> backends = select_backends(args.get("--backends", ""));
-  set_backend_threads(threads);
   Graph graph = load_model(path, parse_dims(args.all("--dim")));
 
   Pins pins;
@@ -171,17 +116,18 @@ int command_tune(const std::vector<std::string>& argv) {
   }
 
   std::unique_ptr<CostDb> db;
-  if (!args.has("--no-cost-db")) db = std::make_unique<CostDb>(args.get("--cost-db", CostDb::default_path()));
-  TuneOptions topts;
-  topts.measure.threads = threads;
-  topts.measure.min_time_ms = args.get_double("--min-time-ms", topts.measure.min_time_ms, 0.1, 1e6);
-  topts.search.epsilon_ms =
-      args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
+  if (!args.has("--no-cost-db"))
+    db = std::make_unique<CostDb>(workflow::cost_db_path(args.get("--cost-db", "")));
+  workflow::TuneStepOptions topts;
+  topts.backends = backends;
+  topts.threads = threads;
+  topts.min_time_ms = args.get_double("--min-time-ms", topts.min_time_ms, 0.1, 1e6);
+  topts.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
   topts.pins = pins;
   ConsoleProgress progress;
   g_interrupted = 0;
   std::signal(SIGINT, on_interrupt);
-  TuneResult tuned = tune(graph, backends, native::node_evaluator(), topts, db.get(), &progress);
+  TuneResult tuned = workflow::tune(graph, topts, db.get(), &progress);
   std::fprintf(stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid (%.1f s)\n",
                tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid,
                tuned.measure_ms / 1000);
@@ -194,7 +140,11 @@ int command_tune(const std::vector<std::string>& argv) {
       "tune: %zu candidates (%zu measured, %zu from the cost DB, %zu invalid) in %.2f s; search %.2f ms\n",
       tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
       tuned.search.elapsed_ms);
-  PlacementRun run = run_placement(graph, placement, backends, threads, repeat, inputs);
+  workflow::RunOptions run_options;
+  run_options.backends = backends;
+  run_options.threads = threads;
+  run_options.repeat = repeat;
+  workflow::PlacementRunReport run = workflow::verify_and_time(graph, placement, inputs, run_options);
   std::map<std::string, std::pair<int, double>> per_backend;
   for (const PlacedKernel& k : placement.kernels) {
     per_backend[k.backend].first++;
@@ -206,57 +156,37 @@ int command_tune(const std::vector<std::string>& argv) {
   std::printf(
       "predicted %.3f ms (epsilon %.2f us x %zu kernels), measured median %.3f ms, min %.3f ms over %d "
       "runs\n",
-      placement.predicted_ms, placement.epsilon_ms * 1000, placement.kernels.size(), run.median_ms,
-      run.min_ms, repeat);
+      placement.predicted_ms, placement.epsilon_ms * 1000, placement.kernels.size(), run.timing.median_ms,
+      run.timing.min_ms, repeat);
   std::printf("additive error (measured - predicted): %+.3f ms (%+.1f%%)\n",
-              run.median_ms - placement.predicted_ms,
-              100 * (run.median_ms - placement.predicted_ms) / placement.predicted_ms);
-  std::printf("verified against the native reference: %s (max abs error %.3g)\n",
-              run.mismatch.empty() ? "ok" : run.mismatch.c_str(), run.max_abs_error);
+              run.timing.median_ms - placement.predicted_ms,
+              100 * (run.timing.median_ms - placement.predicted_ms) / placement.predicted_ms);
+  print_verification(run.verify);
   Placement final_placement = placement;
   if (args.has("--refine")) {
-    std::vector<const BackendSpec*> graph_level;
-    for (const BackendSpec* b : backends)
-      if (b->kind == BackendKind::GraphLevel) graph_level.push_back(b);
-    if (graph_level.empty())
+    if (workflow::graph_level_backends(backends).empty())
       throw Error(ErrorKind::InvalidInput,
                   "--refine needs a graph-level backend in --backends (onednn-region, xnnpack-graph)");
-    RefineOptions ropts;
-    ropts.time_budget_s = args.get_seconds("--budget", 120, 1, 86400);
-    ropts.population = args.get_int("--population", 12, 2, 1000);
-    ropts.max_generations = args.get_int("--generations", 30, 1, 100000);
-    ropts.seed = static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30));
+    workflow::RefineStepOptions ropts;
+    ropts.backends = backends;
+    ropts.threads = threads;
+    ropts.budget_s = args.get_seconds("--budget", ropts.budget_s, 1, 86400);
+    ropts.population = args.get_int("--population", ropts.population, 2, 1000);
+    ropts.generations = args.get_int("--generations", ropts.generations, 1, 100000);
+    ropts.seed = static_cast<uint64_t>(args.get_int("--seed", static_cast<int>(ropts.seed), 0, 1 << 30));
     ropts.patience = args.get_int("--patience", ropts.patience, 1, 100000);
-    CompileOptions copts;
-    copts.threads = threads;
-    FitnessFn fitness = measured_fitness(graph, backends, copts, inputs, 7);
-    auto t0 = std::chrono::steady_clock::now();
-    RefineResult refined = refine_placement(
-        graph, placement, graph_level, cached_fitness(fitness, db.get(), graph, threads), ropts, &progress);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    workflow::RefineReport report = workflow::refine(graph, placement, inputs, ropts, db.get(), &progress);
+    const RefineResult& refined = report.result;
     final_placement = refined.best;
-    PlacementRun after = run_placement(graph, final_placement, backends, threads, repeat, inputs);
-    const int moved = refined.moved();
+    workflow::PlacementRunReport after =
+        workflow::verify_and_time(graph, final_placement, inputs, run_options);
     std::string regions, moves;
-    std::set<NodeId> moved_nodes;
-    for (size_t i = 0; i < refined.genes.size(); ++i)
-      if (refined.best_genome[i])
-        for (NodeId n : placement.kernels[refined.genes[i].kernel].nodes) moved_nodes.insert(n);
     for (const auto& [backend, count] : refined.moved_per_backend)
       moves += (moves.empty() ? " (" : ", ") + std::to_string(count) + " to " + backend;
     if (!moves.empty()) moves += ")";
-    for (const PlacedKernel& k : final_placement.kernels)
-      if (std::find_if(graph_level.begin(), graph_level.end(),
-                       [&](const BackendSpec* b) { return b->name == k.backend; }) != graph_level.end()) {
-        bool is_new =
-            std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId n) { return moved_nodes.count(n) != 0; });
-        regions += std::string(is_new ? "  moved " : "  kept  ") + k.backend + ": " +
-                   describe_region(graph, k) + "\n";
-      }
-    int saturated = 0;  // first generation whose best equals the final best
-    while (saturated + 1 < static_cast<int>(refined.history.size()) &&
-           refined.history[static_cast<size_t>(saturated)].first > refined.best_fitness)
-      ++saturated;
+    for (const workflow::RegionSummary& region : report.regions)
+      regions += std::string(region.moved ? "  moved " : "  kept  ") + region.backend + ": " +
+                 region.description + "\n";
     if (refined.cancelled)
       std::printf(
           "refine interrupted after %d evaluations: continuing with the best placement found so far\n",
@@ -264,32 +194,34 @@ int command_tune(const std::vector<std::string>& argv) {
     std::printf(
         "refine: %zu offloadable kernels, %d generations (best reached in generation %d), %d evaluations in "
         "%.1f s\n",
-        refined.genes.size(), refined.generations, saturated, refined.evaluations, seconds);
+        refined.genes.size(), refined.generations, report.best_generation, refined.evaluations,
+        report.seconds);
     std::printf(
         "op-level %.3f ms -> refined %.3f ms (fitness medians), %.2fx; %d op-level kernels moved%s; "
         "graph-level kernels now:\n%s",
-        refined.seed_fitness, refined.best_fitness, refined.seed_fitness / refined.best_fitness, moved,
-        moves.c_str(), regions.c_str());
+        refined.seed_fitness, refined.best_fitness, refined.seed_fitness / refined.best_fitness,
+        refined.moved(), moves.c_str(), regions.c_str());
     std::printf(
         "refined placement: measured median %.3f ms over %d runs; additive error before %+.1f%%, after "
         "%+.1f%%\n",
-        after.median_ms, repeat, 100 * (run.median_ms - placement.predicted_ms) / placement.predicted_ms,
-        100 * (after.median_ms - final_placement.predicted_ms) / final_placement.predicted_ms);
-    std::printf("verified against the native reference: %s (max abs error %.3g)\n",
-                after.mismatch.empty() ? "ok" : after.mismatch.c_str(), after.max_abs_error);
-    if (!after.mismatch.empty()) return 1;
-    // Fitness medians come from 7 runs minutes apart; the final word is a longer run of
-    // both placements alternated, so drift of a noisy machine cannot decide it.
-    if (moved > 0) {
-      SideBySide ab = compare_placements(graph, placement, final_placement, backends, copts, inputs,
-                                         std::max(repeat, 10));
+        after.timing.median_ms, repeat,
+        100 * (run.timing.median_ms - placement.predicted_ms) / placement.predicted_ms,
+        100 * (after.timing.median_ms - final_placement.predicted_ms) / final_placement.predicted_ms);
+    print_verification(after.verify);
+    if (!after.verify.ok()) return 1;
+    workflow::SideBySideOptions sopts;
+    sopts.backends = backends;
+    sopts.threads = threads;
+    sopts.repeat = repeat;
+    workflow::SideBySideReport ab = workflow::compare_side_by_side(graph, placement, report, inputs, sopts);
+    if (ab.compared) {
       std::printf("side by side over %d alternating runs each: op-level %.3f ms, refined %.3f ms (%.2fx)\n",
-                  ab.rounds, ab.a_ms, ab.b_ms, ab.a_ms / ab.b_ms);
-      if (ab.b_ms >= ab.a_ms) {
+                  ab.timing.rounds, ab.timing.a_ms, ab.timing.b_ms, ab.timing.a_ms / ab.timing.b_ms);
+      if (!ab.keep_refined) {
         std::printf(
             "the refined placement is not faster when re-measured (%.3f vs %.3f ms): keeping the op-level "
             "one\n",
-            ab.b_ms, ab.a_ms);
+            ab.timing.b_ms, ab.timing.a_ms);
         final_placement = placement;
       }
     }
@@ -300,7 +232,7 @@ int command_tune(const std::vector<std::string>& argv) {
     if (!out) throw Error(ErrorKind::Io, "cannot write placement '" + out_path + "'");
     std::printf("placement written to %s\n", out_path.c_str());
   }
-  return run.mismatch.empty() ? 0 : 1;
+  return run.verify.ok() ? 0 : 1;
 }
 
 }  // namespace collage::cli

@@ -44,10 +44,6 @@ std::vector<const BackendSpec*> select_backends(const std::string& comma_list) {
   return out;
 }
 
-void set_backend_threads(int threads) {
-  if (threads < 1) throw Error(ErrorKind::InvalidInput, "thread count must be at least 1");
-  for (const BackendSpec* b : all_backends())
-    if (b->set_threads) b->set_threads(threads);
-}
+void set_backend_threads(int threads) { apply_threads(all_backends(), threads); }
 
 }  // namespace collage

@@ -1,9 +1,10 @@
 #include "core/artifact_export.h"
 
-#include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "core/random_inputs.h"
+#include "core/tensor_compare.h"
 
 namespace collage {
 
@@ -18,12 +19,14 @@ std::vector<ArtifactTensorInfo> tensor_infos(const Graph& graph, const std::vect
 // Applies the placement's thread count to every backend (process-wide pools), as
 // the runtime will at load: reductions may split differently with more threads.
 CompileOptions compile_options(const Placement& placement, const std::vector<const BackendSpec*>& backends) {
-  for (const BackendSpec* b : backends)
-    if (b->set_threads) b->set_threads(placement.threads);
+  apply_threads(backends, placement.threads);
   CompileOptions options;
   options.threads = placement.threads;
   return options;
 }
+
+// The reloaded artifact runs the same kernels: anything beyond rounding noise is a bug.
+constexpr Tolerance kArtifactTolerance{1e-6, 1e-5, 0};
 
 }  // namespace
 
@@ -77,15 +80,18 @@ ExportReport export_artifact(const Graph& graph, const Placement& placement,
   for (size_t o = 0; o < want.size(); ++o) {
     if (got[o].bytes() != want[o].bytes() || std::memcmp(got[o].raw(), want[o].raw(), want[o].bytes()) != 0)
       report.bitwise_equal = false;
-    std::vector<double> a = got[o].to_double_vector(), b = want[o].to_double_vector();
-    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-      double diff = std::fabs(a[i] - b[i]);
-      if (!(diff <= report.max_abs_diff)) report.max_abs_diff = diff;  // NaN propagates as a mismatch below
-      if (!(diff <= 1e-6 + 1e-5 * std::fabs(b[i])) && report.mismatch.empty())
-        report.mismatch = "output '" + graph.value(graph.outputs[o]).name + "'[" + std::to_string(i) +
-                          "] is " + std::to_string(a[i]) + " from the artifact, " + std::to_string(b[i]) +
-                          " in process";
-    }
+    TensorComparison c = compare_tensors(got[o], want[o], kArtifactTolerance);
+    report.max_abs_diff = std::max(report.max_abs_diff, c.max_abs_error);
+    if (!report.mismatch.empty() || c.ok()) continue;
+    const std::string& name = graph.value(graph.outputs[o]).name;
+    if (c.shape_mismatch || c.dtype_mismatch)
+      report.mismatch = "output '" + name + "' is " + dtype_name(got[o].dtype()) + " " +
+                        shape_to_string(got[o].shape()) + " from the artifact, " +
+                        dtype_name(want[o].dtype()) + " " + shape_to_string(want[o].shape()) + " in process";
+    else
+      report.mismatch = "output '" + name + "'[" + std::to_string(c.first_mismatch) + "] is " +
+                        std::to_string(c.got_value) + " from the artifact, " + std::to_string(c.want_value) +
+                        " in process";
   }
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f) {

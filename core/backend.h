@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/kernel.h"
 #include "core/pattern.h"
 #include "core/pattern_rule.h"
@@ -42,5 +43,15 @@ struct BackendSpec {
   // Sets the library's thread count (process-wide for OpenMP/OpenBLAS); may be empty.
   std::function<void(int threads)> set_threads;
 };
+
+// The one place a thread count reaches the libraries: every backend's set_threads.
+// OpenMP's count is a setting of the calling thread, so call it on the thread that
+// compiles and runs (a GUI's worker, not the GUI thread). set_backend_threads()
+// (backends/registry.h) applies it to every backend compiled in.
+inline void apply_threads(const std::vector<const BackendSpec*>& backends, int threads) {
+  if (threads < 1) throw Error(ErrorKind::InvalidInput, "thread count must be at least 1");
+  for (const BackendSpec* b : backends)
+    if (b->set_threads) b->set_threads(threads);
+}
 
 }  // namespace collage

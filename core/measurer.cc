@@ -34,23 +34,17 @@ class RecyclingAllocator : public TensorAllocator {
 }  // namespace
 
 std::string compare_outputs(const Graph& g, const SubGraph& sub, const std::vector<Tensor>& got,
-                            const std::vector<Tensor>& values, double rtol, double atol) {
+                            const std::vector<Tensor>& values, const Tolerance& tolerance) {
   if (got.size() != sub.outputs.size()) return "kernel returned " + std::to_string(got.size()) + " outputs";
   for (size_t k = 0; k < got.size(); ++k) {
     const Tensor& want = values[static_cast<size_t>(sub.outputs[k])];
     const std::string& name = g.value(sub.outputs[k]).name;
-    if (got[k].shape() != want.shape() || got[k].dtype() != want.dtype())
+    TensorComparison c = compare_tensors(got[k], want, tolerance);
+    if (c.shape_mismatch || c.dtype_mismatch)
       return name + ": " + shape_to_string(got[k].shape()) + " instead of " + shape_to_string(want.shape());
-    std::vector<double> a = got[k].to_double_vector(), b = want.to_double_vector();
-    // Long reductions (a 3x3x512 conv sums 4608 products) make the summation order
-    // visible far above a fixed atol, so the absolute part scales with the tensor.
-    double scale = 0;
-    for (double v : b) scale = std::max(scale, std::fabs(v));
-    double tensor_atol = atol + rtol * (std::isfinite(scale) ? scale : 0.0);
-    for (size_t i = 0; i < a.size(); ++i)
-      if (!(std::fabs(a[i] - b[i]) <= tensor_atol + rtol * std::fabs(b[i])))
-        return name + "[" + std::to_string(i) + "] = " + std::to_string(a[i]) + ", reference " +
-               std::to_string(b[i]);
+    if (!c.ok())
+      return name + "[" + std::to_string(c.first_mismatch) + "] = " + std::to_string(c.got_value) +
+             ", reference " + std::to_string(c.want_value);
   }
   return "";
 }
@@ -149,7 +143,7 @@ KernelCost Measurer::measure_one(const BackendSpec& backend, const SubGraph& sub
     for (ValueId v : sub.inputs) args.push_back(&values_[static_cast<size_t>(v)]);
     HeapAllocator alloc;
     std::string mismatch =
-        compare_outputs(graph_, sub, kernel->run(args, alloc), values_, options_.rtol, options_.atol);
+        compare_outputs(graph_, sub, kernel->run(args, alloc), values_, options_.tolerance);
     if (!mismatch.empty()) {
       invalid.reason = "disagrees with the native reference: " + mismatch;
       invalid.build_ms = build_ms;

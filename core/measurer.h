@@ -9,6 +9,7 @@
 #include "core/candidates.h"
 #include "core/cost_db.h"
 #include "core/progress.h"
+#include "core/tensor_compare.h"
 
 namespace collage {
 
@@ -17,10 +18,9 @@ struct MeasureOptions {
   int warmup_runs = 2;
   int min_samples = 10;
   int max_samples = 2000;
-  double min_time_ms = 30;   // keep sampling until this much time was spent timing...
-  double max_time_ms = 300;  // ...but slow kernels stop here once they have 3 samples
-  double rtol = 1e-3;        // agreement with the native reference
-  double atol = 1e-4;
+  double min_time_ms = 30;                 // keep sampling until this much time was spent timing...
+  double max_time_ms = 300;                // ...but slow kernels stop here once they have 3 samples
+  Tolerance tolerance = kKernelTolerance;  // agreement with the native reference
 };
 
 struct MeasuredCandidate {
@@ -35,9 +35,9 @@ std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tenso
                                      const NodeEvaluator& evaluator);
 
 // "" when `got` (a kernel's outputs for `sub`) agrees with the reference `values`, else what
-// differs. The tuner's rule: |got - want| <= atol + rtol * max|want over the tensor| + rtol * |want|.
+// differs, under compare_tensors() (the tuner's rule by default).
 std::string compare_outputs(const Graph& graph, const SubGraph& sub, const std::vector<Tensor>& got,
-                            const std::vector<Tensor>& values, double rtol, double atol);
+                            const std::vector<Tensor>& values, const Tolerance& tolerance = kKernelTolerance);
 
 // Median cost of dispatching an empty kernel through the executor's interface:
 // the default ε of the search (one kernel's fixed overhead).

@@ -12,8 +12,7 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
                 ProgressObserver* observer) {
   TuneResult r;
   // Thread settings such as OpenMP's are per calling thread: apply them here, where measuring happens.
-  for (const BackendSpec* b : backends)
-    if (b->set_threads) b->set_threads(options.measure.threads);
+  apply_threads(backends, options.measure.threads);
   r.candidates = enumerate_candidates(graph, backends);
   // Fail fast, before measuring, on pins no candidate could ever satisfy.
   for (const auto& [node, backend] : options.pins.pinned) {

@@ -4,14 +4,12 @@
 #include <QMessageBox>
 #include <QString>
 
-#include "core/cost_db.h"
+#include "core/workflow/workflow.h"
 
 namespace collage {
 
-inline QString cost_db_path() {
-  QByteArray env = qgetenv("COLLAGE_COST_DB");
-  return env.isEmpty() ? QString::fromStdString(CostDb::default_path()) : QString::fromUtf8(env);
-}
+// The cost DB the CLI would open without --cost-db (core's resolution, $COLLAGE_COST_DB first).
+inline QString cost_db_path() { return QString::fromStdString(workflow::cost_db_path()); }
 
 // Non-modal, so long work and tests never block on a dialog; Qt's parent owns it.
 inline void notify(QWidget* parent, QMessageBox::Icon icon, const QString& title, const QString& text) {

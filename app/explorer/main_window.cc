@@ -28,7 +28,6 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "app/explorer/explorer_helpers.h"
 #include "backends/native/native_kernel.h"
@@ -403,11 +402,7 @@ std::vector<NodeId> MainWindow::find_all(const QString& text) {
 void MainWindow::load_placement(const QString& path) {
   if (!graph_) return;
   try {
-    std::ifstream in(path.toStdString());
-    if (!in) throw Error(ErrorKind::Io, "cannot open '" + path.toStdString() + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    placement_ = placement_from_json(text.str(), *graph_, all_backends());
+    placement_ = workflow::read_placement(path.toStdString(), *graph_);
     pins_ = placement_->pins;  // pins persist with the placement
     view_->set_placement(&*placement_);
     log("placement loaded from " + path);

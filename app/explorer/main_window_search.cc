@@ -24,22 +24,17 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "app/explorer/explorer_helpers.h"
 #include "app/explorer/main_window.h"
-#include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/artifact_export.h"
-#include "core/executor.h"
 #include "core/graph_analysis.h"
 #include "core/onnx_import.h"
-#include "core/placement_timing.h"
-#include "core/refine.h"
+#include "core/workflow/workflow.h"
 #include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
@@ -93,44 +88,28 @@ void MainWindow::start_tune() {
   int threads = threads_->value();
   Pins pins = pins_;
   previous_predicted_ms_ = placement_ ? placement_->predicted_ms : -1;
-  set_backend_threads(threads);
   log(QString("tuning with %1 backends, %2 thread(s), cost DB %3")
           .arg(backends.size())
           .arg(threads)
           .arg(cost_db_path()));
   worker_ = std::thread([this, backends, threads, pins] {
     try {
+      // The workflow `collage tune` runs, with the same settings (core/workflow/settings.h).
       CostDb db(cost_db_path().toStdString());
-      TuneOptions options;
-      options.measure.threads = threads;
-      options.search.epsilon_ms = -1;
+      workflow::TuneStepOptions options;
+      options.backends = backends;
+      options.threads = threads;
       options.pins = pins;
       SignalObserver observer(this, cancel_);
-      auto result = std::make_shared<TuneResult>(
-          tune(*graph_, backends, native::node_evaluator(), options, &db, &observer));
-      // End-to-end: run the placement (median of repeats) and check it against the native reference.
-      CompileOptions copts;
-      copts.threads = threads;
-      Executor placed(*graph_, placement_steps(*graph_, result->placement, backends, copts));
-      Executor reference(*graph_, native::native_steps(*graph_));
-      auto got = placed.run(result->inputs), want = reference.run(result->inputs);
-      std::string mismatch;
-      for (size_t o = 0; o < got.size() && mismatch.empty(); ++o) {
-        auto a = got[o].to_double_vector(), b = want[o].to_double_vector();
-        for (size_t i = 0; i < a.size(); ++i)
-          if (!(std::fabs(a[i] - b[i]) <= 1e-3 + 1e-3 * std::fabs(b[i]))) {
-            mismatch = "output " + std::to_string(o) + " differs at " + std::to_string(i);
-            break;
-          }
-      }
-      std::vector<double> ms;
-      for (int i = 0; i < 10; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        placed.run(result->inputs);
-        ms.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-      }
-      double median = median_ms(ms);
+      auto result = std::make_shared<TuneResult>(workflow::tune(*graph_, options, &db, &observer));
+      // End to end: the placement checked against the native reference, then timed.
+      workflow::RunOptions run_options;
+      run_options.backends = backends;
+      run_options.threads = threads;
+      workflow::PlacementRunReport run =
+          workflow::verify_and_time(*graph_, result->placement, result->inputs, run_options);
+      double median = run.timing.median_ms;
+      std::string mismatch = run.verify.mismatch;
       QMetaObject::invokeMethod(
           this,
           [this, result, median, mismatch] {
@@ -233,10 +212,8 @@ void MainWindow::start_refine() {
              "Tune first: refinement starts from the op-level placement.");
     return;
   }
-  std::vector<const BackendSpec*> backends = selected_backends(), graph_level;
-  for (const BackendSpec* b : backends)
-    if (b->kind == BackendKind::GraphLevel) graph_level.push_back(b);
-  if (graph_level.empty()) {
+  std::vector<const BackendSpec*> backends = selected_backends();
+  if (workflow::graph_level_backends(backends).empty()) {
     notify(this, QMessageBox::Information, "Refine",
            "Select a graph-level backend (onednn-region, xnnpack-graph) first.");
     return;
@@ -248,28 +225,30 @@ void MainWindow::start_refine() {
   Placement start = *placement_;
   std::vector<Tensor> inputs = tuned_ ? tuned_->inputs : std::vector<Tensor>{};
   int threads = threads_->value();
-  log("refining with measured fitness (median of 5 runs per genome)");
-  worker_ = std::thread([this, start, backends, graph_level, inputs, threads] {
+  log(QString("refining with measured fitness (median of %1 runs per genome)")
+          .arg(workflow::kSettings.fitness_runs));
+  worker_ = std::thread([this, start, backends, inputs, threads] {
     try {
-      for (const BackendSpec* b : backends)
-        if (b->set_threads) b->set_threads(threads);
-      CompileOptions copts;
-      copts.threads = threads;
-      FitnessFn fitness = measured_fitness(*graph_, backends, copts, inputs, 5);
-      RefineOptions options;
-      options.time_budget_s = 120;
+      // The workflow `collage tune --refine` runs, with the same settings (core/workflow/settings.h).
+      workflow::RefineStepOptions options;
+      options.backends = backends;
+      options.threads = threads;
       SignalObserver observer(this, cancel_);
       CostDb db(cost_db_path().toStdString());
-      auto result = std::make_shared<RefineResult>(refine_placement(
-          *graph_, start, graph_level, cached_fitness(fitness, &db, *graph_, threads), options, &observer));
-      // The same final check as `collage tune --refine`: both placements alternated.
-      bool moved = result->moved() > 0;
-      SideBySide ab;
-      if (moved && !cancel_)
-        ab = compare_placements(*graph_, start, result->best, backends, copts, inputs, 20);
+      auto report = std::make_shared<workflow::RefineReport>(
+          workflow::refine(*graph_, start, inputs, options, &db, &observer));
+      const RefineResult* result = &report->result;
+      // The final check of `collage tune --refine`: both placements alternated (skipped when stopped).
+      workflow::SideBySideReport ab;
+      if (!cancel_) {
+        workflow::SideBySideOptions sopts;
+        sopts.backends = backends;
+        sopts.threads = threads;
+        ab = workflow::compare_side_by_side(*graph_, start, *report, inputs, sopts);
+      }
       QMetaObject::invokeMethod(
           this,
-          [this, result, start, ab] {
+          [this, report, result, start, ab] {
             log(QString(
                     "refined: op-level %1 ms -> %2 ms measured fitness (%3x), %4 generations, %5 evaluations")
                     .arg(result->seed_fitness, 0, 'f', 3)
@@ -279,12 +258,12 @@ void MainWindow::start_refine() {
                     .arg(result->evaluations));
             placement_ = result->best;
             if (result->cancelled) log("refine stopped: keeping the best placement found so far");
-            if (ab.rounds > 0) {
+            if (ab.compared) {
               log(QString("side by side over %1 alternating runs each: op-level %2 ms, refined %3 ms")
-                      .arg(ab.rounds)
-                      .arg(ab.a_ms, 0, 'f', 3)
-                      .arg(ab.b_ms, 0, 'f', 3));
-              if (ab.b_ms >= ab.a_ms) {
+                      .arg(ab.timing.rounds)
+                      .arg(ab.timing.a_ms, 0, 'f', 3)
+                      .arg(ab.timing.b_ms, 0, 'f', 3));
+              if (!ab.keep_refined) {
                 log("the refined placement is not faster when re-measured: keeping the op-level one");
                 placement_ = start;
               }

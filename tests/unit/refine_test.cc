@@ -14,28 +14,16 @@
 #include "core/placement_timing.h"
 #include "core/random_inputs.h"
 #include "onnx_test_model.h"
+#include "refine_test_models.h"
 #include "resources/samples/zoo.h"
 
 namespace collage {
 namespace {
 
+using testing::graphy;
 using testing::import_model;
+using testing::mixed_chain;
 using testing::OnnxTestModel;
-
-// A graph-level stand-in that takes Relu, Neg and Add and runs regions with the native kernels.
-BackendSpec graphy() {
-  BackendSpec s;
-  s.name = "graphy";
-  s.version = "test";
-  s.kind = BackendKind::GraphLevel;
-  s.supports_node = [](const Graph&, const Node& n) {
-    return n.op_type == "Relu" || n.op_type == "Neg" || n.op_type == "Add";
-  };
-  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) {
-    return native::make_fused_kernel(g, sub);
-  };
-  return s;
-}
 
 Placement one_kernel_per_node(const Graph& g) {
   Placement p;
@@ -53,22 +41,6 @@ double test_fitness(const Placement& p) {
   for (const PlacedKernel& k : p.kernels)
     total += k.backend == "graphy" ? 0.3 + 0.5 * static_cast<double>(k.nodes.size()) : k.cost_ms;
   return total;
-}
-
-// Relu, Neg, Exp, Relu, Neg, Sigmoid, Relu, Neg, plus a skip edge: two runs of offloadable ops.
-Graph mixed_chain() {
-  OnnxTestModel m(17);
-  m.input("x", {2, 8});
-  const char* ops[] = {"Relu", "Neg", "Exp", "Relu", "Neg", "Sigmoid", "Relu", "Neg"};
-  std::string prev = "x";
-  for (int i = 0; i < 8; ++i) {
-    std::string out = "v" + std::to_string(i);
-    m.node(ops[i], {prev}, {out});
-    prev = out;
-  }
-  m.node("Add", {"v1", prev}, {"y"});
-  m.output("y");
-  return import_model(m);
 }
 
 TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {

@@ -1,0 +1,36 @@
+// The workflow's defaults, in one place for the CLI (`collage tune`, `--refine`) and
+// the explorer (Tune, Refine): both front ends start from these values, so the same
+// model, costs and seed give the same placement in either.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor_compare.h"
+
+namespace collage::workflow {
+
+struct Settings {
+  // End to end: timed runs of a placement after one verified warm-up run (`--repeat`).
+  int repeat = 20;
+  // Graph-level search (README "tune --refine"): fitness is the median of `fitness_runs`
+  // timed runs after a warm-up; an elitist GA of `refine_population` genomes stops after
+  // `refine_generations`, `refine_patience` generations without improvement or
+  // `refine_budget_s` seconds.
+  int fitness_runs = 7;
+  int refine_population = 12;
+  int refine_generations = 30;
+  int refine_patience = 8;
+  double refine_budget_s = 120;
+  uint64_t refine_seed = 1;
+  // The final check: both placements alternated, max(repeat, this) runs each.
+  int side_by_side_min_rounds = 10;
+  // A whole placement against the native reference: errors accumulate over the model,
+  // so the absolute part is looser than the per-kernel check (kKernelTolerance).
+  Tolerance verify_tolerance{1e-3, 1e-3, 0};
+  // Each candidate kernel against the native reference (the tuner's rule).
+  Tolerance kernel_tolerance = kKernelTolerance;
+};
+
+inline constexpr Settings kSettings{};
+
+}  // namespace collage::workflow

@@ -1,0 +1,205 @@
+#include "core/workflow/workflow.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "backends/native/native_kernel.h"
+#include "backends/registry.h"
+#include "core/executor.h"
+
+namespace collage::workflow {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+CompileOptions compile_options(int threads) {
+  CompileOptions copts;
+  copts.threads = threads;
+  return copts;
+}
+
+const std::vector<const BackendSpec*>& or_all(const std::vector<const BackendSpec*>& backends) {
+  return backends.empty() ? all_backends() : backends;
+}
+
+VerifyReport verify_outputs(const Graph& graph, std::vector<Tensor> got, const std::vector<Tensor>& inputs,
+                            const Tolerance& tolerance) {
+  VerifyReport r;
+  Executor reference(graph, native::native_steps(graph));
+  std::vector<Tensor> want = reference.run(inputs);
+  r.outputs = std::move(got);
+  for (size_t k = 0; k < want.size(); ++k) {
+    const std::string& name = graph.value(graph.outputs[k]).name;
+    TensorComparison c = compare_tensors(r.outputs[k], want[k], tolerance);
+    r.max_abs_error = std::max(r.max_abs_error, c.max_abs_error);
+    if (!r.mismatch.empty() || c.ok()) continue;
+    if (c.shape_mismatch || c.dtype_mismatch)
+      r.mismatch = name + " is " + dtype_name(r.outputs[k].dtype()) + " " +
+                   shape_to_string(r.outputs[k].shape()) + ", native reference " +
+                   dtype_name(want[k].dtype()) + " " + shape_to_string(want[k].shape());
+    else
+      r.mismatch = name + "[" + std::to_string(c.first_mismatch) + "] = " + std::to_string(c.got_value) +
+                   ", native reference " + std::to_string(c.want_value);
+  }
+  return r;
+}
+
+TimingReport time_runs(Executor& placed, const std::vector<Tensor>& inputs, int repeat) {
+  std::vector<double> ms;
+  for (int i = 0; i < repeat; ++i) {
+    auto t0 = Clock::now();
+    placed.run(inputs);
+    ms.push_back(ms_since(t0));
+  }
+  TimingReport t;
+  t.runs = repeat;
+  if (!ms.empty()) {
+    t.median_ms = median_ms(ms);
+    t.min_ms = *std::min_element(ms.begin(), ms.end());
+  }
+  return t;
+}
+
+// "64 nodes: 27 Conv, 27 BatchNormalization, 10 Clip from 'conv1' to 'features.12.conv'"
+std::string describe_region(const Graph& graph, const PlacedKernel& kernel) {
+  std::map<std::string, int> ops;
+  for (NodeId n : kernel.nodes) ++ops[graph.node(n).op_type];
+  std::vector<std::pair<int, std::string>> by_count;
+  for (const auto& [op, count] : ops) by_count.emplace_back(-count, op);
+  std::sort(by_count.begin(), by_count.end());
+  std::string text = std::to_string(kernel.nodes.size()) + (kernel.nodes.size() == 1 ? " node:" : " nodes:");
+  for (size_t i = 0; i < by_count.size(); ++i)
+    text += (i ? ", " : " ") + std::to_string(-by_count[i].first) + " " + by_count[i].second;
+  if (!kernel.nodes.empty())
+    text += " from '" + graph.node(kernel.nodes.front()).name + "' to '" +
+            graph.node(kernel.nodes.back()).name + "'";
+  return text;
+}
+
+}  // namespace
+
+std::string cost_db_path(const std::string& given) { return given.empty() ? CostDb::default_path() : given; }
+
+Placement read_placement(const std::string& path, const Graph& graph) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return placement_from_json(text.str(), graph, all_backends());
+}
+
+std::vector<const BackendSpec*> graph_level_backends(const std::vector<const BackendSpec*>& backends) {
+  std::vector<const BackendSpec*> out;
+  for (const BackendSpec* b : backends)
+    if (b->kind == BackendKind::GraphLevel) out.push_back(b);
+  return out;
+}
+
+TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, ProgressObserver* observer) {
+  set_backend_threads(options.threads);
+  TuneOptions topts;
+  topts.measure.threads = options.threads;
+  topts.measure.min_time_ms = options.min_time_ms;
+  topts.measure.tolerance = options.tolerance;
+  topts.search.epsilon_ms = options.epsilon_ms;
+  topts.pins = options.pins;
+  return collage::tune(graph, or_all(options.backends), native::node_evaluator(), topts, db, observer);
+}
+
+VerifyReport verify(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
+                    const RunOptions& options) {
+  set_backend_threads(options.threads);
+  Executor placed(
+      graph, placement_steps(graph, placement, or_all(options.backends), compile_options(options.threads)));
+  return verify_outputs(graph, placed.run(inputs), inputs, options.tolerance);
+}
+
+TimingReport time_placement(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
+                            const RunOptions& options) {
+  set_backend_threads(options.threads);
+  Executor placed(
+      graph, placement_steps(graph, placement, or_all(options.backends), compile_options(options.threads)));
+  placed.run(inputs);  // warm-up
+  return time_runs(placed, inputs, options.repeat);
+}
+
+PlacementRunReport verify_and_time(const Graph& graph, const Placement& placement,
+                                   const std::vector<Tensor>& inputs, const RunOptions& options) {
+  set_backend_threads(options.threads);
+  Executor placed(
+      graph, placement_steps(graph, placement, or_all(options.backends), compile_options(options.threads)));
+  PlacementRunReport r;
+  r.verify = verify_outputs(graph, placed.run(inputs), inputs, options.tolerance);  // also the warm-up
+  r.timing = time_runs(placed, inputs, options.repeat);
+  return r;
+}
+
+RefineReport refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
+                    const RefineStepOptions& options, CostDb* db, ProgressObserver* observer) {
+  const std::vector<const BackendSpec*>& backends = or_all(options.backends);
+  std::vector<const BackendSpec*> graph_level = graph_level_backends(backends);
+  if (graph_level.empty())
+    throw Error(ErrorKind::InvalidInput,
+                "refining needs a graph-level backend (onednn-region, xnnpack-graph)");
+  set_backend_threads(options.threads);
+  RefineOptions ropts;
+  ropts.population = options.population;
+  ropts.max_generations = options.generations;
+  ropts.patience = options.patience;
+  ropts.time_budget_s = options.budget_s;
+  ropts.seed = options.seed;
+  FitnessFn fitness = options.fitness ? options.fitness
+                                      : measured_fitness(graph, backends, compile_options(options.threads),
+                                                         inputs, options.fitness_runs);
+  RefineReport r;
+  auto t0 = Clock::now();
+  r.result = refine_placement(graph, op_level, graph_level,
+                              cached_fitness(fitness, db, graph, options.threads), ropts, observer);
+  r.seconds = ms_since(t0) / 1000;
+  const RefineResult& refined = r.result;
+  while (r.best_generation + 1 < static_cast<int>(refined.history.size()) &&
+         refined.history[static_cast<size_t>(r.best_generation)].first > refined.best_fitness)
+    ++r.best_generation;
+  std::set<NodeId> moved_nodes;
+  for (size_t i = 0; i < refined.genes.size(); ++i)
+    if (refined.best_genome[i])
+      for (NodeId n : op_level.kernels[refined.genes[i].kernel].nodes) moved_nodes.insert(n);
+  for (const PlacedKernel& k : refined.best.kernels)
+    if (std::any_of(graph_level.begin(), graph_level.end(),
+                    [&](const BackendSpec* b) { return b->name == k.backend; })) {
+      bool moved =
+          std::any_of(k.nodes.begin(), k.nodes.end(), [&](NodeId n) { return moved_nodes.count(n) != 0; });
+      r.regions.push_back({k.backend, moved, describe_region(graph, k)});
+    }
+  return r;
+}
+
+SideBySideReport compare_side_by_side(const Graph& graph, const Placement& op_level,
+                                      const RefineReport& refined, const std::vector<Tensor>& inputs,
+                                      const SideBySideOptions& options) {
+  SideBySideReport r;
+  if (refined.result.moved() == 0) return r;
+  set_backend_threads(options.threads);
+  r.compared = true;
+  r.timing = compare_placements(graph, op_level, refined.result.best, or_all(options.backends),
+                                compile_options(options.threads), inputs,
+                                std::max(options.repeat, kSettings.side_by_side_min_rounds));
+  r.keep_refined = r.timing.b_ms < r.timing.a_ms;
+  return r;
+}
+
+ExportReport export_placement(const Graph& graph, const Placement& placement,
+                              const ExportStepOptions& options) {
+  set_backend_threads(placement.threads);
+  return export_artifact(graph, placement, or_all(options.backends), options.model_name, options.path);
+}
+
+}  // namespace collage::workflow

@@ -1,0 +1,145 @@
+// The workflow both front ends run, written once:
+//   tune -> verify against the native reference -> time end to end -> refine
+//   -> compare side by side (keep or revert) -> export.
+// Each step takes an options struct whose defaults are kSettings (settings.h) and
+// returns a report of plain data; long steps report progress and are cancelled
+// through the ProgressObserver. No Qt: the CLI prints the reports, the explorer
+// shows them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/artifact_export.h"
+#include "core/cost_db.h"
+#include "core/placement_timing.h"
+#include "core/progress.h"
+#include "core/refine.h"
+#include "core/tuner.h"
+#include "core/workflow/settings.h"
+
+namespace collage::workflow {
+
+// The cost DB to open: `given` if not empty, else CostDb::default_path()
+// ($COLLAGE_COST_DB, else $XDG_DATA_HOME/collage-explorer/costs.sqlite).
+std::string cost_db_path(const std::string& given = "");
+
+// A placement JSON file (docs/placement-format.md) for `graph`, over every backend compiled in.
+Placement read_placement(const std::string& path, const Graph& graph);
+
+// The graph-level backends among `backends`, in order.
+std::vector<const BackendSpec*> graph_level_backends(const std::vector<const BackendSpec*>& backends);
+
+// ---- tune: candidates, measured costs (cost DB), op-level search ----
+struct TuneStepOptions {
+  std::vector<const BackendSpec*> backends;
+  int threads = 1;
+  Pins pins;
+  double epsilon_ms = -1;  // < 0: measure the dispatch overhead
+  double min_time_ms = MeasureOptions{}.min_time_ms;
+  Tolerance tolerance = kSettings.kernel_tolerance;
+};
+
+// The TuneResult (placement, candidates and their costs, the inputs measured on, counts).
+TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db,
+                ProgressObserver* observer = nullptr);
+
+// ---- verify and time a whole placement ----
+struct RunOptions {
+  std::vector<const BackendSpec*> backends;
+  int threads = 1;
+  int repeat = kSettings.repeat;  // timed runs (time_placement, verify_and_time)
+  Tolerance tolerance = kSettings.verify_tolerance;
+};
+
+struct VerifyReport {
+  std::vector<Tensor> outputs;
+  double max_abs_error = 0;  // over all outputs; infinity when some difference is NaN
+  std::string mismatch;      // empty when the outputs agree: "<output>[i] = x, native reference y"
+  bool ok() const { return mismatch.empty(); }
+};
+
+struct TimingReport {
+  double median_ms = 0;
+  double min_ms = 0;
+  int runs = 0;
+};
+
+struct PlacementRunReport {
+  VerifyReport verify;
+  TimingReport timing;
+};
+
+// Runs `placement` once on `inputs` and compares each output with the native reference.
+VerifyReport verify(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
+                    const RunOptions& options);
+// One warm-up run, then `options.repeat` timed runs.
+TimingReport time_placement(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
+                            const RunOptions& options);
+// Both with one compilation: the warm-up run is the one verified.
+PlacementRunReport verify_and_time(const Graph& graph, const Placement& placement,
+                                   const std::vector<Tensor>& inputs, const RunOptions& options);
+
+// ---- refine: graph-level search with the measured fitness, cached in the cost DB ----
+struct RefineStepOptions {
+  std::vector<const BackendSpec*> backends;  // all selected; the graph-level ones are searched
+  int threads = 1;
+  int population = kSettings.refine_population;
+  int generations = kSettings.refine_generations;
+  int patience = kSettings.refine_patience;
+  int fitness_runs = kSettings.fitness_runs;
+  double budget_s = kSettings.refine_budget_s;
+  uint64_t seed = kSettings.refine_seed;
+  // Empty: measured_fitness() over `fitness_runs` runs. Tests inject a deterministic one.
+  FitnessFn fitness;
+};
+
+struct RegionSummary {
+  std::string backend;
+  bool moved = false;       // holds op-level kernels the search moved (else kept as placed)
+  std::string description;  // "64 nodes: 27 Conv, 27 BatchNormalization from 'a' to 'b'"
+};
+
+struct RefineReport {
+  RefineResult result;
+  double seconds = 0;
+  int best_generation = 0;             // first generation whose best is the final best (0 = a seed)
+  std::vector<RegionSummary> regions;  // the graph-level kernels of result.best, in order
+};
+
+// Throws InvalidInput when `options.backends` holds no graph-level backend.
+RefineReport refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
+                    const RefineStepOptions& options, CostDb* db, ProgressObserver* observer = nullptr);
+
+// ---- the final check: both placements alternated, keep or revert ----
+struct SideBySideOptions {
+  std::vector<const BackendSpec*> backends;
+  int threads = 1;
+  int repeat = kSettings.repeat;  // rounds: max(repeat, kSettings.side_by_side_min_rounds)
+};
+
+struct SideBySideReport {
+  bool compared = false;  // false when the refined placement moved nothing (it is the op-level one)
+  SideBySide timing;      // a = op-level, b = refined
+  bool keep_refined = true;
+};
+
+// Fitness medians come from a few runs minutes apart; the final word is a longer run
+// of both placements alternated, so drift of a noisy machine cannot decide it. The
+// refined placement is kept only when it is faster there.
+SideBySideReport compare_side_by_side(const Graph& graph, const Placement& op_level,
+                                      const RefineReport& refined, const std::vector<Tensor>& inputs,
+                                      const SideBySideOptions& options);
+
+// ---- export: the artifact, written, reloaded and run beside the in-process placement ----
+struct ExportStepOptions {
+  std::vector<const BackendSpec*> backends;  // empty: every backend compiled in
+  std::string model_name;
+  std::string path;
+};
+
+ExportReport export_placement(const Graph& graph, const Placement& placement,
+                              const ExportStepOptions& options);
+
+}  // namespace collage::workflow

@@ -1,0 +1,42 @@
+// Test models for the graph-level search (refine_test, workflow_test): a stand-in
+// graph-level backend and a chain with two runs of ops it can take.
+#pragma once
+
+#include "backends/native/native_kernel.h"
+#include "core/backend.h"
+#include "onnx_test_model.h"
+
+namespace collage::testing {
+
+// A graph-level stand-in that takes Relu, Neg and Add and runs regions with the native kernels.
+inline BackendSpec graphy() {
+  BackendSpec s;
+  s.name = "graphy";
+  s.version = "test";
+  s.kind = BackendKind::GraphLevel;
+  s.supports_node = [](const Graph&, const Node& n) {
+    return n.op_type == "Relu" || n.op_type == "Neg" || n.op_type == "Add";
+  };
+  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) {
+    return native::make_fused_kernel(g, sub);
+  };
+  return s;
+}
+
+// Relu, Neg, Exp, Relu, Neg, Sigmoid, Relu, Neg, plus a skip edge: two runs of offloadable ops.
+inline Graph mixed_chain() {
+  OnnxTestModel m(17);
+  m.input("x", {2, 8});
+  const char* ops[] = {"Relu", "Neg", "Exp", "Relu", "Neg", "Sigmoid", "Relu", "Neg"};
+  std::string prev = "x";
+  for (int i = 0; i < 8; ++i) {
+    std::string out = "v" + std::to_string(i);
+    m.node(ops[i], {prev}, {out});
+    prev = out;
+  }
+  m.node("Add", {"v1", prev}, {"y"});
+  m.output("y");
+  return import_model(m);
+}
+
+}  // namespace collage::testing
