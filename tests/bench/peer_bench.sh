@@ -9,14 +9,7 @@
 # env: BUILD (build dir), REPEAT (default 30), BUDGET (default 60s), THREADS (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${BUILD:-build}
-if [ -z "${BUILD:-}" ]; then bash scripts/install_deps.sh; bash scripts/build.sh default; fi
-bench=$build/bench-peer
-mkdir -p "$bench"
-if [ ! -d "$bench/node_modules/onnxruntime-node" ]; then
-  (cd "$bench" && npm install onnxruntime-node --ignore-scripts --no-audit --no-fund > npm.log 2>&1)
-fi
-export NODE_PATH="$PWD/$bench/node_modules"
+source tests/bench/ort_setup.sh
 models=("$@")
 [ ${#models[@]} -gt 0 ] ||
   models=(resnet50 resnext50 mobilenet_v2 googlenet squeezenet bert_encoder dcgan_generator resnet3d)
