@@ -109,6 +109,8 @@ int command_run(const std::vector<std::string>& argv) {
   std::string verification, memory;
   if (args.has("--placement")) {
     Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
+    // Costs were measured at the placement's thread count: run at it unless told otherwise.
+    if (!args.has("--threads")) threads = placement.threads;
     workflow::RunOptions options;
     options.threads = threads;
     options.repeat = repeat;
