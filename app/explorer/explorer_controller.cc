@@ -108,7 +108,7 @@ void ExplorerController::wait_for_job() {
   cancel_ = true;  // a running tune stops within one candidate
   ++generation_;   // its queued events and result are dropped
   thread_->wait();
-  thread_->deleteLater();
+  delete thread_;  // now, not deleteLater(): the destructor may run with no event loop left
   thread_ = nullptr;
 }
 
