@@ -1,8 +1,8 @@
 // collage-explorer [MODEL] [--tune [--refine]] [--placement FILE] [--screenshot PATH]
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QTimer>
 
+#include "app/explorer/batch_screenshot.h"
 #include "app/explorer/main_window.h"
 
 int main(int argc, char** argv) {
@@ -24,25 +24,17 @@ int main(int argc, char** argv) {
   window.show();
   const QStringList args = parser.positionalArguments();
   if (parser.isSet(screenshot))
-    window.screenshot_when_ready(parser.value(screenshot), parser.isSet(tune), parser.isSet(refine));
+    new collage::BatchScreenshot(&window, parser.value(screenshot), parser.isSet(tune), parser.isSet(refine));
   if (!args.isEmpty()) {
     window.open_model(args[0]);
-    if (parser.isSet(tune) && !parser.isSet(screenshot)) {
-      QObject::connect(
-          &window, &collage::MainWindow::model_loaded, &window,
-          [&window](bool ok) {
-            if (ok) QTimer::singleShot(0, &window, [&window] { window.start_tune(); });
-          },
-          Qt::QueuedConnection);
-    }
-    if (parser.isSet(placement)) {
-      QObject::connect(
-          &window, &collage::MainWindow::model_loaded, &window,
-          [&window, &parser, &placement](bool ok) {
-            if (ok) QTimer::singleShot(0, &window, [&] { window.load_placement(parser.value(placement)); });
-          },
-          Qt::QueuedConnection);
-    }
+    const bool tune_now = parser.isSet(tune) && !parser.isSet(screenshot);
+    const QString placement_path = parser.isSet(placement) ? parser.value(placement) : QString();
+    QObject::connect(window.controller(), &collage::ExplorerController::job_finished, &window,
+                     [&window, tune_now, placement_path](const collage::JobReport& report) {
+                       if (report.job != collage::Job::Load) return;
+                       if (!placement_path.isEmpty()) window.load_placement(placement_path);
+                       if (tune_now) window.start_tune();
+                     });
   }
   return app.exec();
 }

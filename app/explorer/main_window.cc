@@ -6,7 +6,6 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -18,39 +17,23 @@
 #include <QShortcut>
 #include <QSpinBox>
 #include <QStatusBar>
-#include <QTableWidget>
-#include <QTextBrowser>
-#include <QTimer>
 #include <QToolBar>
-#include <QVBoxLayout>
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <fstream>
-#include <limits>
 
-#include "app/explorer/explorer_helpers.h"
-#include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/artifact_export.h"
-#include "core/executor.h"
-#include "core/graph_analysis.h"
-#include "core/onnx_import.h"
-#include "core/placement_timing.h"
-#include "core/refine.h"
 #include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
+#include "widgets/inspector.h"
 #include "widgets/progress_chart.h"
 
 namespace collage {
 
-MainWindow::MainWindow() {
+MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   setWindowTitle("Collage Explorer");
   resize(1400, 900);
   view_ = new GraphView(this);
   setCentralWidget(view_);
-
   auto dock = [this](const QString& title, QWidget* w, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
     d->setObjectName(title);
@@ -58,7 +41,7 @@ MainWindow::MainWindow() {
     addDockWidget(area, d);
     return d;
   };
-  inspector_ = new QTextBrowser(this);
+  inspector_ = new Inspector(this);
   dock("Inspector", inspector_, Qt::RightDockWidgetArea);
   cost_table_ = new CostTable(this);
   QDockWidget* cost_dock = dock("Candidate kernels", cost_table_, Qt::RightDockWidgetArea);
@@ -70,16 +53,47 @@ MainWindow::MainWindow() {
   log_ = new QPlainTextEdit(this);
   log_->setReadOnly(true);
   dock("Log", log_, Qt::BottomDockWidgetArea);
+  build_menus_and_toolbar();
+  progress_ = new QProgressBar(this);
+  progress_->setMaximumWidth(300);
+  status_ = new QLabel("Open a model to begin.", this);
+  statusBar()->addWidget(status_, 1);
+  statusBar()->addPermanentWidget(progress_);
 
+  ExplorerController* c = controller_;
+  connect(c, &ExplorerController::progress, this, &MainWindow::on_progress);
+  connect(c, &ExplorerController::candidates_listed, cost_table_,
+          [this](const CandidateList& list) { cost_table_->set_pending(list.candidates); });
+  connect(c, &ExplorerController::cost_measured, cost_table_,
+          [this](const MeasuredCost& cost) { cost_table_->set_result(cost.index, cost.result); });
+  connect(c, &ExplorerController::best_placement, this, [this](const BestPlacement& best) {
+    view_->set_placement(&*controller_->placement());
+    log(QString("refining: new best %1 ms (%2 kernels)")
+            .arg(best.fitness_ms, 0, 'f', 3)
+            .arg(best.placement.kernels.size()));
+  });
+  connect(c, &ExplorerController::job_finished, this, &MainWindow::on_finished);
+  connect(c, &ExplorerController::job_failed, this, &MainWindow::on_failed);
+  connect(c, &ExplorerController::message, this, &MainWindow::log);
+  connect(view_, &GraphView::node_selected, this, &MainWindow::show_node);
+  connect(view_, &GraphView::node_context_menu, this, &MainWindow::node_menu);
+  connect(cost_table_, &CostTable::candidate_selected, this,
+          [this](size_t id) { view_->highlight(controller_->candidate_nodes(id)); });
+  connect(threads_, qOverload<int>(&QSpinBox::valueChanged), c, &ExplorerController::set_threads);
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  restoreState(settings.value("window/state").toByteArray());
+  threads_->setValue(settings.value("tune/threads", 1).toInt());
+  c->set_threads(threads_->value());
+}
+
+void MainWindow::build_menus_and_toolbar() {
+  auto open = [this] {
+    QString path = QFileDialog::getOpenFileName(this, "Open ONNX model", QString(), "ONNX models (*.onnx)");
+    if (!path.isEmpty()) open_model(path);
+  };
   QMenu* file = menuBar()->addMenu("&File");
-  file->addAction(
-      "&Open…", this,
-      [this] {
-        QString path =
-            QFileDialog::getOpenFileName(this, "Open ONNX model", QString(), "ONNX models (*.onnx)");
-        if (!path.isEmpty()) open_model(path);
-      },
-      QKeySequence::Open);
+  file->addAction("&Open…", this, open, QKeySequence::Open);
   recent_menu_ = file->addMenu("Open &recent");
   file->addAction("Load &placement…", this, [this] {
     QString path = QFileDialog::getOpenFileName(this, "Load placement", QString(), "JSON (*.json)");
@@ -90,7 +104,7 @@ MainWindow::MainWindow() {
   file->addAction("Save &view as PNG or SVG…", this, [this] {
     QString path = QFileDialog::getSaveFileName(this, "Save view", "graph.png", "PNG (*.png);;SVG (*.svg)");
     if (!path.isEmpty() && !view_->save_image(path))
-      QMessageBox::critical(this, "Save view", "Cannot write " + path);
+      notify(QMessageBox::Critical, "Save view", "Cannot write " + path);
   });
   file->addAction("&Quit", this, &QWidget::close, QKeySequence::Quit);
   rebuild_recent_menu();
@@ -98,15 +112,12 @@ MainWindow::MainWindow() {
 
   QToolBar* bar = addToolBar("Main");
   bar->setObjectName("main-toolbar");
-  bar->addAction("Open…", this, [this] {
-    QString path = QFileDialog::getOpenFileName(this, "Open ONNX model", QString(), "ONNX models (*.onnx)");
-    if (!path.isEmpty()) open_model(path);
-  });
+  bar->addAction("Open…", this, open);
   tune_action_ = bar->addAction("Tune", this, &MainWindow::start_tune);
   refine_action_ = bar->addAction("Refine", this, &MainWindow::start_refine);
   refine_action_->setToolTip(
       "graph-level search: offload regions to graph-level backends, judged by measured latency");
-  stop_action_ = bar->addAction("Stop", this, [this] { cancel_ = true; });
+  stop_action_ = bar->addAction("Stop", controller_, &ExplorerController::stop);
   stop_action_->setEnabled(false);
   bar->addAction("Fit", view_, &GraphView::fit);
   bar->addAction("Heatmap", this,
@@ -124,6 +135,7 @@ MainWindow::MainWindow() {
     a->setCheckable(true);
     a->setChecked(true);
     a->setToolTip(QString::fromStdString(b->name + " " + b->version));
+    connect(a, &QAction::toggled, this, &MainWindow::update_backends);
     backend_actions_.push_back(a);
   }
   bar->addSeparator();
@@ -150,246 +162,188 @@ MainWindow::MainWindow() {
   threads_ = new QSpinBox(this);
   threads_->setRange(1, 256);
   bar->addWidget(threads_);
-
-  progress_ = new QProgressBar(this);
-  progress_->setMaximumWidth(300);
-  status_ = new QLabel("Open a model to begin.", this);
-  statusBar()->addWidget(status_, 1);
-  statusBar()->addPermanentWidget(progress_);
-
-  connect(this, &MainWindow::model_loaded, this, &MainWindow::on_model_loaded, Qt::QueuedConnection);
-  connect(this, &MainWindow::progress, this, &MainWindow::on_progress, Qt::QueuedConnection);
-  connect(this, &MainWindow::tune_finished, this, &MainWindow::on_tune_finished, Qt::QueuedConnection);
-  connect(this, &MainWindow::refine_finished, this, &MainWindow::on_refine_finished, Qt::QueuedConnection);
-  connect(view_, &GraphView::node_selected, this, &MainWindow::show_node);
-  connect(view_, &GraphView::node_context_menu, this, &MainWindow::node_menu);
-  QSettings settings;
-  restoreGeometry(settings.value("window/geometry").toByteArray());
-  restoreState(settings.value("window/state").toByteArray());
-  threads_->setValue(settings.value("tune/threads", 1).toInt());
-  connect(cost_table_, &CostTable::candidate_selected, this, [this](size_t index) {
-    if (!tuned_ || index >= tuned_->candidates.size()) return;
-    std::vector<NodeId> nodes;
-    for (size_t n : tuned_->candidates[index].nodes.indices()) nodes.push_back(static_cast<NodeId>(n));
-    view_->highlight(nodes);
-  });
 }
 
-MainWindow::~MainWindow() {
-  cancel_ = true;
-  join_worker();
-}
-
-void MainWindow::join_worker() {
-  if (worker_.joinable()) worker_.join();
+void MainWindow::update_backends() {
+  std::vector<const BackendSpec*> selected;
+  for (size_t i = 0; i < backend_actions_.size(); ++i)
+    if (backend_actions_[i]->isChecked()) selected.push_back(all_backends()[i]);
+  controller_->set_backends(selected);  // native always fills gaps
 }
 
 void MainWindow::log(const QString& line) { log_->appendPlainText(line); }
 
-std::vector<const BackendSpec*> MainWindow::selected_backends() const {
-  std::vector<const BackendSpec*> out;
-  for (size_t i = 0; i < backend_actions_.size(); ++i)
-    if (backend_actions_[i]->isChecked()) out.push_back(all_backends()[i]);
-  if (std::find(out.begin(), out.end(), find_backend("native")) == out.end())
-    out.push_back(find_backend("native"));
-  return out;  // native always fills gaps
+void MainWindow::notify(int icon, const QString& title, const QString& text) {
+  if (!dialogs_) return;
+  // Non-modal, so long work and tests never block on a dialog; Qt's parent owns it.
+  auto* box = new QMessageBox(static_cast<QMessageBox::Icon>(icon), title, text, QMessageBox::Ok, this);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
+}
+
+void MainWindow::set_busy(bool busy, bool stoppable) {
+  tune_action_->setEnabled(!busy);
+  refine_action_->setEnabled(!busy);
+  stop_action_->setEnabled(busy && stoppable);
 }
 
 void MainWindow::open_model(const QString& path) {
-  cancel_ = true;  // a running tune stops within one candidate
-  join_worker();
-  model_path_ = path;
+  if (!controller_->open_model(path)) return;
   status_->setText("Importing " + path + "…");
   progress_->setRange(0, 0);
-  tune_action_->setEnabled(false);
-  open_started_ = std::chrono::steady_clock::now();
-  worker_ = std::thread([this, path] {
-    try {
-      ImportOptions options;
-      options.evaluator = native::node_evaluator();
-      auto graph = std::make_unique<Graph>(import_onnx_file(path.toStdString(), options));
-      GraphLayout layout = layout_graph(*graph);
-      QMetaObject::invokeMethod(
-          this,
-          [this, g = graph.release(), layout]() mutable {
-            graph_.reset(g);
-            layout_ = std::move(layout);
-          },
-          Qt::QueuedConnection);
-      emit model_loaded(true, QString());
-    } catch (const std::exception& e) {
-      emit model_loaded(false, QString::fromStdString(e.what()));
-    }
-  });
+  set_busy(true, false);
 }
 
-void MainWindow::on_model_loaded(bool ok, const QString& message) {
-  join_worker();
-  progress_->setRange(0, 1);
-  tune_action_->setEnabled(true);
-  if (!ok) {
-    status_->setText("Import failed");
-    log("error: " + message);
-    if (!screenshot_path_.isEmpty()) {
-      maybe_screenshot("cannot open model: " + message);
-      return;
-    }
-    notify(this, QMessageBox::Critical, "Cannot open model", message);
-    return;
+void MainWindow::start_tune() {
+  if (!controller_->start_tune()) return;
+  chart_->clear();
+  set_busy(true, true);
+}
+
+void MainWindow::start_refine() {
+  if (controller_->start_refine()) set_busy(true, true);
+}
+
+void MainWindow::on_progress(const ProgressEvent& e) {
+  using Stage = ProgressEvent::Stage;
+  switch (e.stage) {
+    case Stage::RefineEvaluation:
+      status_->setText(QString("refining: evaluation %1: %2 (best %3 ms)")
+                           .arg(e.done)
+                           .arg(QString::fromStdString(e.message))
+                           .arg(e.best_ms, 0, 'f', 3));
+      break;
+    case Stage::Refine:
+      chart_->add_generation(static_cast<int>(e.done), e.best_ms, e.mean_ms);
+      status_->setText(QString("refining: %1, best %2 ms")
+                           .arg(QString::fromStdString(e.message))
+                           .arg(e.best_ms, 0, 'f', 3));
+      log(status_->text());
+      break;
+    case Stage::Measure:
+      progress_->setRange(0, static_cast<int>(e.total));
+      progress_->setValue(static_cast<int>(e.done));
+      status_->setText(
+          QString("measuring %1/%2: %3").arg(e.done).arg(e.total).arg(QString::fromStdString(e.message)));
+      if (e.done % 25 == 0 || e.done == e.total) log(status_->text());
+      break;
+    case Stage::Search:
+      status_->setText(QString("searching: %1 states").arg(e.done));
+      if (e.best_ms >= 0) chart_->add_point(e.elapsed_ms / 1000, e.best_ms);
+      break;
   }
-  tuned_.reset();
-  placement_.reset();
-  view_->set_graph(graph_.get(), layout_);
-  view_->fit();
-  cost_table_->clear();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - open_started_).count();
-  status_->setText(QString("%1: %2 nodes (%3 layout), shown in %4 s")
-                       .arg(model_path_)
-                       .arg(graph_->num_nodes())
-                       .arg(QString::fromStdString(layout_.engine))
-                       .arg(seconds, 0, 'f', 2));
-  log(status_->text());
-  setWindowTitle("Collage Explorer — " + model_path_);
-  add_recent(model_path_);
-  pins_ = Pins{};
-  if (!screenshot_path_.isEmpty() && screenshot_after_tune_)
-    start_tune();
-  else
-    maybe_screenshot();
+}
+
+void MainWindow::on_finished(const JobReport& report) {
+  set_busy(false, false);
+  QString status = report.summary;
+  switch (report.job) {
+    case Job::Load:
+      progress_->setRange(0, 1);
+      view_->set_graph(controller_->graph(), controller_->layout());
+      view_->fit();
+      cost_table_->clear();
+      status += QString(", shown in %1 s").arg(report.seconds, 0, 'f', 2);
+      log(status);
+      setWindowTitle("Collage Explorer — " + controller_->model_path());
+      add_recent(controller_->model_path());
+      break;
+    case Job::Tune: {
+      const TuneResult& tuned = *controller_->tuned();
+      chart_->add_point(tuned.search.elapsed_ms / 1000, tuned.search.predicted_ms);
+      view_->set_placement(&*controller_->placement());
+      cost_table_->finish(tuned.candidates, tuned.costs);
+      if (!report.mismatch.isEmpty())
+        notify(QMessageBox::Critical, "Placement disagrees with the reference", report.mismatch);
+      break;
+    }
+    case Job::Refine:
+      view_->set_placement(&*controller_->placement());  // recolour with the regions
+      break;
+  }
+  for (const QString& line : report.log) log(line);
+  status_->setText(status);
+}
+
+void MainWindow::on_failed(const JobFailure& f) {
+  set_busy(false, false);
+  progress_->setRange(0, 1);
+  switch (f.job) {
+    case Job::Load:
+      status_->setText("Import failed");
+      log("error: " + f.message);
+      notify(QMessageBox::Critical, "Cannot open model", f.message);
+      return;
+    case Job::Tune:
+    case Job::Refine: {
+      QString what = f.job == Job::Tune ? "Tune" : "Refine";
+      log(what.toLower() + " stopped: " + f.message);
+      status_->setText(what + " stopped: " + f.message);
+      if (!f.cancelled) notify(QMessageBox::Warning, what + " failed", f.message);
+    }
+  }
 }
 
 void MainWindow::show_node(int node) {
-  if (!graph_ || node < 0 || node >= graph_->num_nodes()) return;
-  if (tuned_) cost_table_->show_node(tuned_->candidates, node);  // the candidates covering it
-  const Node& n = graph_->node(node);
-  QString html = QString("<h3>%1</h3><p>%2 (opset %3), node %4</p>")
-                     .arg(QString::fromStdString(n.name).toHtmlEscaped(), QString::fromStdString(n.op_type))
-                     .arg(n.opset)
-                     .arg(node);
-  NodeCost cost = node_cost(*graph_, node);
-  html += QString("<p>%1 MFLOPs, %2 KB read, %3 KB written</p>")
-              .arg(cost.flops / 1e6, 0, 'f', 3)
-              .arg(cost.bytes_read / 1024, 0, 'f', 1)
-              .arg(cost.bytes_written / 1024, 0, 'f', 1);
-  for (const auto& [key, a] : n.attrs) {
-    QString value;
-    switch (a.kind) {
-      case AttrKind::Int:
-        value = QString::number(a.i);
-        break;
-      case AttrKind::Float:
-        value = QString::number(a.f);
-        break;
-      case AttrKind::String:
-        value = QString::fromStdString(a.s).toHtmlEscaped();
-        break;
-      case AttrKind::Ints:
-        for (int64_t x : a.ints) value += QString::number(x) + " ";
-        break;
-      case AttrKind::Floats:
-        for (float x : a.floats) value += QString::number(x) + " ";
-        break;
-      default:
-        value = "…";
-    }
-    html += QString("<code>%1</code> = %2<br>").arg(QString::fromStdString(key), value);
-  }
-  for (ValueId v : n.inputs)
-    if (v != kNoValue)
-      html += QString("in <code>%1</code> %2 %3<br>")
-                  .arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
-                       dtype_name(graph_->value(v).dtype),
-                       QString::fromStdString(shape_to_string(graph_->value(v).shape)));
-  for (ValueId v : n.outputs)
-    if (v != kNoValue)
-      html += QString("out <code>%1</code> %2 %3<br>")
-                  .arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
-                       dtype_name(graph_->value(v).dtype),
-                       QString::fromStdString(shape_to_string(graph_->value(v).shape)));
-  if (tuned_) {
-    html += "<h4>Candidate kernels covering it</h4><table>";
-    for (size_t i = 0; i < tuned_->candidates.size(); ++i) {
-      const Candidate& c = tuned_->candidates[i];
-      if (!c.nodes.contains(static_cast<size_t>(node))) continue;
-      const KernelCost& k = tuned_->costs[i].cost;
-      html += QString("<tr><td>%1</td><td>%2</td><td>%3</td></tr>")
-                  .arg(QString::fromStdString(c.backend), QString::fromStdString(c.label))
-                  .arg(k.valid ? QString("%1 ms ± %2 (%3 samples)")
-                                     .arg(k.median_ms, 0, 'f', 4)
-                                     .arg(k.stddev_ms, 0, 'f', 4)
-                                     .arg(k.samples)
-                               : "invalid: " + QString::fromStdString(k.reason).toHtmlEscaped());
-    }
-    html += "</table>";
-  }
-  if (placement_)
-    for (const PlacedKernel& k : placement_->kernels)
-      if (std::find(k.nodes.begin(), k.nodes.end(), node) != k.nodes.end())
-        html += QString("<p><b>Assigned:</b> %1 %2, %3 ms</p>")
-                    .arg(QString::fromStdString(k.backend), QString::fromStdString(k.label))
-                    .arg(k.cost_ms, 0, 'f', 4);
-  inspector_->setHtml(html);
+  if (!controller_->graph() || node < 0 || node >= controller_->graph()->num_nodes()) return;
+  if (controller_->tuned()) cost_table_->show_node(node);  // the candidates covering it
+  inspector_->show_node(controller_->node_details(node));
 }
 
 void MainWindow::export_placement() {
-  if (!placement_ || !graph_) {
-    QMessageBox::information(this, "Export placement", "Tune the model (or load a placement) first.");
+  if (!controller_->placement()) {
+    notify(QMessageBox::Information, "Export placement", "Tune the model (or load a placement) first.");
     return;
   }
   QString path = QFileDialog::getSaveFileName(this, "Export placement", "placement.json", "JSON (*.json)");
   if (!path.isEmpty() && !save_placement(path))
-    notify(this, QMessageBox::Critical, "Export placement", "Cannot write " + path);
+    notify(QMessageBox::Critical, "Export placement", "Cannot write " + path);
 }
 
 bool MainWindow::save_placement(const QString& path) {
-  if (!placement_ || !graph_) return false;
-  std::ofstream out(path.toStdString(), std::ios::trunc);
-  out << placement_to_json(*placement_, *graph_) << "\n";
-  if (!out) return false;
-  log("placement written to " + path);
-  return true;
+  try {
+    controller_->save_placement(path);
+    log("placement written to " + path);
+    return true;
+  } catch (const std::exception& e) {
+    log(QString("placement not written: ") + e.what());
+    return false;
+  }
 }
 
 void MainWindow::export_artifact_dialog() {
-  if (!placement_ || !graph_) {
-    QMessageBox::information(this, "Export artifact", "Tune the model (or load a placement) first.");
+  if (!controller_->placement()) {
+    notify(QMessageBox::Information, "Export artifact", "Tune the model (or load a placement) first.");
     return;
   }
-  QString path = QFileDialog::getSaveFileName(this, "Export artifact",
-                                              QFileInfo(model_path_).completeBaseName() + ".collage",
-                                              "Collage artifact (*.collage)");
+  QString path = QFileDialog::getSaveFileName(
+      this, "Export artifact", QFileInfo(controller_->model_path()).completeBaseName() + ".collage",
+      "Collage artifact (*.collage)");
   if (path.isEmpty()) return;
   QString error;
   QApplication::setOverrideCursor(Qt::WaitCursor);  // compiles, traces and verifies: seconds on big models
   bool ok = save_artifact(path, &error);
   QApplication::restoreOverrideCursor();
-  if (!ok) notify(this, QMessageBox::Critical, "Export artifact", error);
+  if (!ok) notify(QMessageBox::Critical, "Export artifact", error);
 }
 
 bool MainWindow::save_artifact(const QString& path, QString* error) {
-  if (!placement_ || !graph_) {
-    if (error) *error = "no placement to export";
-    return false;
-  }
   try {
-    ExportReport r =
-        export_artifact(*graph_, *placement_, all_backends(),
-                        QFileInfo(model_path_).completeBaseName().toStdString(), path.toStdString());
-    if (!r.mismatch.empty())
-      throw Error(ErrorKind::Internal,
-                  "the artifact's outputs disagree with the in-process run: " + r.mismatch);
-    log(QString("artifact written to %1: %2 MiB, arena %3 MiB (%4 MiB without reuse), outputs %5 the "
-                "in-process run")
-            .arg(path)
-            .arg(static_cast<double>(r.file_bytes) / (1 << 20), 0, 'f', 2)
-            .arg(static_cast<double>(r.arena_bytes) / (1 << 20), 0, 'f', 2)
-            .arg(static_cast<double>(r.unplanned_bytes) / (1 << 20), 0, 'f', 2)
-            .arg(r.bitwise_equal ? "bitwise equal to" : "within tolerance of"));
+    log(controller_->save_artifact(path));
     return true;
   } catch (const std::exception& e) {
     if (error) *error = e.what();
     log(QString("artifact export failed: ") + e.what());
     return false;
+  }
+}
+
+void MainWindow::load_placement(const QString& path) {
+  try {
+    controller_->load_placement(path);
+    view_->set_placement(&*controller_->placement());
+  } catch (const std::exception& e) {
+    notify(QMessageBox::Critical, "Cannot load placement", e.what());
   }
 }
 
@@ -399,69 +353,35 @@ std::vector<NodeId> MainWindow::find_all(const QString& text) {
   return hits;
 }
 
-void MainWindow::load_placement(const QString& path) {
-  if (!graph_) return;
-  try {
-    placement_ = workflow::read_placement(path.toStdString(), *graph_);
-    pins_ = placement_->pins;  // pins persist with the placement
-    view_->set_placement(&*placement_);
-    log("placement loaded from " + path);
-  } catch (const std::exception& e) {
-    notify(this, QMessageBox::Critical, "Cannot load placement", e.what());
-  }
-}
-
-int MainWindow::node_id(const std::string& name) const {
-  if (graph_)
-    for (NodeId n = 0; n < graph_->num_nodes(); ++n)
-      if (graph_->node(n).name == name) return n;
-  return -1;
-}
-
-void MainWindow::set_pin(int node, const QString& backend) {
-  pins_.pinned[node] = backend.toStdString();
-  pins_.forbidden.erase(node);
-  log(QString("pin node %1 to %2").arg(node).arg(backend));
-}
-
-void MainWindow::set_forbid(int node, const QString& backend) {
-  pins_.forbidden[node].insert(backend.toStdString());
-  log(QString("forbid %2 on node %1").arg(node).arg(backend));
-}
-
-void MainWindow::clear_pins(int node) {
-  pins_.pinned.erase(node);
-  pins_.forbidden.erase(node);
-  log(QString("pins cleared on node %1").arg(node));
-}
-
 void MainWindow::node_menu(int node, QPoint global_pos) {
-  if (!graph_) return;
+  const Graph* graph = controller_->graph();
+  if (!graph) return;
   // The menu acts on the selection when the clicked node is part of it (Ctrl+click selects several).
   std::vector<NodeId> nodes = view_->selected_nodes();
   if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes = {node};
   QMenu menu(this);
-  menu.addSection(nodes.size() == 1 ? QString::fromStdString(graph_->node(node).describe())
+  menu.addSection(nodes.size() == 1 ? QString::fromStdString(graph->node(node).describe())
                                     : QString("%1 selected nodes").arg(nodes.size()));
   QMenu* run_on = menu.addMenu("Run on");
   QMenu* pin = menu.addMenu("Pin to");
   QMenu* forbid = menu.addMenu("Forbid");
+  ExplorerController* c = controller_;
   for (const BackendSpec* b : all_backends()) {
     QString name = QString::fromStdString(b->name);
     // "Run on" reassigns at once: pin, then re-search (fast with a warm cost DB).
-    run_on->addAction(name, this, [this, nodes, name] {
-      for (NodeId n : nodes) set_pin(n, name);
+    run_on->addAction(name, this, [this, c, nodes, name] {
+      for (NodeId n : nodes) c->set_pin(n, name);
       start_tune();
     });
-    pin->addAction(name, this, [this, nodes, name] {
-      for (NodeId n : nodes) set_pin(n, name);
+    pin->addAction(name, this, [c, nodes, name] {
+      for (NodeId n : nodes) c->set_pin(n, name);
     });
-    forbid->addAction(name, this, [this, nodes, name] {
-      for (NodeId n : nodes) set_forbid(n, name);
+    forbid->addAction(name, this, [c, nodes, name] {
+      for (NodeId n : nodes) c->set_forbid(n, name);
     });
   }
-  menu.addAction("Clear pins", this, [this, nodes] {
-    for (NodeId n : nodes) clear_pins(n);
+  menu.addAction("Clear pins", this, [c, nodes] {
+    for (NodeId n : nodes) c->clear_pins(n);
   });
   menu.addSeparator();
   menu.addAction("Re-search with pins", this, &MainWindow::start_tune);
@@ -517,34 +437,12 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 
 void MainWindow::dropEvent(QDropEvent* event) {
   const auto urls = event->mimeData()->urls();
-  if (!urls.isEmpty() && urls[0].isLocalFile()) {
-    QString path = urls[0].toLocalFile();
-    if (path.endsWith(".json"))
-      load_placement(path);
-    else
-      open_model(path);
-  }
-}
-
-void MainWindow::screenshot_when_ready(const QString& path, bool after_tune, bool after_refine) {
-  screenshot_path_ = path;
-  screenshot_after_tune_ = after_tune || after_refine;
-  screenshot_after_refine_ = after_refine;
-}
-
-void MainWindow::maybe_screenshot(const QString& failure) {
-  if (screenshot_path_.isEmpty()) return;
-  // Batch mode: the picture is still saved, but a failure is the exit status (2), as in the CLI.
-  if (!failure.isEmpty()) std::fprintf(stderr, "error: %s\n", failure.toStdString().c_str());
-  QString path = screenshot_path_;
-  screenshot_path_.clear();
-  view_->fit();  // the whole graph, coloured by the final placement
-  QTimer::singleShot(200, this, [this, path, failed = !failure.isEmpty()] {  // let the last repaint land
-    bool ok = grab().save(path, "PNG");
-    std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to",
-                 path.toStdString().c_str());
-    QApplication::exit(ok && !failed ? 0 : 2);
-  });
+  if (urls.isEmpty() || !urls[0].isLocalFile()) return;
+  QString path = urls[0].toLocalFile();
+  if (path.endsWith(".json"))
+    load_placement(path);
+  else
+    open_model(path);
 }
 
 }  // namespace collage

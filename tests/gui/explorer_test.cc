@@ -2,8 +2,8 @@
 // edge, finds nodes, reports a broken file instead of crashing, tunes into a
 // coloured placement, honours and explains pins, round-trips placements, stops
 // on request, and keeps the event loop responsive while working.
+#include <QElapsedTimer>
 #include <QSignalSpy>
-#include <QTableWidget>
 #include <QTimer>
 #include <QtTest>
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/explorer/explorer_controller.h"
 #include "app/explorer/main_window.h"
 #include "backends/native/native_kernel.h"
 #include "core/artifact.h"
@@ -29,11 +30,39 @@
 namespace {
 
 namespace fs = std::filesystem;
+using collage::CandidateModel;
+using collage::CandidateStatus;
+using collage::ExplorerController;
 using collage::MainWindow;
 
-bool wait_for(QSignalSpy& spy, int ms) {
-  return spy.count() > 0 || spy.wait(ms);
-}  // the worker may emit before we wait
+bool wait_for(QSignalSpy& spy, int ms) { return spy.count() > 0 || spy.wait(ms); }
+
+// The end of the controller's next job: finished (true) or failed (false, with its message).
+struct JobSpy {
+  QSignalSpy finished, failed;
+  explicit JobSpy(ExplorerController* c)
+      : finished(c, &ExplorerController::job_finished), failed(c, &ExplorerController::job_failed) {}
+  bool wait(int ms, QString* message = nullptr) {
+    QElapsedTimer timer;
+    timer.start();
+    while (finished.isEmpty() && failed.isEmpty() && timer.elapsed() < ms) QTest::qWait(10);
+    if (!finished.isEmpty()) {
+      finished.removeFirst();
+      return true;
+    }
+    if (!failed.isEmpty()) {
+      auto f = failed.takeFirst().at(0).value<collage::JobFailure>();
+      if (message) *message = f.message;
+      cancelled = f.cancelled;
+      return false;
+    }
+    timed_out = true;
+    return false;
+  }
+  bool cancelled = false, timed_out = false;
+};
+
+int count(const collage::CostTable* table, CandidateStatus status) { return table->model()->count(status); }
 
 collage::Graph import_sample() {
   collage::ImportOptions o;
@@ -69,11 +98,9 @@ class ExplorerTest : public QObject {
 
   void draws_every_node_and_edge_and_finds_nodes() {
     MainWindow window;
-    QSignalSpy loaded(&window, &MainWindow::model_loaded);
+    JobSpy job(window.controller());
     window.open_model(COLLAGE_SAMPLE_MODEL);
-    QVERIFY(wait_for(loaded, 30000));
-    QCOMPARE(loaded.takeFirst().at(0).toBool(), true);
-    QCoreApplication::processEvents();
+    QVERIFY(job.wait(30000));
     collage::Graph g = import_sample();
     collage::NodeEdges e = collage::node_edges(g);
     int edges = 0;
@@ -90,41 +117,40 @@ class ExplorerTest : public QObject {
     auto path = fs::temp_directory_path() / "explorer_truncated.onnx";
     std::ofstream(path, std::ios::binary) << "\x08\x07\x12";
     MainWindow window;
-    QSignalSpy loaded(&window, &MainWindow::model_loaded);
+    JobSpy job(window.controller());
     window.open_model(QString::fromStdString(path.string()));
-    QVERIFY(wait_for(loaded, 30000));
-    auto args = loaded.takeFirst();
-    QCOMPARE(args.at(0).toBool(), false);
-    QVERIFY(args.at(1).toString().contains("not a valid ONNX model"));
+    QString message;
+    QVERIFY(!job.wait(30000, &message));
+    QVERIFY(!job.timed_out);
+    QVERIFY(message.contains("not a valid ONNX model"));
     fs::remove(path);
   }
 
   void tunes_pins_explains_and_round_trips() {
     MainWindow window;
-    QSignalSpy loaded(&window, &MainWindow::model_loaded);
-    QSignalSpy tuned(&window, &MainWindow::tune_finished);
-    QSignalSpy progress(&window, &MainWindow::progress);
+    ExplorerController* c = window.controller();
+    JobSpy job(c);
+    QSignalSpy progress(c, &ExplorerController::progress);
     window.open_model(COLLAGE_SAMPLE_MODEL);
-    QVERIFY(wait_for(loaded, 30000));
-    QCoreApplication::processEvents();
+    QVERIFY(job.wait(30000));
     GapMeter gaps;
     window.start_tune();
-    QVERIFY(wait_for(tuned, 120000));
-    QCOMPARE(tuned.takeFirst().at(0).toBool(), true);
-    QCoreApplication::processEvents();
+    QVERIFY(job.wait(120000));
     qInfo("longest event-loop gap while tuning: %.1f ms", gaps.longest_ms);
     QVERIFY2(gaps.longest_ms < 1000, "the GUI thread blocked while tuning");
     QVERIFY(progress.count() > 0);
     QVERIFY(window.progress_chart()->point_count() > 0);
     // Every candidate kernel is listed with its outcome; none is left pending.
     collage::CostTable* table = window.cost_table();
-    QVERIFY(table->table()->rowCount() > 0);
-    QCOMPARE(table->rows_with_status("pending"), 0);
-    QCOMPARE(table->rows_with_status("measured") + table->rows_with_status("cached") +
-                 table->rows_with_status("invalid"),
-             table->table()->rowCount());
+    const int rows = table->model()->rowCount();
+    QVERIFY(rows > 0);
+    QCOMPARE(rows, static_cast<int>(c->tuned()->candidates.size()));
+    QCOMPARE(count(table, CandidateStatus::Pending), 0);
+    QCOMPARE(count(table, CandidateStatus::Measured) + count(table, CandidateStatus::Cached) +
+                 count(table, CandidateStatus::Invalid),
+             rows);
     // Colours and outlines follow the placement.
-    const auto& placement = *window.placement();
+    const auto& placement = *c->placement();
     int fused = 0;
     for (const auto& k : placement.kernels) {
       fused += k.nodes.size() > 1;
@@ -139,10 +165,10 @@ class ExplorerTest : public QObject {
     QVERIFY(window.save_placement(QString::fromStdString(saved.string())));
     auto before = placement.kernels;
     window.load_placement(QString::fromStdString(saved.string()));
-    QCOMPARE(window.placement()->kernels.size(), before.size());
+    QCOMPARE(c->placement()->kernels.size(), before.size());
     for (size_t i = 0; i < before.size(); ++i) {
-      QCOMPARE(window.placement()->kernels[i].nodes, before[i].nodes);
-      QCOMPARE(window.placement()->kernels[i].backend, before[i].backend);
+      QCOMPARE(c->placement()->kernels[i].nodes, before[i].nodes);
+      QCOMPARE(c->placement()->kernels[i].backend, before[i].backend);
     }
     fs::remove(saved);
 
@@ -151,46 +177,41 @@ class ExplorerTest : public QObject {
     QString error;
     QVERIFY2(window.save_artifact(QString::fromStdString(artifact.string()), &error), qPrintable(error));
     collage::Artifact reloaded = collage::load_artifact(artifact.string());
-    QCOMPARE(reloaded.kernels.size(), window.placement()->kernels.size());
-    QCOMPARE(reloaded.info.inputs.size(), window.graph()->inputs.size());
+    QCOMPARE(reloaded.kernels.size(), c->placement()->kernels.size());
+    QCOMPARE(reloaded.info.inputs.size(), c->graph()->inputs.size());
     fs::remove(artifact);
 
     // Graph-level refinement: generations reach the chart, the result recolours the graph.
-    QSignalSpy refined(&window, &MainWindow::refine_finished);
     int points = window.progress_chart()->point_count();
     window.start_refine();
-    QVERIFY(wait_for(refined, 120000));
-    QCOMPARE(refined.takeFirst().at(0).toBool(), true);
-    QCoreApplication::processEvents();
+    QVERIFY(job.wait(120000));
     QVERIFY(window.progress_chart()->point_count() > points);
-    for (const auto& k : window.placement()->kernels)
+    for (const auto& k : c->placement()->kernels)
       for (collage::NodeId n : k.nodes)
         QCOMPARE(window.graph_view()->node_fill(n),
                  collage::backend_color(QString::fromStdString(k.backend)));
 
     // Pin the first conv to BLAS and re-search: the placement honours it.
-    int conv = window.node_id("/conv1/Conv");
+    int conv = c->node_id("/conv1/Conv");
     QVERIFY(conv >= 0);
-    window.set_pin(conv, "blas");
+    c->set_pin(conv, "blas");
     window.start_tune();
-    QVERIFY(wait_for(tuned, 120000));
-    QCOMPARE(tuned.takeFirst().at(0).toBool(), true);
-    QCoreApplication::processEvents();
+    QVERIFY(job.wait(120000));
     bool on_blas = false;
-    for (const auto& k : window.placement()->kernels)
+    for (const auto& k : c->placement()->kernels)
       if (std::find(k.nodes.begin(), k.nodes.end(), conv) != k.nodes.end()) on_blas = k.backend == "blas";
     QVERIFY(on_blas);
-    QCOMPARE(window.placement()->pins.pinned.at(conv), std::string("blas"));
+    QCOMPARE(c->placement()->pins.pinned.at(conv), std::string("blas"));
 
     // An impossible pin explains itself instead of producing a placement.
-    int flatten = window.node_id("/Flatten");
+    int flatten = c->node_id("/Flatten");
     QVERIFY(flatten >= 0);
-    window.set_pin(flatten, "xnnpack");
+    c->set_pin(flatten, "xnnpack");
     window.start_tune();
-    QVERIFY(wait_for(tuned, 120000));
-    auto failed = tuned.takeFirst();
-    QCOMPARE(failed.at(0).toBool(), false);
-    QVERIFY(failed.at(1).toString().contains("pinned to 'xnnpack'"));
+    QString message;
+    QVERIFY(!job.wait(120000, &message));
+    QVERIFY(!job.timed_out);
+    QVERIFY(message.contains("pinned to 'xnnpack'"));
   }
 
   void stop_during_refine_keeps_the_best_so_far() {
@@ -200,38 +221,34 @@ class ExplorerTest : public QObject {
     for (const char* suffix : {"", "-wal", "-shm"})
       fs::remove(fs::temp_directory_path() / (std::string("explorer_test_refine.sqlite") + suffix));
     MainWindow window;
-    QSignalSpy loaded(&window, &MainWindow::model_loaded);
-    QSignalSpy tuned(&window, &MainWindow::tune_finished);
-    QSignalSpy refined(&window, &MainWindow::refine_finished);
-    QSignalSpy progress(&window, &MainWindow::progress);
+    ExplorerController* c = window.controller();
+    JobSpy job(c);
+    QSignalSpy progress(c, &ExplorerController::progress);
     window.open_model(COLLAGE_SAMPLE_MODEL);
-    QVERIFY(wait_for(loaded, 30000));
+    QVERIFY(job.wait(30000));
     window.start_tune();
-    QVERIFY(wait_for(tuned, 120000));
-    QCOMPARE(tuned.takeFirst().at(0).toBool(), true);
-    QCoreApplication::processEvents();
+    QVERIFY(job.wait(120000));
     progress.clear();
     window.start_refine();
     auto refine_events = [&] {
       return std::count_if(progress.begin(), progress.end(), [](const QList<QVariant>& e) {
-        return e.at(0).toInt() == static_cast<int>(collage::ProgressEvent::Stage::Refine);
+        return e.at(0).value<collage::ProgressEvent>().stage == collage::ProgressEvent::Stage::Refine;
       });
     };
-    while (refine_events() == 0 && refined.count() == 0) QVERIFY(progress.wait(60000));  // generation 1 done
-    window.stop();
-    QVERIFY(wait_for(refined, 60000));
-    QCOMPARE(refined.takeFirst().at(0).toBool(), true);  // stopping is not a failure
-    QCoreApplication::processEvents();
+    while (refine_events() == 0 && job.finished.isEmpty() && job.failed.isEmpty())
+      QVERIFY(progress.wait(60000));  // generation 1 done
+    c->stop();
+    QVERIFY(job.wait(60000));  // stopping is not a failure
     // The placement in force is complete, and the graph shows it.
-    QVERIFY(window.placement().has_value());
-    std::vector<int> covered(static_cast<size_t>(window.graph()->num_nodes()), 0);
-    for (const auto& k : window.placement()->kernels)
+    QVERIFY(c->placement().has_value());
+    std::vector<int> covered(static_cast<size_t>(c->graph()->num_nodes()), 0);
+    for (const auto& k : c->placement()->kernels)
       for (collage::NodeId n : k.nodes) {
         ++covered[static_cast<size_t>(n)];
         QCOMPARE(window.graph_view()->node_fill(n),
                  collage::backend_color(QString::fromStdString(k.backend)));
       }
-    QVERIFY(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }));
+    QVERIFY(std::all_of(covered.begin(), covered.end(), [](int n) { return n == 1; }));
     qputenv("COLLAGE_COST_DB",
             QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
   }
@@ -241,28 +258,27 @@ class ExplorerTest : public QObject {
     for (const char* suffix : {"", "-wal", "-shm"})
       fs::remove(fs::temp_directory_path() / (std::string("explorer_test_cold.sqlite") + suffix));
     MainWindow window;
-    QSignalSpy loaded(&window, &MainWindow::model_loaded);
-    QSignalSpy tuned(&window, &MainWindow::tune_finished);
-    QSignalSpy progress(&window, &MainWindow::progress);
+    ExplorerController* c = window.controller();
+    JobSpy job(c);
+    QSignalSpy progress(c, &ExplorerController::progress);
     window.open_model(COLLAGE_SAMPLE_MODEL);
-    QVERIFY(wait_for(loaded, 30000));
-    QCoreApplication::processEvents();
+    QVERIFY(job.wait(30000));
     window.start_tune();
     QVERIFY(wait_for(progress, 30000));  // measuring has begun
     auto t0 = std::chrono::steady_clock::now();
-    window.stop();
-    QVERIFY(wait_for(tuned, 30000));
+    c->stop();
+    QString message;
+    QVERIFY(!job.wait(30000, &message));
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     qInfo("stop took %.0f ms", ms);
-    auto args = tuned.takeFirst();
-    QCOMPARE(args.at(0).toBool(), false);
-    QVERIFY(args.at(1).toString().contains("cancelled"));
+    QVERIFY(!job.timed_out);
+    QVERIFY(job.cancelled);
+    QVERIFY(message.contains("cancelled"));
     QVERIFY(ms < 1000);
     // The table was filled while measuring: every candidate listed, those not reached still pending.
-    QCoreApplication::processEvents();
     collage::CostTable* table = window.cost_table();
-    QVERIFY(table->table()->rowCount() > 1);
-    QVERIFY(table->rows_with_status("pending") > 0);
+    QVERIFY(table->model()->rowCount() > 1);
+    QVERIFY(count(table, CandidateStatus::Pending) > 0);
     qputenv("COLLAGE_COST_DB",
             QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
   }
@@ -272,41 +288,47 @@ class ExplorerTest : public QObject {
     collage::Candidate a{collage::IndexSet(3, {0, 1}), "onednn", "Conv+Relu"};
     collage::Candidate b{collage::IndexSet(3, {1}), "native", "Relu"};
     table.set_pending({a, b});
-    QCOMPARE(table.table()->rowCount(), 2);
-    QCOMPARE(table.rows_with_status("pending"), 2);
+    CandidateModel* model = table.model();
+    auto status = [model](size_t id) {
+      return model->index(model->row_of(id), 0).data(CandidateModel::StatusRole).value<CandidateStatus>();
+    };
+    QCOMPARE(model->rowCount(), 2);
+    QCOMPARE(count(&table, CandidateStatus::Pending), 2);
     collage::MeasuredCandidate slow, bad;
     slow.cost.median_ms = 2.5;
     slow.cost.samples = 7;
     bad.cost.valid = false;
     bad.cost.reason = "disagrees with the reference";
     table.set_result(1, bad);
-    QCOMPARE(table.status_text(1), QString("invalid: disagrees with the reference"));
-    QCOMPARE(table.status_text(0), QString("pending"));
+    QCOMPARE(status(1), CandidateStatus::Invalid);
+    QCOMPARE(model->index(1, CandidateModel::kStatus).data().toString(),
+             QString("invalid: disagrees with the reference"));  // the reason is shown
+    QCOMPARE(status(0), CandidateStatus::Pending);
     slow.from_cache = true;
     table.set_result(0, slow);
-    QCOMPARE(table.status_text(0), QString("cached"));
-    QCOMPARE(table.table()->item(0, collage::CostTable::kMedian)->data(Qt::DisplayRole).toDouble(), 2.5);
-    // Sorted by cost after finish(): results still found by candidate index.
+    QCOMPARE(status(0), CandidateStatus::Cached);
+    QCOMPARE(model->index(0, 0).data(CandidateModel::CostRole).toDouble(), 2.5);
+    // Sorted by cost after finish(): results still found by candidate id.
     slow.from_cache = false;
     table.finish({a, b}, {slow, bad});
-    QCOMPARE(table.status_text(0), QString("measured"));
-    QCOMPARE(table.status_text(1), QString("invalid: disagrees with the reference"));
-    table.show_node({a, b}, 0);  // only candidate a covers node 0
-    int visible = 0;
-    for (int r = 0; r < 2; ++r) visible += !table.table()->isRowHidden(r);
-    QCOMPARE(visible, 1);
+    QCOMPARE(status(0), CandidateStatus::Measured);
+    QCOMPARE(status(1), CandidateStatus::Invalid);
+    QCOMPARE(table.proxy()->index(0, 0).data(CandidateModel::CandidateIdRole).toULongLong(), qulonglong{0});
+    table.show_node(0);  // only candidate a covers node 0
+    QCOMPARE(table.proxy()->rowCount(), 1);
+    table.show_node(-1);
+    QCOMPARE(table.proxy()->rowCount(), 2);
   }
 
   void stays_responsive_while_a_5000_node_graph_is_laid_out() {
     auto path = fs::temp_directory_path() / "explorer_test_5k.onnx";
     collage::samples::build_sample("encoder_5k").save(path.string());
     MainWindow window;
-    QSignalSpy loaded(&window, &MainWindow::model_loaded);
+    JobSpy job(window.controller());
     GapMeter gaps;
     auto t0 = std::chrono::steady_clock::now();
     window.open_model(QString::fromStdString(path.string()));
-    QVERIFY(wait_for(loaded, 60000));
-    QCoreApplication::processEvents();
+    QVERIFY(job.wait(60000));
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     qInfo("%d nodes shown in %.2f s; longest event-loop gap %.1f ms", window.graph_view()->node_count(),
           seconds, gaps.longest_ms);

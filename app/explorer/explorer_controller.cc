@@ -1,0 +1,411 @@
+#include "app/explorer/explorer_controller.h"
+
+#include <QFileInfo>
+#include <QThread>
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+
+#include "backends/native/native_kernel.h"
+#include "backends/registry.h"
+#include "core/error.h"
+#include "core/graph_analysis.h"
+#include "core/onnx_import.h"
+
+namespace collage {
+
+// Forwards core progress to the controller's thread as queued calls, in order;
+// events of an older job (a newer generation started) are dropped there.
+class ExplorerController::Observer : public ProgressObserver {
+ public:
+  Observer(ExplorerController* controller, unsigned generation)
+      : controller_(controller), generation_(generation) {}
+  void on_progress(const ProgressEvent& e) override {
+    post([e](ExplorerController& c) { emit c.progress(e); });
+  }
+  void on_candidates(const std::vector<Candidate>& candidates) override {
+    post([list = CandidateList{candidates}](ExplorerController& c) { emit c.candidates_listed(list); });
+  }
+  void on_measured(size_t index, const MeasuredCandidate& result) override {
+    post([cost = MeasuredCost{index, result}](ExplorerController& c) { emit c.cost_measured(cost); });
+  }
+  void on_best_placement(const Placement& best, double fitness_ms) override {
+    post([b = BestPlacement{best, fitness_ms}](ExplorerController& c) {
+      c.placement_ = b.placement;  // adopted at once: Export and the view follow the best so far
+      emit c.best_placement(b);
+    });
+  }
+  bool cancel_requested() const override { return controller_->cancel_.load(); }
+
+ private:
+  template <class F>
+  void post(F f) {
+    ExplorerController* c = controller_;
+    unsigned generation = generation_;
+    QMetaObject::invokeMethod(
+        c,
+        [c, generation, f = std::move(f)] {
+          if (c->generation_ == generation) f(*c);
+        },
+        Qt::QueuedConnection);
+  }
+  ExplorerController* controller_;  // outlives the job: its destructor waits for it
+  unsigned generation_;
+};
+
+ExplorerController::ExplorerController(QObject* parent)
+    : QObject(parent), cost_db_path_(QString::fromStdString(workflow::cost_db_path())) {
+  qRegisterMetaType<ProgressEvent>();
+  qRegisterMetaType<CandidateList>();
+  qRegisterMetaType<MeasuredCost>();
+  qRegisterMetaType<BestPlacement>();
+  qRegisterMetaType<JobReport>();
+  qRegisterMetaType<JobFailure>();
+  set_backends(all_backends());
+}
+
+ExplorerController::~ExplorerController() { wait_for_job(); }
+
+void ExplorerController::set_backends(std::vector<const BackendSpec*> backends) {
+  const BackendSpec* native = find_backend("native");
+  if (std::find(backends.begin(), backends.end(), native) == backends.end()) backends.push_back(native);
+  backends_ = std::move(backends);  // native always fills gaps
+}
+
+bool ExplorerController::run(Job job, std::function<Apply(ProgressObserver&)> work) {
+  if (thread_) return false;
+  cancel_ = false;
+  struct Outcome {
+    Apply apply;
+    QString error;
+    double seconds = 0;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  auto observer = std::make_shared<Observer>(this, ++generation_);
+  thread_ = QThread::create([work = std::move(work), observer, outcome] {
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      outcome->apply = work(*observer);
+    } catch (const std::exception& e) {
+      outcome->error = QString::fromStdString(e.what());
+    }
+    outcome->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  connect(thread_, &QThread::finished, this, [this, job, generation = generation_, outcome] {
+    if (generation != generation_ || !thread_) return;  // dropped by wait_for_job()
+    thread_->wait();
+    thread_->deleteLater();
+    thread_ = nullptr;
+    job_ended(job, std::move(outcome->apply), outcome->error, outcome->seconds);
+  });
+  thread_->start();
+  return true;
+}
+
+void ExplorerController::wait_for_job() {
+  if (!thread_) return;
+  cancel_ = true;  // a running tune stops within one candidate
+  ++generation_;   // its queued events and result are dropped
+  thread_->wait();
+  delete thread_;  // now, not deleteLater(): the destructor may run with no event loop left
+  thread_ = nullptr;
+}
+
+void ExplorerController::job_ended(Job job, Apply apply, QString error, double seconds) {
+  if (!apply) {
+    emit job_failed(JobFailure{job, error, cancel_.load()});
+    return;
+  }
+  JobReport report = apply(*this);
+  report.job = job;
+  report.seconds = seconds;
+  emit job_finished(report);
+}
+
+bool ExplorerController::open_model(const QString& path) {
+  wait_for_job();
+  return run(Job::Load, [path](ProgressObserver&) -> Apply {
+    ImportOptions options;
+    options.evaluator = native::node_evaluator();
+    auto graph = std::make_shared<const Graph>(import_onnx_file(path.toStdString(), options));
+    auto layout = std::make_shared<GraphLayout>(layout_graph(*graph));
+    return [path, graph, layout](ExplorerController& c) {
+      c.model_path_ = path;
+      c.graph_ = graph;
+      c.layout_ = std::move(*layout);
+      c.tuned_.reset();
+      c.placement_.reset();
+      c.pins_ = Pins{};
+      JobReport r;
+      r.summary = QString("%1: %2 nodes (%3 layout)")
+                      .arg(path)
+                      .arg(graph->num_nodes())
+                      .arg(QString::fromStdString(c.layout_.engine));
+      return r;
+    };
+  });
+}
+
+bool ExplorerController::start_tune() {
+  if (!graph_ || thread_) return false;
+  std::shared_ptr<const Graph> graph = graph_;
+  std::vector<const BackendSpec*> backends = backends_;
+  int threads = threads_;
+  Pins pins = pins_;
+  std::string db_path = cost_db_path_.toStdString();
+  double previous_ms = placement_ ? placement_->predicted_ms : -1;
+  emit message(QString("tuning with %1 backends, %2 thread(s), cost DB %3")
+                   .arg(backends.size())
+                   .arg(threads)
+                   .arg(cost_db_path_));
+  return run(Job::Tune, [=](ProgressObserver& observer) -> Apply {
+    // The workflow `collage tune` runs, with the same settings (core/workflow/settings.h).
+    CostDb db(db_path);
+    workflow::TuneStepOptions options;
+    options.backends = backends;
+    options.threads = threads;
+    options.pins = pins;
+    auto result = std::make_shared<TuneResult>(workflow::tune(*graph, options, &db, &observer));
+    // End to end: the placement checked against the native reference, then timed.
+    workflow::RunOptions run_options;
+    run_options.backends = backends;
+    run_options.threads = threads;
+    auto run = std::make_shared<workflow::PlacementRunReport>(
+        workflow::verify_and_time(*graph, result->placement, result->inputs, run_options));
+    return [result, run, previous_ms](ExplorerController& c) {
+      c.tuned_ = std::move(*result);
+      c.placement_ = c.tuned_->placement;
+      JobReport r;
+      r.mismatch = QString::fromStdString(run->verify.mismatch);
+      r.summary = tune_summary(*c.tuned_, run->timing.median_ms, previous_ms, run->verify.mismatch);
+      r.log << r.summary;
+      return r;
+    };
+  });
+}
+
+bool ExplorerController::start_refine() {
+  if (!graph_ || thread_) return false;
+  auto refuse = [this](const char* why) {
+    emit job_failed(JobFailure{Job::Refine, why, false});
+    return false;
+  };
+  if (!placement_) return refuse("Tune first: refinement starts from the op-level placement.");
+  if (workflow::graph_level_backends(backends_).empty())
+    return refuse("Select a graph-level backend (onednn-region, xnnpack-graph) first.");
+  std::shared_ptr<const Graph> graph = graph_;
+  std::vector<const BackendSpec*> backends = backends_;
+  int threads = threads_;
+  Placement start = *placement_;
+  std::vector<Tensor> inputs = tuned_ ? tuned_->inputs : std::vector<Tensor>{};
+  std::string db_path = cost_db_path_.toStdString();
+  emit message(QString("refining with measured fitness (median of %1 runs per genome)")
+                   .arg(workflow::kSettings.fitness_runs));
+  return run(Job::Refine, [=](ProgressObserver& observer) -> Apply {
+    // The workflow `collage tune --refine` runs, with the same settings (core/workflow/settings.h).
+    workflow::RefineStepOptions options;
+    options.backends = backends;
+    options.threads = threads;
+    CostDb db(db_path);
+    auto report = std::make_shared<workflow::RefineReport>(
+        workflow::refine(*graph, start, inputs, options, &db, &observer));
+    // The final check of `collage tune --refine`: both placements alternated (skipped when stopped).
+    auto ab = std::make_shared<workflow::SideBySideReport>();
+    if (!observer.cancel_requested()) {
+      workflow::SideBySideOptions sopts;
+      sopts.backends = backends;
+      sopts.threads = threads;
+      *ab = workflow::compare_side_by_side(*graph, start, *report, inputs, sopts);
+    }
+    return [report, ab, start](ExplorerController& c) {
+      const RefineResult& result = report->result;
+      JobReport r;
+      r.log << QString(
+                   "refined: op-level %1 ms -> %2 ms measured fitness (%3x), %4 generations, %5 evaluations")
+                   .arg(result.seed_fitness, 0, 'f', 3)
+                   .arg(result.best_fitness, 0, 'f', 3)
+                   .arg(result.seed_fitness / result.best_fitness, 0, 'f', 2)
+                   .arg(result.generations)
+                   .arg(result.evaluations);
+      c.placement_ = result.best;
+      if (result.cancelled) r.log << "refine stopped: keeping the best placement found so far";
+      if (ab->compared) {
+        r.log << QString("side by side over %1 alternating runs each: op-level %2 ms, refined %3 ms")
+                     .arg(ab->timing.rounds)
+                     .arg(ab->timing.a_ms, 0, 'f', 3)
+                     .arg(ab->timing.b_ms, 0, 'f', 3);
+        if (!ab->keep_refined) {
+          r.log << "the refined placement is not faster when re-measured: keeping the op-level one";
+          c.placement_ = start;
+        }
+      }
+      r.summary = QString("refined placement: %1 kernels").arg(c.placement_->kernels.size());
+      return r;
+    };
+  });
+}
+
+int ExplorerController::node_id(const std::string& name) const {
+  if (graph_)
+    for (NodeId n = 0; n < graph_->num_nodes(); ++n)
+      if (graph_->node(n).name == name) return n;
+  return -1;
+}
+
+void ExplorerController::set_pin(int node, const QString& backend) {
+  pins_.pinned[node] = backend.toStdString();
+  pins_.forbidden.erase(node);
+  emit message(QString("pin node %1 to %2").arg(node).arg(backend));
+}
+
+void ExplorerController::set_forbid(int node, const QString& backend) {
+  pins_.forbidden[node].insert(backend.toStdString());
+  emit message(QString("forbid %2 on node %1").arg(node).arg(backend));
+}
+
+void ExplorerController::clear_pins(int node) {
+  pins_.pinned.erase(node);
+  pins_.forbidden.erase(node);
+  emit message(QString("pins cleared on node %1").arg(node));
+}
+
+std::vector<NodeId> ExplorerController::candidate_nodes(size_t index) const {
+  std::vector<NodeId> nodes;
+  if (tuned_ && index < tuned_->candidates.size())
+    for (size_t n : tuned_->candidates[index].nodes.indices()) nodes.push_back(static_cast<NodeId>(n));
+  return nodes;
+}
+
+namespace {
+
+QString attribute_text(const Attribute& a) {
+  QString value;
+  switch (a.kind) {
+    case AttrKind::Int:
+      return QString::number(a.i);
+    case AttrKind::Float:
+      return QString::number(a.f);
+    case AttrKind::String:
+      return QString::fromStdString(a.s);
+    case AttrKind::Ints:
+      for (int64_t x : a.ints) value += QString::number(x) + " ";
+      return value;
+    case AttrKind::Floats:
+      for (float x : a.floats) value += QString::number(x) + " ";
+      return value;
+    default:
+      return "…";
+  }
+}
+
+}  // namespace
+
+NodeDetails ExplorerController::node_details(int node) const {
+  NodeDetails d;
+  if (!graph_ || node < 0 || node >= graph_->num_nodes()) return d;
+  const Node& n = graph_->node(node);
+  d.id = node;
+  d.name = QString::fromStdString(n.name);
+  d.op_type = QString::fromStdString(n.op_type);
+  d.opset = n.opset;
+  NodeCost cost = node_cost(*graph_, node);
+  d.flops = cost.flops;
+  d.bytes_read = cost.bytes_read;
+  d.bytes_written = cost.bytes_written;
+  for (const auto& [key, a] : n.attrs)
+    d.attributes.emplace_back(QString::fromStdString(key), attribute_text(a));
+  auto tensor = [this](ValueId v) {
+    const Value& value = graph_->value(v);
+    return NodeDetails::Tensor{QString::fromStdString(value.name), dtype_name(value.dtype),
+                               QString::fromStdString(shape_to_string(value.shape))};
+  };
+  for (ValueId v : n.inputs)
+    if (v != kNoValue) d.inputs.push_back(tensor(v));
+  for (ValueId v : n.outputs)
+    if (v != kNoValue) d.outputs.push_back(tensor(v));
+  if (tuned_) {
+    d.tuned = true;
+    for (size_t i = 0; i < tuned_->candidates.size(); ++i) {
+      const Candidate& c = tuned_->candidates[i];
+      if (!c.nodes.contains(static_cast<size_t>(node))) continue;
+      const KernelCost& k = tuned_->costs[i].cost;
+      d.candidates.push_back({QString::fromStdString(c.backend), QString::fromStdString(c.label), k.valid,
+                              k.median_ms, k.stddev_ms, k.samples, QString::fromStdString(k.reason)});
+    }
+  }
+  if (placement_)
+    for (const PlacedKernel& k : placement_->kernels)
+      if (std::find(k.nodes.begin(), k.nodes.end(), node) != k.nodes.end())
+        d.assigned.push_back({QString::fromStdString(k.backend), QString::fromStdString(k.label), k.cost_ms});
+  return d;
+}
+
+void ExplorerController::load_placement(const QString& path) {
+  if (!graph_) throw Error(ErrorKind::InvalidInput, "open a model first");
+  placement_ = workflow::read_placement(path.toStdString(), *graph_);
+  pins_ = placement_->pins;  // pins persist with the placement
+  emit message("placement loaded from " + path);
+}
+
+void ExplorerController::save_placement(const QString& path) const {
+  if (!placement_ || !graph_) throw Error(ErrorKind::InvalidInput, "no placement to export");
+  std::ofstream out(path.toStdString(), std::ios::trunc);
+  out << placement_to_json(*placement_, *graph_) << "\n";
+  if (!out) throw Error(ErrorKind::Io, "cannot write " + path.toStdString());
+}
+
+QString ExplorerController::save_artifact(const QString& path) const {
+  if (!placement_ || !graph_) throw Error(ErrorKind::InvalidInput, "no placement to export");
+  workflow::ExportStepOptions options;
+  options.model_name = QFileInfo(model_path_).completeBaseName().toStdString();
+  options.path = path.toStdString();
+  ExportReport r = workflow::export_placement(*graph_, *placement_, options);
+  if (!r.mismatch.empty())
+    throw Error(ErrorKind::Internal,
+                "the artifact's outputs disagree with the in-process run: " + r.mismatch);
+  return QString(
+             "artifact written to %1: %2 MiB, arena %3 MiB (%4 MiB without reuse), outputs %5 the "
+             "in-process run")
+      .arg(path)
+      .arg(static_cast<double>(r.file_bytes) / (1 << 20), 0, 'f', 2)
+      .arg(static_cast<double>(r.arena_bytes) / (1 << 20), 0, 'f', 2)
+      .arg(static_cast<double>(r.unplanned_bytes) / (1 << 20), 0, 'f', 2)
+      .arg(r.bitwise_equal ? "bitwise equal to" : "within tolerance of");
+}
+
+QString tune_summary(const TuneResult& tuned, double measured_ms, double previous_predicted_ms,
+                     const std::string& mismatch) {
+  const Placement& placement = tuned.placement;
+  std::map<std::string, std::pair<int, double>> per_backend;  // kernels, predicted ms
+  for (const PlacedKernel& k : placement.kernels) {
+    per_backend[k.backend].first++;
+    per_backend[k.backend].second += k.cost_ms;
+  }
+  QString summary = QString("placement: %1 kernels, predicted %2 ms (")
+                        .arg(placement.kernels.size())
+                        .arg(placement.predicted_ms, 0, 'f', 3);
+  for (const auto& [b, stats] : per_backend)
+    summary += QString("%1: %2 kernels %3 ms, ")
+                   .arg(QString::fromStdString(b))
+                   .arg(stats.first)
+                   .arg(stats.second, 0, 'f', 3);
+  summary.chop(2);
+  summary += QString(
+                 "); measured %1 ms, additive error %2%; %3 candidates, %4 measured now, %5 from the cost "
+                 "DB, %6 invalid")
+                 .arg(measured_ms, 0, 'f', 3)
+                 .arg(100 * (measured_ms - placement.predicted_ms) / placement.predicted_ms, 0, 'f', 1)
+                 .arg(tuned.candidates.size())
+                 .arg(tuned.measured_now)
+                 .arg(tuned.from_cache)
+                 .arg(tuned.invalid);
+  if (previous_predicted_ms >= 0)
+    summary += QString("; Δ predicted vs previous placement %1 ms")
+                   .arg(placement.predicted_ms - previous_predicted_ms, 0, 'f', 3);
+  if (!mismatch.empty())
+    summary += " — DOES NOT MATCH the native reference: " + QString::fromStdString(mismatch);
+  return summary;
+}
+
+}  // namespace collage

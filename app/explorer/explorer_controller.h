@@ -1,0 +1,150 @@
+// The explorer's model and controller: it owns the model state (graph, layout,
+// placement, pins, tune and refine results, settings) and runs the workflow
+// steps (core/workflow) as jobs on a QThread, one at a time. Progress and
+// results arrive as typed signals on the controller's thread; no widget is
+// needed, so it is unit-tested on its own (tests/gui/controller_test.cc).
+#pragma once
+
+#include <QMetaType>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/progress.h"
+#include "core/tuner.h"
+#include "core/workflow/workflow.h"
+#include "widgets/graph_layout.h"
+#include "widgets/inspector.h"
+
+class QThread;
+
+namespace collage {
+
+enum class Job { Load, Tune, Refine };
+
+// Measuring has begun: every candidate kernel, before the first cost lands.
+struct CandidateList {
+  std::vector<Candidate> candidates;
+};
+
+// One candidate's cost, as it lands (measured, from the cost DB, or invalid).
+struct MeasuredCost {
+  size_t index = 0;  // into CandidateList::candidates
+  MeasuredCandidate result;
+};
+
+// Refining: the best placement so far, each time it improves (already adopted).
+struct BestPlacement {
+  Placement placement;
+  double fitness_ms = 0;
+};
+
+// A job's end. The state (graph, placement, results) is updated before it is emitted.
+struct JobReport {
+  Job job = Job::Load;
+  QString summary;     // one line for the status bar
+  QStringList log;     // lines for the log, in order
+  QString mismatch;    // Tune: non-empty when the placement disagrees with the native reference
+  double seconds = 0;  // wall time of the job
+};
+
+struct JobFailure {
+  Job job = Job::Load;
+  QString message;
+  bool cancelled = false;  // stopped on request (not an error to report)
+};
+
+class ExplorerController : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit ExplorerController(QObject* parent = nullptr);
+  ~ExplorerController() override;  // cancels and waits for a running job
+
+  // ---- jobs (each refuses to start while another runs: false) ----
+  // Import and lay out; a running job is cancelled first.
+  bool open_model(const QString& path);
+  bool start_tune();               // measure + search with the settings and pins, then verify and time
+  bool start_refine();             // graph-level search from the current placement, then side by side
+  void stop() { cancel_ = true; }  // through ProgressObserver::cancel_requested
+  bool busy() const { return thread_ != nullptr; }
+
+  // ---- settings ----
+  void set_backends(std::vector<const BackendSpec*> backends);  // native is always added
+  const std::vector<const BackendSpec*>& backends() const { return backends_; }
+  void set_threads(int threads) { threads_ = threads; }
+  int threads() const { return threads_; }
+  void set_cost_db_path(const QString& path) { cost_db_path_ = path; }
+  const QString& cost_db_path() const { return cost_db_path_; }
+
+  // ---- model state ----
+  const QString& model_path() const { return model_path_; }
+  const Graph* graph() const { return graph_.get(); }
+  const GraphLayout& layout() const { return layout_; }
+  const std::optional<Placement>& placement() const { return placement_; }
+  const std::optional<TuneResult>& tuned() const { return tuned_; }
+  const Pins& pins() const { return pins_; }
+  int node_id(const std::string& name) const;         // -1 if absent
+  void set_pin(int node, const QString& backend);     // only this backend may cover the node
+  void set_forbid(int node, const QString& backend);  // this backend may not
+  void clear_pins(int node);
+  std::vector<NodeId> candidate_nodes(size_t index) const;  // nodes of tuned candidate `index`
+  NodeDetails node_details(int node) const;                 // what the inspector shows
+
+  // ---- files (synchronous; errors as exceptions for the caller's dialog) ----
+  void load_placement(const QString& path);        // throws Error
+  void save_placement(const QString& path) const;  // throws Error
+  // Writes the artifact, reloads it and checks its outputs; returns the log line. Throws Error.
+  QString save_artifact(const QString& path) const;
+
+ signals:
+  void progress(const collage::ProgressEvent& event);
+  void candidates_listed(const collage::CandidateList& list);
+  void cost_measured(const collage::MeasuredCost& cost);
+  void best_placement(const collage::BestPlacement& best);
+  void job_finished(const collage::JobReport& report);
+  void job_failed(const collage::JobFailure& failure);
+  void message(const QString& line);  // a log line (pins, files)
+
+ private:
+  class Observer;
+  // Runs `work` on a new QThread; `work` returns what to apply on this thread when it ends.
+  // A throw becomes job_failed. Observer events of an older job are dropped.
+  using Apply = std::function<JobReport(ExplorerController&)>;
+  bool run(Job job, std::function<Apply(ProgressObserver&)> work);
+  void wait_for_job();  // cancels and joins; the job's result is dropped
+  void job_ended(Job job, Apply apply, QString error, double seconds);
+
+  std::vector<const BackendSpec*> backends_;
+  int threads_ = 1;
+  QString cost_db_path_;
+
+  QString model_path_;
+  std::shared_ptr<const Graph> graph_;
+  GraphLayout layout_;
+  std::optional<TuneResult> tuned_;
+  std::optional<Placement> placement_;
+  Pins pins_;
+
+  QThread* thread_ = nullptr;  // the running job, owned (deleted when it ends)
+  std::atomic<bool> cancel_{false};
+  unsigned generation_ = 0;  // bumped per job: stale observer events are dropped
+};
+
+// The status-bar line of a finished tune (also its log line).
+QString tune_summary(const TuneResult& tuned, double measured_ms, double previous_predicted_ms,
+                     const std::string& mismatch);
+
+}  // namespace collage
+
+Q_DECLARE_METATYPE(collage::ProgressEvent)
+Q_DECLARE_METATYPE(collage::CandidateList)
+Q_DECLARE_METATYPE(collage::MeasuredCost)
+Q_DECLARE_METATYPE(collage::BestPlacement)
+Q_DECLARE_METATYPE(collage::JobReport)
+Q_DECLARE_METATYPE(collage::JobFailure)

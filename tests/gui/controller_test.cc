@@ -1,0 +1,148 @@
+// QtTest, no window: the ExplorerController loads a sample, tunes it with two
+// backends (typed signals: progress by stage, the candidate list, each cost,
+// the report) into a placement; Stop cancels; a bad model or an impossible
+// refine is a failure signal with the message.
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QtTest>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "app/explorer/explorer_controller.h"
+#include "backends/registry.h"
+
+#ifndef COLLAGE_SAMPLE_MODEL
+#error "COLLAGE_SAMPLE_MODEL must name the bundled model"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using collage::ExplorerController;
+using collage::Job;
+
+QString fresh_db(const std::string& name) {
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(fs::temp_directory_path() / (name + suffix));
+  return QString::fromStdString((fs::temp_directory_path() / name).string());
+}
+
+// Waits until either spy has an entry.
+bool wait_either(QSignalSpy& a, QSignalSpy& b, int ms) {
+  QElapsedTimer timer;
+  timer.start();
+  while (a.isEmpty() && b.isEmpty() && timer.elapsed() < ms) QTest::qWait(10);
+  return !a.isEmpty() || !b.isEmpty();
+}
+
+}  // namespace
+
+class ControllerTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void tunes_a_sample_with_two_backends() {
+    ExplorerController c;
+    c.set_cost_db_path(fresh_db("controller_test_tune.sqlite"));
+    c.set_backends({collage::find_backend("xnnpack")});  // native is added
+    QCOMPARE(c.backends().size(), size_t{2});
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    QSignalSpy progress(&c, &ExplorerController::progress);
+    QSignalSpy listed(&c, &ExplorerController::candidates_listed);
+    QSignalSpy measured(&c, &ExplorerController::cost_measured);
+
+    QVERIFY(c.open_model(COLLAGE_SAMPLE_MODEL));
+    QVERIFY(c.busy());
+    QVERIFY(wait_either(finished, failed, 30000));
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(finished.takeFirst().at(0).value<collage::JobReport>().job, Job::Load);
+    QVERIFY(c.graph() != nullptr);
+    QVERIFY(!c.placement());
+
+    QVERIFY(c.start_tune());
+    QVERIFY(!c.start_tune());  // one job at a time
+    QVERIFY(wait_either(finished, failed, 120000));
+    QCOMPARE(failed.count(), 0);
+    auto report = finished.takeFirst().at(0).value<collage::JobReport>();
+    QCOMPARE(report.job, Job::Tune);
+    QVERIFY(report.summary.startsWith("placement: "));
+    QVERIFY(report.mismatch.isEmpty());
+    QVERIFY(!c.busy());
+
+    // The candidate list once, then one cost per candidate, in order.
+    QCOMPARE(listed.count(), 1);
+    auto list = listed.at(0).at(0).value<collage::CandidateList>();
+    QCOMPARE(list.candidates.size(), c.tuned()->candidates.size());
+    QCOMPARE(measured.count(), static_cast<int>(list.candidates.size()));
+    for (int i = 0; i < measured.count(); ++i)
+      QCOMPARE(measured.at(i).at(0).value<collage::MeasuredCost>().index, static_cast<size_t>(i));
+    std::set<collage::ProgressEvent::Stage> stages;
+    for (const auto& args : progress) stages.insert(args.at(0).value<collage::ProgressEvent>().stage);
+    QVERIFY(stages.count(collage::ProgressEvent::Stage::Measure));
+
+    // A complete placement over the two backends.
+    QVERIFY(c.placement().has_value());
+    std::vector<int> covered(static_cast<size_t>(c.graph()->num_nodes()), 0);
+    for (const auto& k : c.placement()->kernels) {
+      QVERIFY(k.backend == "xnnpack" || k.backend == "native");
+      for (collage::NodeId n : k.nodes) ++covered[static_cast<size_t>(n)];
+    }
+    QVERIFY(std::all_of(covered.begin(), covered.end(), [](int n) { return n == 1; }));
+    // The inspector's data for a node: its candidates and the kernel it runs in.
+    collage::NodeDetails details = c.node_details(c.node_id("/conv1/Conv"));
+    QCOMPARE(details.op_type, QString("Conv"));
+    QVERIFY(details.tuned && !details.candidates.empty());
+    QCOMPARE(details.assigned.size(), size_t{1});
+
+    // Refine needs a graph-level backend: refused with the reason, no job started.
+    QVERIFY(!c.start_refine());
+    QCOMPARE(failed.count(), 1);
+    auto refusal = failed.takeFirst().at(0).value<collage::JobFailure>();
+    QCOMPARE(refusal.job, Job::Refine);
+    QVERIFY(refusal.message.contains("graph-level backend"));
+  }
+
+  void stop_cancels_a_tune() {
+    ExplorerController c;
+    c.set_cost_db_path(fresh_db("controller_test_cancel.sqlite"));
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    QSignalSpy measured(&c, &ExplorerController::cost_measured);
+    c.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(wait_either(finished, failed, 30000));
+    QVERIFY(c.start_tune());
+    QVERIFY(measured.count() > 0 || measured.wait(30000));  // measuring has begun
+    c.stop();
+    finished.clear();
+    QVERIFY(wait_either(finished, failed, 30000));
+    QCOMPARE(finished.count(), 0);
+    auto failure = failed.takeFirst().at(0).value<collage::JobFailure>();
+    QCOMPARE(failure.job, Job::Tune);
+    QVERIFY(failure.cancelled);
+    QVERIFY(failure.message.contains("cancelled"));
+    QVERIFY(!c.placement());  // nothing adopted
+    QVERIFY(!c.busy());
+  }
+
+  void a_bad_model_is_a_failure_with_the_message() {
+    ExplorerController c;
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    auto path = fs::temp_directory_path() / "controller_test_truncated.onnx";
+    std::ofstream(path, std::ios::binary) << "\x08\x07\x12";
+    c.open_model(QString::fromStdString(path.string()));
+    QVERIFY(wait_either(finished, failed, 30000));
+    QCOMPARE(finished.count(), 0);
+    auto failure = failed.takeFirst().at(0).value<collage::JobFailure>();
+    QCOMPARE(failure.job, Job::Load);
+    QVERIFY(!failure.cancelled);
+    QVERIFY2(failure.message.contains("not a valid ONNX model"), qPrintable(failure.message));
+    QVERIFY(c.graph() == nullptr);
+    QVERIFY(!c.start_tune());  // no model
+    fs::remove(path);
+  }
+};
+
+QTEST_MAIN(ControllerTest)
+#include "controller_test.moc"

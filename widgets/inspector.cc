@@ -1,0 +1,43 @@
+#include "widgets/inspector.h"
+
+namespace collage {
+
+Inspector::Inspector(QWidget* parent) : QTextBrowser(parent) {}
+
+void Inspector::show_node(const NodeDetails& details) { setHtml(html(details)); }
+
+QString Inspector::html(const NodeDetails& d) {
+  QString html = QString("<h3>%1</h3><p>%2 (opset %3), node %4</p>")
+                     .arg(d.name.toHtmlEscaped(), d.op_type)
+                     .arg(d.opset)
+                     .arg(d.id);
+  html += QString("<p>%1 MFLOPs, %2 KB read, %3 KB written</p>")
+              .arg(d.flops / 1e6, 0, 'f', 3)
+              .arg(d.bytes_read / 1024, 0, 'f', 1)
+              .arg(d.bytes_written / 1024, 0, 'f', 1);
+  for (const auto& [key, value] : d.attributes)
+    html += QString("<code>%1</code> = %2<br>").arg(key.toHtmlEscaped(), value.toHtmlEscaped());
+  for (const auto& t : d.inputs)
+    html += QString("in <code>%1</code> %2 %3<br>").arg(t.name.toHtmlEscaped(), t.dtype, t.shape);
+  for (const auto& t : d.outputs)
+    html += QString("out <code>%1</code> %2 %3<br>").arg(t.name.toHtmlEscaped(), t.dtype, t.shape);
+  if (d.tuned) {
+    html += "<h4>Candidate kernels covering it</h4><table>";
+    for (const auto& c : d.candidates)
+      html += QString("<tr><td>%1</td><td>%2</td><td>%3</td></tr>")
+                  .arg(c.backend.toHtmlEscaped(), c.label.toHtmlEscaped())
+                  .arg(c.valid ? QString("%1 ms ± %2 (%3 samples)")
+                                     .arg(c.median_ms, 0, 'f', 4)
+                                     .arg(c.stddev_ms, 0, 'f', 4)
+                                     .arg(c.samples)
+                               : "invalid: " + c.reason.toHtmlEscaped());
+    html += "</table>";
+  }
+  for (const auto& a : d.assigned)
+    html += QString("<p><b>Assigned:</b> %1 %2, %3 ms</p>")
+                .arg(a.backend.toHtmlEscaped(), a.label.toHtmlEscaped())
+                .arg(a.cost_ms, 0, 'f', 4);
+  return html;
+}
+
+}  // namespace collage
