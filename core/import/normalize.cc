@@ -1,8 +1,8 @@
 // Attribute -> input migrations: every op ends up in its newest opset form so
 // kernels and backends implement one signature per op.
-#include <set>
+#include "core/import/normalize.h"
 
-#include "core/import/onnx_import.h"
+#include <set>
 
 namespace collage::import_detail {
 

@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/import/normalize.h"
+#include "core/import/shape_completion.h"
 #include "core/tensor_io/tensor_proto.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"

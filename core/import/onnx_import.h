@@ -32,16 +32,4 @@ Graph import_onnx_file(const std::string& path, const ImportOptions& options, Im
 Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options,
                         ImportReport* report = nullptr);
 
-// Internal stages, exposed for tests.
-namespace import_detail {
-// Attribute -> input migrations of older opsets (Pad, Slice, Reshape, Upsample/Resize,
-// Clip, Squeeze/Unsqueeze, ReduceX, Split, Dropout).
-void normalize_legacy_forms(Graph& graph);
-// Rewrites needing input shapes (legacy Softmax axis semantics, opset<7 broadcast),
-// folds constant nodes and completes shapes; drops dead nodes.
-void complete_shapes_and_fold(Graph& graph, const NodeEvaluator& evaluator, ImportReport& report);
-// A fresh constant value named after `hint`.
-ValueId add_constant(Graph& graph, const std::string& hint, Tensor tensor);
-}  // namespace import_detail
-
 }  // namespace collage

@@ -1,9 +1,11 @@
 // Static shapes everywhere: rewrites that need input shapes, constant folding,
 // and shape discovery by evaluating a node on placeholder inputs where ONNX
 // shape inference left a gap.
+#include "core/import/shape_completion.h"
+
 #include <set>
 
-#include "core/import/onnx_import.h"
+#include "core/import/normalize.h"
 
 namespace collage::import_detail {
 
