@@ -1,6 +1,6 @@
 #include "app/cli_args.h"
 
-#include "core/error.h"
+#include "core/ir/error.h"
 
 namespace collage::cli {
 

@@ -7,7 +7,7 @@
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
 #include "backends/registry.h"
-#include "core/candidates.h"
+#include "core/tuning/candidates.h"
 
 namespace collage::cli {
 

@@ -11,10 +11,10 @@
 #include "app/model_loading.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/executor.h"
-#include "core/graph_analysis.h"
-#include "core/random_inputs.h"
-#include "core/tensor_proto.h"
+#include "core/ir/graph_analysis.h"
+#include "core/ir/random_inputs.h"
+#include "core/runtime/executor.h"
+#include "core/tensor_io/tensor_proto.h"
 #include "core/workflow/workflow.h"
 
 namespace collage::cli {

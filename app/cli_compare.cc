@@ -4,8 +4,8 @@
 
 #include "app/cli_args.h"
 #include "app/cli_commands.h"
-#include "core/tensor_compare.h"
-#include "core/tensor_proto.h"
+#include "core/ir/tensor_compare.h"
+#include "core/tensor_io/tensor_proto.h"
 
 namespace collage::cli {
 

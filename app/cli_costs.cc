@@ -6,8 +6,8 @@
 
 #include "app/cli_args.h"
 #include "app/cli_commands.h"
-#include "core/cost_db.h"
-#include "core/error.h"
+#include "core/ir/error.h"
+#include "core/tuning/cost_db.h"
 
 namespace collage::cli {
 

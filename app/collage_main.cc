@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/cli_commands.h"
-#include "core/error.h"
+#include "core/ir/error.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/onnx_import.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/graph.h"
 
 namespace collage::cli {
 

@@ -10,8 +10,8 @@
 #include <QSortFilterProxyModel>
 #include <vector>
 
-#include "core/candidates.h"
-#include "core/measurer.h"
+#include "core/tuning/candidates.h"
+#include "core/tuning/measurer.h"
 
 namespace collage {
 

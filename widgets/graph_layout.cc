@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "core/graph_analysis.h"
+#include "core/ir/graph_analysis.h"
 
 namespace collage {
 

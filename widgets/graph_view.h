@@ -7,8 +7,8 @@
 #include <map>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/placement.h"
+#include "core/ir/graph.h"
+#include "core/search/placement.h"
 #include "widgets/graph_layout.h"
 
 namespace collage {

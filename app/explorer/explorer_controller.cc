@@ -9,9 +9,9 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/error.h"
-#include "core/graph_analysis.h"
-#include "core/onnx_import.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/error.h"
+#include "core/ir/graph_analysis.h"
 
 namespace collage {
 

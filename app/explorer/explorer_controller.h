@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/graph.h"
-#include "core/progress.h"
-#include "core/tuner.h"
+#include "core/ir/graph.h"
+#include "core/search/tuner.h"
+#include "core/tuning/progress.h"
 #include "core/workflow/workflow.h"
 #include "widgets/graph_layout.h"
 #include "widgets/inspector.h"

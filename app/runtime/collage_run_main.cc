@@ -11,8 +11,8 @@
 
 #include "app/cli_args.h"
 #include "app/runtime/runtime.h"
-#include "core/random_inputs.h"
-#include "core/tensor_proto.h"
+#include "core/ir/random_inputs.h"
+#include "core/tensor_io/tensor_proto.h"
 
 namespace {
 

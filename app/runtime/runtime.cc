@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "backends/registry.h"
-#include "core/kernel_signature.h"
+#include "core/backend_api/kernel_signature.h"
 
 namespace collage {
 

@@ -1,4 +1,4 @@
-// collage_runtime, C++ API: loads a compiled artifact (core/artifact.h) and runs
+// collage_runtime, C++ API: loads a compiled artifact (core/runtime/artifact.h) and runs
 // it. No Qt, no SQLite, no search, no ONNX importer: the graph, the kernels'
 // placement and the memory plan all come from the artifact.
 //
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/artifact.h"
-#include "core/executor.h"
+#include "core/runtime/artifact.h"
+#include "core/runtime/executor.h"
 
 namespace collage {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "core/conv_folding.h"
+#include "core/backend_api/conv_folding.h"
 
 namespace collage::blas {
 

@@ -8,8 +8,8 @@
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_ops.h"
 #include "backends/native/transformer_kernels.h"
-#include "core/composite_kernel.h"
-#include "core/pattern_rule.h"
+#include "core/backend_api/pattern_rule.h"
+#include "core/runtime/composite_kernel.h"
 
 namespace collage::native {
 

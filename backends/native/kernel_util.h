@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kernel.h"
+#include "core/ir/kernel.h"
 
 namespace collage::native {
 

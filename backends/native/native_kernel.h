@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "core/executor.h"
-#include "core/subgraph.h"
+#include "core/ir/subgraph.h"
+#include "core/runtime/executor.h"
 
 namespace collage::native {
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/kernel.h"
+#include "core/ir/kernel.h"
 
 namespace collage::native {
 

@@ -1,13 +1,13 @@
 // The native backend: every op the product accepts, single and fused with the
 // TVM-style rule (conv/gemm + element-wise epilogue, injective chains,
-// reduction + epilogue), plus the transformer blocks of core/transformer_fusion.h
+// reduction + epilogue), plus the transformer blocks of core/backend_api/transformer_fusion.h
 // (layer norm with residual Add, GELU with bias and MatMul, attention core).
 #include "backends/native/native_spec.h"
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_ops.h"
-#include "core/composite_kernel.h"
-#include "core/transformer_fusion.h"
+#include "core/backend_api/transformer_fusion.h"
+#include "core/runtime/composite_kernel.h"
 
 namespace collage {
 

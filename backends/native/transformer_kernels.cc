@@ -1,4 +1,4 @@
-// Native fused transformer kernels (core/transformer_fusion.h finds the blocks):
+// Native fused transformer kernels (core/backend_api/transformer_fusion.h finds the blocks):
 //  * layer normalisation (the node or the decomposed chain, optionally after a
 //    residual Add): one pass per row for the sums, one for the output, no temporaries;
 //  * GELU (erf or tanh), optionally after a bias Add and a MatMul: one pass;
@@ -19,7 +19,7 @@
 #include "backends/native/fast_math.h"
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_kernel.h"
-#include "core/transformer_fusion.h"
+#include "core/backend_api/transformer_fusion.h"
 
 namespace collage::native {
 

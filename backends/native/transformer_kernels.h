@@ -1,12 +1,12 @@
-// Native kernels for the transformer blocks of core/transformer_fusion.h: layer
+// Native kernels for the transformer blocks of core/backend_api/transformer_fusion.h: layer
 // normalisation (with a residual Add), GELU (with bias Add and MatMul) and the
 // attention core.
 #pragma once
 
 #include <memory>
 
-#include "core/kernel.h"
-#include "core/subgraph.h"
+#include "core/ir/kernel.h"
+#include "core/ir/subgraph.h"
 
 namespace collage::native {
 

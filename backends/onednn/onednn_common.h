@@ -8,8 +8,8 @@
 #include <string>
 #include <variant>
 
-#include "core/graph.h"
-#include "core/tensor.h"
+#include "core/ir/graph.h"
+#include "core/ir/tensor.h"
 
 namespace collage::onednn {
 

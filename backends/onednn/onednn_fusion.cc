@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "core/error.h"
-#include "core/transformer_fusion.h"
+#include "core/backend_api/transformer_fusion.h"
+#include "core/ir/error.h"
 
 namespace collage::onednn {
 

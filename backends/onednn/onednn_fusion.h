@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/subgraph.h"
+#include "core/ir/subgraph.h"
 
 namespace collage::onednn {
 

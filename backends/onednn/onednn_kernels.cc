@@ -12,8 +12,8 @@
 
 #include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_fusion.h"
-#include "core/conv_folding.h"
-#include "core/transformer_fusion.h"
+#include "core/backend_api/conv_folding.h"
+#include "core/backend_api/transformer_fusion.h"
 
 namespace collage::onednn {
 

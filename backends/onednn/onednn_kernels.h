@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "core/backend.h"
+#include "core/backend_api/backend.h"
 
 namespace collage::onednn {
 

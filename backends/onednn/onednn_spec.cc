@@ -6,7 +6,7 @@
 #include "backends/onednn/onednn_spec.h"
 
 #include "backends/onednn/onednn_kernels.h"
-#include "core/transformer_fusion.h"
+#include "core/backend_api/transformer_fusion.h"
 
 namespace collage {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/backend.h"
+#include "core/backend_api/backend.h"
 
 namespace collage {
 

@@ -14,7 +14,7 @@
 #include "backends/onednn/onednn_fusion.h"
 #include "backends/onednn/onednn_kernels.h"
 #include "backends/onednn_region/region_memory.h"
-#include "core/conv_folding.h"
+#include "core/backend_api/conv_folding.h"
 
 namespace collage {
 

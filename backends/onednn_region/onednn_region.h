@@ -11,7 +11,7 @@
 // liveness into a few arenas owned by the kernel and reused between runs.
 #pragma once
 
-#include "core/backend.h"
+#include "core/backend_api/backend.h"
 
 namespace collage {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "backends/onednn/onednn_common.h"
-#include "core/error.h"
+#include "core/ir/error.h"
 
 namespace collage::onednn {
 

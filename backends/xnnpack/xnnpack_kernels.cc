@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "backends/xnnpack/omp_pthreadpool.h"
-#include "core/conv_folding.h"
+#include "core/backend_api/conv_folding.h"
 
 namespace collage::xnnpack {
 

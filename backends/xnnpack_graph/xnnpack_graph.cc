@@ -10,7 +10,7 @@
 
 #include "backends/xnnpack/omp_pthreadpool.h"
 #include "backends/xnnpack/xnnpack_kernels.h"
-#include "core/conv_folding.h"
+#include "core/backend_api/conv_folding.h"
 
 namespace collage {
 

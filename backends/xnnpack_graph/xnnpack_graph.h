@@ -3,7 +3,7 @@
 // its boundary; XNNPACK applies its own fusions (clamps into convolutions).
 #pragma once
 
-#include "core/backend.h"
+#include "core/backend_api/backend.h"
 
 namespace collage {
 

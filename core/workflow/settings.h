@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "core/tensor_compare.h"
+#include "core/ir/tensor_compare.h"
 
 namespace collage::workflow {
 

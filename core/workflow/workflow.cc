@@ -8,7 +8,7 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/executor.h"
+#include "core/runtime/executor.h"
 
 namespace collage::workflow {
 

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "core/artifact_export.h"
-#include "core/cost_db.h"
-#include "core/placement_timing.h"
-#include "core/progress.h"
-#include "core/refine.h"
-#include "core/tuner.h"
+#include "core/search/artifact_export.h"
+#include "core/search/placement_timing.h"
+#include "core/search/refine.h"
+#include "core/search/tuner.h"
+#include "core/tuning/cost_db.h"
+#include "core/tuning/progress.h"
 #include "core/workflow/settings.h"
 
 namespace collage::workflow {

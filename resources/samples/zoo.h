@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/onnx_builder.h"
+#include "resources/samples/onnx_builder.h"
 
 namespace collage::samples {
 

@@ -15,8 +15,8 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_ops.h"
-#include "core/onnx_import.h"
-#include "core/random_inputs.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/random_inputs.h"
 
 using namespace collage;
 

@@ -14,9 +14,9 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/onnx_import.h"
-#include "core/placement.h"
-#include "core/random_inputs.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/random_inputs.h"
+#include "core/search/placement.h"
 
 using namespace collage;
 

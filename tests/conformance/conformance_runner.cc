@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "backends/native/native_kernel.h"
-#include "core/executor.h"
-#include "core/onnx_import.h"
-#include "core/tensor_proto.h"
+#include "core/import/onnx_import.h"
+#include "core/runtime/executor.h"
+#include "core/tensor_io/tensor_proto.h"
 
 namespace fs = std::filesystem;
 using namespace collage;

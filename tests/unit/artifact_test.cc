@@ -17,11 +17,11 @@
 #include "app/runtime/runtime.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/artifact_export.h"
-#include "core/candidates.h"
-#include "core/onnx_import.h"
-#include "core/random_inputs.h"
-#include "core/search.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/random_inputs.h"
+#include "core/search/artifact_export.h"
+#include "core/search/search.h"
+#include "core/tuning/candidates.h"
 #include "resources/samples/zoo.h"
 
 namespace collage {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "backends/native/native_ops.h"
-#include "core/backend.h"
-#include "core/candidates.h"
-#include "core/random_inputs.h"
+#include "core/backend_api/backend.h"
+#include "core/ir/random_inputs.h"
+#include "core/tuning/candidates.h"
 
 namespace collage::testing {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <random>
 
-#include "core/tensor_proto.h"
+#include "core/tensor_io/tensor_proto.h"
 #include "onnx_test_model.h"
 
 #ifndef COLLAGE_CLI_PATH

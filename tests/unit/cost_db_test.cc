@@ -1,4 +1,4 @@
-#include "core/cost_db.h"
+#include "core/tuning/cost_db.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
+#include "core/ir/error.h"
 
 namespace collage {
 namespace {

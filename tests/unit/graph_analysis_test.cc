@@ -1,10 +1,10 @@
-#include "core/graph_analysis.h"
+#include "core/ir/graph_analysis.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "core/index_set.h"
+#include "core/ir/index_set.h"
 #include "onnx_test_model.h"
 
 namespace collage {

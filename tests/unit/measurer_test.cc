@@ -1,4 +1,4 @@
-#include "core/measurer.h"
+#include "core/tuning/measurer.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
-#include "core/random_inputs.h"
+#include "core/ir/random_inputs.h"
 #include "onnx_test_model.h"
 
 namespace collage {

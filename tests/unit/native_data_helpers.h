@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backends/native/native_ops.h"
-#include "core/graph.h"
-#include "core/tensor.h"
+#include "core/ir/graph.h"
+#include "core/ir/tensor.h"
 
 namespace collage::data_test {
 

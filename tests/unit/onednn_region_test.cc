@@ -7,8 +7,8 @@
 
 #include "backend_check.h"
 #include "backends/native/native_kernel.h"
-#include "core/onnx_import.h"
-#include "core/random_inputs.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/random_inputs.h"
 #include "resources/samples/zoo.h"
 
 namespace collage {
@@ -24,7 +24,7 @@ Graph import_sample(const std::string& name) {
   return g;
 }
 
-// The tuner's rule (core/measurer.cc): a long reduction's summation order shows above a fixed atol.
+// The tuner's rule (core/tuning/measurer.cc): a long reduction's summation order shows above a fixed atol.
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
   auto a = got.to_double_vector(), b = want.to_double_vector();

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "backends/native/native_kernel.h"
-#include "core/onnx_import.h"
-#include "core/tensor_proto.h"
+#include "core/import/onnx_import.h"
+#include "core/tensor_io/tensor_proto.h"
 #include "onnx/onnx_pb.h"
 
 namespace collage::testing {

@@ -1,11 +1,11 @@
-#include "core/pattern.h"
+#include "core/backend_api/pattern.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "core/candidates.h"
-#include "core/pattern_rule.h"
+#include "core/backend_api/pattern_rule.h"
+#include "core/tuning/candidates.h"
 #include "onnx_test_model.h"
 
 namespace collage {

@@ -1,4 +1,4 @@
-#include "core/refine.h"
+#include "core/search/refine.h"
 
 #include <gtest/gtest.h>
 
@@ -9,10 +9,10 @@
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
 #include "backends/xnnpack_graph/xnnpack_graph.h"
-#include "core/composite_kernel.h"
-#include "core/onnx_import.h"
-#include "core/placement_timing.h"
-#include "core/random_inputs.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/random_inputs.h"
+#include "core/runtime/composite_kernel.h"
+#include "core/search/placement_timing.h"
 #include "onnx_test_model.h"
 #include "refine_test_models.h"
 #include "resources/samples/zoo.h"

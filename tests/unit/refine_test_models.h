@@ -3,7 +3,7 @@
 #pragma once
 
 #include "backends/native/native_kernel.h"
-#include "core/backend.h"
+#include "core/backend_api/backend.h"
 #include "onnx_test_model.h"
 
 namespace collage::testing {

@@ -11,7 +11,7 @@
 #include "backend_check.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/onnx_import.h"
+#include "core/import/onnx_import.h"
 #include "resources/samples/zoo.h"
 
 namespace collage {

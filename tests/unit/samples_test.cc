@@ -8,8 +8,8 @@
 #include <set>
 
 #include "backends/native/native_kernel.h"
-#include "core/onnx_import.h"
-#include "core/random_inputs.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/random_inputs.h"
 #include "onnx/checker.h"
 #include "resources/samples/zoo.h"
 

@@ -1,4 +1,4 @@
-#include "core/search.h"
+#include "core/search/search.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // compare_tensors(): the one element-wise comparison (kernels, placements, artifacts, `collage compare`).
-#include "core/tensor_compare.h"
+#include "core/ir/tensor_compare.h"
 
 #include <gtest/gtest.h>
 

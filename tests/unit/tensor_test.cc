@@ -1,4 +1,4 @@
-#include "core/tensor.h"
+#include "core/ir/tensor.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-// Transformer blocks (core/transformer_fusion.h) as single candidates: decomposed
+// Transformer blocks (core/backend_api/transformer_fusion.h) as single candidates: decomposed
 // and whole LayerNorm (with residual Add), erf/tanh GELU (with bias and MatMul) and
 // the attention core. Each fused kernel is checked against the unfused native
 // reference with the tuner's tolerance rule, on sample-like and odd shapes.
-#include "core/transformer_fusion.h"
+#include "core/backend_api/transformer_fusion.h"
 
 #include <gtest/gtest.h>
 
@@ -15,9 +15,9 @@
 #include "backends/native/native_spec.h"
 #include "backends/onednn/onednn_spec.h"
 #include "backends/registry.h"
-#include "core/measurer.h"
-#include "core/onnx_import.h"
-#include "core/tuner.h"
+#include "core/import/onnx_import.h"
+#include "core/search/tuner.h"
+#include "core/tuning/measurer.h"
 #include "resources/samples/zoo.h"
 
 namespace collage {

@@ -7,8 +7,8 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
-#include "core/onnx_import.h"
-#include "core/tuner.h"
+#include "core/import/onnx_import.h"
+#include "core/search/tuner.h"
 #include "resources/samples/zoo.h"
 
 namespace collage {

@@ -1,0 +1,57 @@
+// A backend states what it can run (patterns and pattern rules) and compiles
+// candidate sub-graphs into kernels. Backends register by name; adding one is
+// a folder under backends/ plus one line in backends/registry.cc.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend_api/pattern.h"
+#include "core/backend_api/pattern_rule.h"
+#include "core/ir/error.h"
+#include "core/ir/kernel.h"
+#include "core/ir/subgraph.h"
+
+namespace collage {
+
+enum class BackendKind { OpLevel, GraphLevel };
+
+struct CompileOptions {
+  int threads = 1;  // applied to every library's thread pool (see README: threads)
+};
+
+// Compiles a sub-graph for its exact shapes. The kernel's inputs are
+// `subgraph.inputs` in order, its outputs `subgraph.outputs`; constants are read
+// from the graph at compile time (weights are reordered once, here).
+// Throws Error(Unsupported) when the library cannot build it.
+using CompileFn =
+    std::function<std::unique_ptr<Kernel>(const Graph&, const SubGraph&, const CompileOptions&)>;
+
+struct BackendSpec {
+  std::string name;
+  std::string version;
+  std::string device = "cpu";
+  BackendKind kind = BackendKind::OpLevel;
+  std::vector<PatternPtr> patterns;  // candidate labels come from the matched ops ("Conv+Add+Relu")
+  std::vector<std::shared_ptr<const PatternRule>> rules;
+  GroupLimits limits;
+  CompileFn compile;
+  // Graph-level backends: may this node be part of a region the backend runs whole?
+  std::function<bool(const Graph&, const Node&)> supports_node;
+  // Sets the library's thread count (process-wide for OpenMP/OpenBLAS); may be empty.
+  std::function<void(int threads)> set_threads;
+};
+
+// The one place a thread count reaches the libraries: every backend's set_threads.
+// OpenMP's count is a setting of the calling thread, so call it on the thread that
+// compiles and runs (a GUI's worker, not the GUI thread). set_backend_threads()
+// (backends/registry.h) applies it to every backend compiled in.
+inline void apply_threads(const std::vector<const BackendSpec*>& backends, int threads) {
+  if (threads < 1) throw Error(ErrorKind::InvalidInput, "thread count must be at least 1");
+  for (const BackendSpec* b : backends)
+    if (b->set_threads) b->set_threads(threads);
+}
+
+}  // namespace collage

@@ -1,0 +1,142 @@
+#include "core/backend_api/kernel_signature.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace collage {
+
+namespace {
+
+std::string type_text(const Value& v) { return std::string(dtype_name(v.dtype)) + shape_to_string(v.shape); }
+
+std::string attr_text(const Attribute& a) {
+  std::ostringstream s;
+  auto list = [&](const auto& xs) {
+    s << '[';
+    for (size_t i = 0; i < xs.size(); ++i) s << (i ? "," : "") << xs[i];
+    s << ']';
+  };
+  switch (a.kind) {
+    case AttrKind::Int:
+      s << a.i;
+      break;
+    case AttrKind::Float:
+      s << a.f;
+      break;
+    case AttrKind::String:
+      s << '"' << a.s << '"';
+      break;
+    case AttrKind::Ints:
+      list(a.ints);
+      break;
+    case AttrKind::Floats:
+      list(a.floats);
+      break;
+    case AttrKind::Strings:
+      list(a.strings);
+      break;
+    case AttrKind::Tensor:
+      s << dtype_name(a.t.dtype()) << shape_to_string(a.t.shape());
+      break;
+  }
+  return s.str();
+}
+
+}  // namespace
+
+std::string kernel_signature(const Graph& graph, const SubGraph& sub, const std::string& backend,
+                             const std::string& backend_version) {
+  std::ostringstream s;
+  s << backend << '@' << backend_version << '|';
+  std::map<ValueId, std::string> names;  // canonical names independent of value names
+  for (size_t i = 0; i < sub.inputs.size(); ++i) names[sub.inputs[i]] = "in" + std::to_string(i);
+  for (size_t k = 0; k < sub.node_list.size(); ++k) {
+    const Node& n = graph.node(sub.node_list[k]);
+    if (k) s << ';';
+    s << n.op_type << '{';
+    bool first = true;
+    for (const auto& [key, a] : n.attrs) {  // std::map: sorted keys
+      s << (first ? "" : ";") << key << '=' << attr_text(a);
+      first = false;
+    }
+    s << "}(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (i) s << ',';
+      ValueId v = n.inputs[i];
+      if (v == kNoValue) {
+        s << '-';
+        continue;
+      }
+      const Value& val = graph.value(v);
+      if (val.constant) {
+        s << 'c' << ':' << type_text(val);
+        // Small constants (pads, shapes, axes, clip bounds) change what the kernel does.
+        if (val.constant->size() <= 16) {
+          s << '=';
+          for (double x : val.constant->to_double_vector()) s << x << ' ';
+        }
+      } else if (names.count(v)) {
+        s << names[v] << ':' << type_text(val);
+      } else {
+        s << "ext:" << type_text(val);
+      }
+    }
+    s << ")->";
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      ValueId v = n.outputs[o];
+      if (v == kNoValue) continue;
+      names[v] = "n" + std::to_string(k) + "." + std::to_string(o);
+      s << (o ? "," : "") << type_text(graph.value(v));
+    }
+  }
+  s << "|out:";
+  for (ValueId v : sub.outputs) s << names[v] << ' ';
+  return s.str();
+}
+
+uint64_t fnv1a64(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string hex64(uint64_t value) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
+  return buf;
+}
+
+std::string device_fingerprint() {
+  static const std::string fingerprint = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model = "unknown-cpu", flags_line;
+    while (std::getline(in, line)) {
+      auto value = [&] {
+        auto c = line.find(':');
+        return c == std::string::npos ? std::string() : line.substr(c + 2);
+      };
+      if (line.rfind("model name", 0) == 0 && model == "unknown-cpu") model = value();
+      if (line.rfind("flags", 0) == 0 && flags_line.empty()) flags_line = value();
+    }
+    static const std::set<std::string> relevant = {"sse4_2",      "avx",         "avx2",     "fma",
+                                                   "f16c",        "avx512f",     "avx512bw", "avx512vl",
+                                                   "avx512_vnni", "avx512_bf16", "amx_tile", "neon"};
+    std::istringstream fs(flags_line);
+    std::vector<std::string> flags;
+    for (std::string f; fs >> f;)
+      if (relevant.count(f)) flags.push_back(f);
+    std::sort(flags.begin(), flags.end());
+    std::string out = model + " |";
+    for (const auto& f : flags) out += " " + f;
+    return out;
+  }();
+  return fingerprint;
+}
+
+}  // namespace collage

@@ -1,0 +1,25 @@
+// Canonical kernel signatures: what makes two candidate kernels cost the same
+// (backend + version, ops, attributes, shapes, dtypes) independent of node
+// names and weight values; the cost DB is keyed by them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/ir/graph.h"
+#include "core/ir/subgraph.h"
+
+namespace collage {
+
+// Human-readable canonical text, e.g.
+// "onednn@2.6.3|Conv{group=1;pads=[1,1,1,1]}(in0:f32[1,3,8,8],c:f32[8,3,3,3])->f32[1,8,8,8];Relu(n0.0)->..."
+std::string kernel_signature(const Graph& graph, const SubGraph& subgraph, const std::string& backend,
+                             const std::string& backend_version);
+
+uint64_t fnv1a64(const std::string& text);
+std::string hex64(uint64_t value);
+
+// CPU model and ISA flags that matter to kernels (avx2, avx512f, fma, ...).
+std::string device_fingerprint();
+
+}  // namespace collage

@@ -1,0 +1,19 @@
+// Import stage 1 (before shapes are known): attribute -> input migrations, so every
+// op reaches the backends in its newest opset form, one signature per op.
+#pragma once
+
+#include <string>
+
+#include "core/ir/graph.h"
+#include "core/ir/tensor.h"
+
+namespace collage::import_detail {
+
+// Attribute -> input migrations of older opsets (Pad, Slice, Reshape, Upsample/Resize,
+// Clip, Squeeze/Unsqueeze, ReduceX, Split, Dropout).
+void normalize_legacy_forms(Graph& graph);
+
+// A fresh constant value named after `hint`.
+ValueId add_constant(Graph& graph, const std::string& hint, Tensor tensor);
+
+}  // namespace collage::import_detail

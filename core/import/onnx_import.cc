@@ -1,0 +1,307 @@
+#include "core/import/onnx_import.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/import/normalize.h"
+#include "core/import/shape_completion.h"
+#include "core/tensor_io/tensor_proto.h"
+#include "onnx/defs/schema.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+
+namespace collage {
+
+namespace {
+
+void parse_model(const std::string& bytes, onnx::ModelProto& model) {
+  if (bytes.empty()) throw Error(ErrorKind::InvalidModel, "the model file is empty (0 bytes)");
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetTotalBytesLimit(INT_MAX);  // the 64 MiB default rejects ResNet-50-sized models
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    throw Error(ErrorKind::InvalidModel,
+                "not a valid ONNX model: the protobuf could not be parsed (truncated or not ONNX)");
+  if (!model.has_graph()) throw Error(ErrorKind::InvalidModel, "not a valid ONNX model: it has no graph");
+}
+
+std::map<std::string, int> read_opsets(const onnx::ModelProto& model) {
+  std::map<std::string, int> opsets;
+  for (const auto& o : model.opset_import()) {
+    std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+    opsets[domain] = static_cast<int>(o.version());
+  }
+  if (!opsets.count("")) {
+    if (model.opset_import_size() == 0) opsets[""] = 1;  // IR v1-2 default
+  }
+  auto it = opsets.find("");
+  if (it != opsets.end() && (it->second < kMinOpset || it->second > kMaxOpset))
+    throw Error(ErrorKind::Unsupported, "the model imports opset " + std::to_string(it->second) +
+                                            " of the default ONNX domain; supported are opsets " +
+                                            std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+  return opsets;
+}
+
+// Replaces symbolic or missing input dims by user values (default 1).
+void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initializer_names,
+                    const ImportOptions& options, ImportReport& report) {
+  std::set<std::string> used;
+  for (auto& input : *g.mutable_input()) {
+    if (initializer_names.count(input.name())) continue;
+    if (!input.type().has_tensor_type())
+      throw Error(ErrorKind::Unsupported, "graph input '" + input.name() +
+                                              "' is not a tensor (sequences and maps are not supported)");
+    auto* tt = input.mutable_type()->mutable_tensor_type();
+    if (!tt->has_shape())
+      throw Error(ErrorKind::InvalidModel,
+                  "graph input '" + input.name() + "' has no shape; static shapes are required");
+    for (int d = 0; d < tt->shape().dim_size(); ++d) {
+      auto* dim = tt->mutable_shape()->mutable_dim(d);
+      if (dim->has_dim_value() && dim->dim_value() >= 0) continue;
+      std::string param = dim->has_dim_param() ? dim->dim_param() : "";
+      int64_t v = 1;
+      auto it = options.dims.find(param);
+      if (!param.empty() && it != options.dims.end()) {
+        v = it->second;
+        used.insert(param);
+      }
+      dim->set_dim_value(v);
+      report.notes.push_back("input '" + input.name() + "' dim " + std::to_string(d) +
+                             (param.empty() ? "" : " ('" + param + "')") + " set to " + std::to_string(v));
+    }
+  }
+  for (const auto& [param, v] : options.dims) {
+    if (v <= 0)
+      throw Error(ErrorKind::InvalidInput, "--dim " + param + "=" + std::to_string(v) + ": must be positive");
+    if (!used.count(param))
+      throw Error(ErrorKind::InvalidInput,
+                  "--dim " + param + ": no graph input has a symbolic dim named '" + param + "'");
+  }
+}
+
+void set_value_type(Value& v, const onnx::TypeProto& type) {
+  if (!type.has_tensor_type()) return;
+  const auto& tt = type.tensor_type();
+  if (tt.elem_type() != 0 && v.dtype == DType::Undefined) {
+    if (tt.elem_type() == onnx::TensorProto::STRING)
+      throw Error(ErrorKind::Unsupported,
+                  "value '" + v.name + "' is a string tensor; string ops are not supported");
+    v.dtype = dtype_from_onnx(tt.elem_type());
+  }
+  if (!tt.has_shape() || v.shape_known) return;
+  Shape shape;
+  for (const auto& dim : tt.shape().dim()) {
+    if (!dim.has_dim_value() || dim.dim_value() < 0) return;  // symbolic: leave unknown
+    shape.push_back(dim.dim_value());
+  }
+  v.shape = std::move(shape);
+  v.shape_known = true;
+}
+
+Attribute convert_attribute(const onnx::AttributeProto& a, const Node& node, const std::string& base_dir) {
+  switch (a.type()) {
+    case onnx::AttributeProto::INT:
+      return Attribute::of_int(a.i());
+    case onnx::AttributeProto::FLOAT:
+      return Attribute::of_float(a.f());
+    case onnx::AttributeProto::STRING:
+      return Attribute::of_string(a.s());
+    case onnx::AttributeProto::INTS:
+      return Attribute::of_ints({a.ints().begin(), a.ints().end()});
+    case onnx::AttributeProto::FLOATS:
+      return Attribute::of_floats({a.floats().begin(), a.floats().end()});
+    case onnx::AttributeProto::STRINGS: {
+      Attribute out;
+      out.kind = AttrKind::Strings;
+      out.strings.assign(a.strings().begin(), a.strings().end());
+      return out;
+    }
+    case onnx::AttributeProto::TENSOR: {
+      Attribute out;
+      out.kind = AttrKind::Tensor;
+      out.t = tensor_from_proto(a.t(), base_dir);
+      return out;
+    }
+    case onnx::AttributeProto::GRAPH:
+    case onnx::AttributeProto::GRAPHS:
+      throw Error(ErrorKind::Unsupported,
+                  node.describe() + ": attribute '" + a.name() +
+                      "' holds a sub-graph; control flow (If/Loop/Scan) is not supported");
+    default:
+      throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
+                                              "' has unsupported type " +
+                                              std::to_string(static_cast<int>(a.type())));
+  }
+}
+
+Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, int>& opsets,
+                    const std::string& base_dir) {
+  const onnx::GraphProto& g = model.graph();
+  Graph graph;
+  graph.name = g.name();
+  graph.opsets = opsets;
+  auto get_or_add = [&](const std::string& name) {
+    ValueId id = graph.find_value(name);
+    if (id == kNoValue) {
+      Value v;
+      v.name = name;
+      id = graph.add_value(std::move(v));
+    }
+    return id;
+  };
+  for (const auto& init : g.initializer()) {
+    if (graph.find_value(init.name()) != kNoValue)
+      throw Error(ErrorKind::InvalidModel, "initialiser '" + init.name() + "' is defined twice");
+    Value v;
+    v.name = init.name();
+    v.constant = tensor_from_proto(init, base_dir);
+    v.dtype = v.constant->dtype();
+    v.shape = v.constant->shape();
+    v.shape_known = true;
+    graph.add_value(std::move(v));
+  }
+  if (g.sparse_initializer_size() > 0)
+    throw Error(ErrorKind::Unsupported, "sparse initialisers are not supported");
+  for (const auto& in : g.input()) {
+    ValueId existing = graph.find_value(in.name());
+    if (existing != kNoValue && graph.value(existing).constant)
+      continue;  // IR<4: initialisers listed as inputs
+    if (existing != kNoValue)
+      throw Error(ErrorKind::InvalidModel, "graph input '" + in.name() + "' is listed twice");
+    ValueId id = get_or_add(in.name());
+    set_value_type(graph.value(id), in.type());
+    graph.inputs.push_back(id);
+  }
+  // Values first so that node inputs referring to later nodes' outputs resolve.
+  std::set<std::string> node_names;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& np = g.node(i);
+    Node node;
+    node.op_type = np.op_type();
+    node.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    node.name = np.name().empty() ? node.op_type + "_" + std::to_string(i) : np.name();
+    while (!node_names.insert(node.name).second) node.name.append("_").append(std::to_string(i));
+    auto op_it = opsets.find(node.domain);
+    if (op_it == opsets.end())
+      throw Error(ErrorKind::InvalidModel,
+                  node.describe() + ": its domain '" + node.domain + "' is not imported by the model");
+    node.opset = op_it->second;
+    for (const auto& out : np.output()) {
+      if (out.empty()) {
+        node.outputs.push_back(kNoValue);
+        continue;
+      }
+      ValueId id = graph.find_value(out);
+      if (id != kNoValue && (graph.value(id).constant || graph.value(id).is_graph_input))
+        throw Error(ErrorKind::InvalidModel,
+                    node.describe() + ": output '" + out + "' overwrites an initialiser or graph input");
+      node.outputs.push_back(get_or_add(out));
+    }
+    for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, node, base_dir);
+    graph.add_node(std::move(node));
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    Node& node = graph.nodes[static_cast<size_t>(i)];
+    for (const auto& in : g.node(i).input()) {
+      if (in.empty()) {
+        node.inputs.push_back(kNoValue);
+        continue;
+      }
+      ValueId id = graph.find_value(in);
+      if (id == kNoValue)
+        throw Error(ErrorKind::InvalidModel,
+                    node.describe() + ": input '" + in +
+                        "' is not produced by any node, nor an initialiser or graph input");
+      node.inputs.push_back(id);
+    }
+  }
+  for (const auto& out : g.output()) {
+    ValueId id = graph.find_value(out.name());
+    if (id == kNoValue)
+      throw Error(ErrorKind::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
+    graph.outputs.push_back(id);
+  }
+  if (graph.outputs.empty()) throw Error(ErrorKind::InvalidModel, "the graph has no outputs");
+  for (const auto& vi : g.value_info()) {
+    ValueId id = graph.find_value(vi.name());
+    if (id != kNoValue) set_value_type(graph.value(id), vi.type());
+  }
+  for (const auto& out : g.output()) set_value_type(graph.value(graph.find_value(out.name())), out.type());
+  return graph;
+}
+
+void run_onnx_shape_inference(onnx::ModelProto& model, ImportReport& report) {
+  // Stale symbolic value_info from the exporter would only conflict with concrete shapes.
+  model.mutable_graph()->clear_value_info();
+  try {
+    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    // Not fatal: shape completion below evaluates what inference could not.
+    report.notes.push_back(std::string("ONNX shape inference stopped early: ") + e.what());
+  }
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options,
+                        ImportReport* report_out) {
+  if (!options.evaluator) throw Error(ErrorKind::Internal, "import needs a node evaluator");
+  ImportReport local;
+  ImportReport& report = report_out ? *report_out : local;
+  onnx::ModelProto model;
+  parse_model(bytes, model);
+  auto opsets = read_opsets(model);
+  std::set<std::string> initializer_names;
+  for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());
+  fix_input_dims(*model.mutable_graph(), initializer_names, options, report);
+  run_onnx_shape_inference(model, report);
+  Graph graph = convert_graph(model, opsets, base_dir);
+  model.Clear();  // free the proto's copy of the weights early
+  import_detail::normalize_legacy_forms(graph);
+  graph.sort_and_prune();
+  graph.validate();
+  import_detail::complete_shapes_and_fold(graph, options.evaluator, report);
+  graph.sort_and_prune();
+  graph.validate();
+  for (const Value& v : graph.values) {
+    if (!v.shape_known || v.dtype == DType::Undefined) {
+      std::string where =
+          v.producer != kNoNode ? " (output of " + graph.node(v.producer).describe() + ")" : "";
+      throw Error(ErrorKind::Unsupported,
+                  "could not determine a static shape and type for value '" + v.name + "'" + where);
+    }
+  }
+  return graph;
+}
+
+Graph import_onnx_file(const std::string& path, const ImportOptions& options, ImportReport* report) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw Error(ErrorKind::Io, "cannot open model '" + path + "': no such file");
+  auto size = fs::file_size(path, ec);
+  if (ec) throw Error(ErrorKind::Io, "cannot read model '" + path + "': " + ec.message());
+  if (size >= static_cast<uintmax_t>(INT_MAX))
+    throw Error(ErrorKind::Unsupported,
+                "model '" + path + "' is over 2 GiB; store its weights as external data");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, "cannot open model '" + path + "'");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (!in) throw Error(ErrorKind::Io, "short read from model '" + path + "'");
+  std::string dir = fs::path(path).parent_path().string();
+  try {
+    return import_onnx_bytes(bytes, dir.empty() ? "." : dir, options, report);
+  } catch (const Error& e) {
+    throw Error(e.kind(), path + ": " + e.what());
+  }
+}
+
+}  // namespace collage

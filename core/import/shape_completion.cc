@@ -1,0 +1,271 @@
+// Static shapes everywhere: rewrites that need input shapes, constant folding,
+// and shape discovery by evaluating a node on placeholder inputs where ONNX
+// shape inference left a gap.
+#include "core/import/shape_completion.h"
+
+#include <set>
+
+#include "core/import/normalize.h"
+
+namespace collage::import_detail {
+
+namespace {
+
+constexpr size_t kMaxPlaceholderBytes = size_t{4} << 30;
+
+const std::set<std::string> kLegacyBroadcastOps = {"Add", "Sub", "Mul",   "Div",     "Pow", "And",
+                                                   "Or",  "Xor", "Equal", "Greater", "Less"};
+
+class ShapeCompleter {
+ public:
+  ShapeCompleter(Graph& graph, const NodeEvaluator& evaluator, ImportReport& report)
+      : graph_(graph), evaluator_(evaluator), report_(report) {}
+
+  void run() {
+    const size_t original = graph_.nodes.size();
+    for (size_t i = 0; i < original; ++i) process(static_cast<NodeId>(i));
+    std::vector<Node> kept;
+    for (size_t i = 0; i < graph_.nodes.size(); ++i)
+      if (!dead_.count(static_cast<NodeId>(i))) kept.push_back(std::move(graph_.nodes[i]));
+    graph_.nodes = std::move(kept);
+  }
+
+ private:
+  Node& node(NodeId id) { return graph_.nodes[static_cast<size_t>(id)]; }
+
+  void process(NodeId id) {
+    if (node(id).domain.empty() && node(id).opset < 13 &&
+        (node(id).op_type == "Softmax" || node(id).op_type == "LogSoftmax" ||
+         node(id).op_type == "Hardmax")) {
+      rewrite_legacy_softmax(id);
+      return;
+    }
+    if (node(id).domain.empty() && node(id).opset < 7 && kLegacyBroadcastOps.count(node(id).op_type))
+      rewrite_legacy_broadcast(id);
+    if (node(id).domain.empty() && node(id).opset < 7 && node(id).op_type == "PRelu")
+      rewrite_legacy_prelu(id);
+    if (try_fold(id)) return;
+    complete_outputs(id);
+  }
+
+  const Shape& known_shape(NodeId id, ValueId v) {
+    const Value& value = graph_.value(v);
+    if (!value.shape_known)
+      throw Error(ErrorKind::Unsupported, node(id).describe() + ": the shape of input '" + value.name +
+                                              "' could not be determined statically");
+    return value.shape;
+  }
+
+  ValueId new_value(const std::string& hint, DType dtype, Shape shape) {
+    std::string name = hint;
+    for (int i = 1; graph_.find_value(name) != kNoValue; ++i) name = hint + "_" + std::to_string(i);
+    Value v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    v.shape_known = true;
+    return graph_.add_value(std::move(v));
+  }
+
+  NodeId add_reshape(const Node& like, const std::string& suffix, ValueId in, ValueId out,
+                     const Shape& shape) {
+    Node r;
+    r.name = like.name + suffix;
+    r.op_type = "Reshape";
+    r.opset = like.opset;
+    r.inputs = {in, add_constant(graph_, r.name + "_shape",
+                                 Tensor::from_vector<int64_t>({static_cast<int64_t>(shape.size())}, shape))};
+    r.outputs = {out};
+    return graph_.add_node(std::move(r));
+  }
+
+  // Before opset 13, Softmax flattened the input to 2-D at `axis` (default 1).
+  // Express that with Reshapes around the opset-13 form (axis = last).
+  void rewrite_legacy_softmax(NodeId id) {
+    ValueId x = node(id).inputs.at(0);
+    Shape shape = known_shape(id, x);
+    int64_t rank = static_cast<int64_t>(shape.size());
+    int64_t axis = node(id).attr_int("axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis > rank)
+      throw Error(ErrorKind::InvalidModel,
+                  node(id).describe() + ": axis out of range for rank " + std::to_string(rank));
+    node(id).attrs["axis"] = Attribute::of_int(-1);
+    if (axis >= rank - 1) {
+      if (!try_fold(id)) complete_outputs(id);
+      return;
+    }
+    int64_t rows = 1, cols = 1;
+    for (int64_t d = 0; d < rank; ++d) (d < axis ? rows : cols) *= shape[static_cast<size_t>(d)];
+    DType dtype = graph_.value(x).dtype;
+    ValueId flat_in = new_value(node(id).name + "_2d_in", dtype, {rows, cols});
+    ValueId flat_out = new_value(node(id).name + "_2d_out", dtype, {rows, cols});
+    ValueId out = node(id).outputs.at(0);
+    Node copy = node(id);
+    NodeId before = add_reshape(copy, "_to_2d", x, flat_in, {rows, cols});
+    node(id).inputs[0] = flat_in;
+    node(id).outputs[0] = flat_out;
+    NodeId after = add_reshape(copy, "_from_2d", flat_out, out, shape);
+    for (NodeId n : {before, id, after})
+      if (!try_fold(n)) complete_outputs(n);
+  }
+
+  // Before opset 7, `broadcast=1, axis=a` aligned B's dims with A's starting at a;
+  // numpy broadcasting aligns from the right, so append 1-dims to B.
+  void rewrite_legacy_broadcast(NodeId id) {
+    Node& n = node(id);
+    bool broadcast = n.attr_int("broadcast", 0) != 0;
+    bool has_axis = n.has_attr("axis");
+    int64_t axis = n.attr_int("axis", 0);
+    n.attrs.erase("broadcast");
+    n.attrs.erase("axis");
+    if (!broadcast || !has_axis || n.inputs.size() < 2) return;
+    int64_t rank_a = static_cast<int64_t>(known_shape(id, n.inputs[0]).size());
+    Shape b_shape = known_shape(id, n.inputs[1]);
+    if (axis < 0) axis += rank_a;
+    int64_t trailing = rank_a - axis - static_cast<int64_t>(b_shape.size());
+    if (trailing <= 0) return;
+    Shape aligned = b_shape;
+    aligned.insert(aligned.end(), static_cast<size_t>(trailing), 1);
+    ValueId b = n.inputs[1];
+    ValueId b_aligned = new_value(graph_.value(b).name + "_aligned", graph_.value(b).dtype, aligned);
+    Node copy = node(id);
+    NodeId r = add_reshape(copy, "_align_b", b, b_aligned, aligned);
+    node(id).inputs[1] = b_aligned;
+    if (!try_fold(r)) complete_outputs(r);
+  }
+
+  // Before opset 7 a 1-D PRelu slope of size C applied per channel (axis 1).
+  void rewrite_legacy_prelu(NodeId id) {
+    if (node(id).inputs.size() < 2) return;
+    const Shape& x = known_shape(id, node(id).inputs[0]);
+    Shape slope = known_shape(id, node(id).inputs[1]);
+    if (slope.size() != 1 || x.size() < 3 || slope[0] != x[1] || slope[0] == 1) return;
+    Shape aligned(x.size() - 1, 1);
+    aligned[0] = slope[0];
+    ValueId s = node(id).inputs[1];
+    ValueId s_aligned = new_value(graph_.value(s).name + "_per_channel", graph_.value(s).dtype, aligned);
+    Node copy = node(id);
+    NodeId r = add_reshape(copy, "_align_slope", s, s_aligned, aligned);
+    node(id).inputs[1] = s_aligned;
+    if (!try_fold(r)) complete_outputs(r);
+  }
+
+  bool try_fold(NodeId id) {
+    const Node& n = node(id);
+    if (!n.domain.empty() || n.outputs.empty()) return false;
+    if ((n.op_type == "Shape" || n.op_type == "Size") && !n.inputs.empty() &&
+        graph_.value(n.inputs[0]).shape_known)
+      return fold_shape_op(id);
+    for (ValueId in : n.inputs)
+      if (in != kNoValue && !graph_.value(in).constant) return false;
+    std::vector<const Tensor*> inputs;
+    for (ValueId in : n.inputs) inputs.push_back(in == kNoValue ? nullptr : &*graph_.value(in).constant);
+    std::vector<Tensor> outputs;
+    try {
+      HeapAllocator alloc;
+      outputs = evaluator_(n, inputs, alloc);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Unsupported) return false;  // reported when the node is run
+      throw;
+    }
+    set_constant_outputs(id, std::move(outputs));
+    return true;
+  }
+
+  bool fold_shape_op(NodeId id) {
+    const Node& n = node(id);
+    const Shape& shape = graph_.value(n.inputs[0]).shape;
+    Tensor result;
+    if (n.op_type == "Size") {
+      result = Tensor::scalar<int64_t>(shape_size(shape));
+    } else {
+      int64_t rank = static_cast<int64_t>(shape.size());
+      auto clamp = [&](int64_t v) { return std::max<int64_t>(0, std::min(rank, v < 0 ? v + rank : v)); };
+      int64_t start = clamp(n.attr_int("start", 0)), end = clamp(n.attr_int("end", rank));
+      std::vector<int64_t> dims;
+      for (int64_t d = start; d < end; ++d) dims.push_back(shape[static_cast<size_t>(d)]);
+      result = Tensor::from_vector<int64_t>({static_cast<int64_t>(dims.size())}, dims);
+    }
+    std::vector<Tensor> outputs;
+    outputs.push_back(std::move(result));
+    set_constant_outputs(id, std::move(outputs));
+    return true;
+  }
+
+  void set_constant_outputs(NodeId id, std::vector<Tensor> outputs) {
+    const Node& n = node(id);
+    if (outputs.size() < n.outputs.size())
+      throw Error(ErrorKind::Internal, n.describe() + ": evaluator returned too few outputs");
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k] == kNoValue) continue;
+      Value& v = graph_.value(n.outputs[k]);
+      v.dtype = outputs[k].dtype();
+      v.shape = outputs[k].shape();
+      v.shape_known = true;
+      v.constant = std::move(outputs[k]);
+    }
+    dead_.insert(id);
+    ++report_.folded_nodes;
+  }
+
+  // Fills output shapes/dtypes ONNX inference missed by running the node on
+  // zero placeholders (constants keep their real values: they steer shapes).
+  void complete_outputs(NodeId id) {
+    const Node& n = node(id);
+    bool complete = true;
+    for (ValueId out : n.outputs)
+      if (out != kNoValue && (!graph_.value(out).shape_known || graph_.value(out).dtype == DType::Undefined))
+        complete = false;
+    if (complete) return;
+    std::vector<Tensor> placeholders;
+    std::vector<const Tensor*> inputs;
+    placeholders.reserve(n.inputs.size());
+    size_t bytes = 0;
+    for (ValueId in : n.inputs) {
+      if (in == kNoValue) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      const Value& v = graph_.value(in);
+      if (v.constant) {
+        inputs.push_back(&*v.constant);
+        continue;
+      }
+      if (!v.shape_known || v.dtype == DType::Undefined) return;  // reported by the final check
+      bytes += static_cast<size_t>(shape_size(v.shape)) * dtype_size(v.dtype);
+      if (bytes > kMaxPlaceholderBytes)
+        throw Error(ErrorKind::InvalidModel, n.describe() + ": inputs need more than 4 GiB (absurd shape?)");
+      placeholders.emplace_back(v.dtype, v.shape);
+      inputs.push_back(&placeholders.back());
+    }
+    std::vector<Tensor> outputs;
+    try {
+      HeapAllocator alloc;
+      outputs = evaluator_(n, inputs, alloc);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Unsupported) return;
+      throw;
+    }
+    for (size_t k = 0; k < n.outputs.size() && k < outputs.size(); ++k) {
+      if (n.outputs[k] == kNoValue) continue;
+      Value& v = graph_.value(n.outputs[k]);
+      v.dtype = outputs[k].dtype();
+      v.shape = outputs[k].shape();
+      v.shape_known = true;
+    }
+  }
+
+  Graph& graph_;
+  const NodeEvaluator& evaluator_;
+  ImportReport& report_;
+  std::set<NodeId> dead_;
+};
+
+}  // namespace
+
+void complete_shapes_and_fold(Graph& graph, const NodeEvaluator& evaluator, ImportReport& report) {
+  ShapeCompleter(graph, evaluator, report).run();
+}
+
+}  // namespace collage::import_detail

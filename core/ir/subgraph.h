@@ -1,0 +1,41 @@
+// A sub-graph: a set of nodes plus the values crossing its boundary. Only
+// convex sub-graphs (no path leaves the set and re-enters it) are valid kernels:
+// they keep the partitioned graph acyclic.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "core/ir/graph_analysis.h"
+#include "core/ir/index_set.h"
+
+namespace collage {
+
+struct SubGraph {
+  IndexSet nodes;
+  std::vector<NodeId> node_list;   // ascending (post-DFS) order
+  std::vector<ValueId> inputs;     // non-constant values read from outside, first-use order
+  std::vector<ValueId> constants;  // constant values read (weights), first-use order
+  std::vector<ValueId> outputs;    // values produced inside and read outside or graph outputs
+  std::vector<NodeId> entries;     // nodes with a producer outside (or reading graph inputs)
+  std::vector<NodeId> exits;       // nodes whose outputs leave the set
+};
+
+SubGraph make_subgraph(const Graph& graph, const IndexSet& nodes);
+
+// Reachability helper reused across many convexity checks on one graph.
+class ConvexityChecker {
+ public:
+  explicit ConvexityChecker(const Graph& graph);
+  // True if no path from a node in `nodes` to another node in `nodes` passes outside.
+  bool is_convex(const IndexSet& nodes) const;
+
+ private:
+  NodeEdges edges_;
+};
+
+// "Conv+Add+Relu": the op types of the nodes in post-DFS order, joined by '+'.
+std::string subgraph_label(const Graph& graph, const IndexSet& nodes);
+
+}  // namespace collage

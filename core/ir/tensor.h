@@ -1,0 +1,187 @@
+// Tensors: a dtype, a static shape and shared, 64-byte aligned storage.
+// Copying a Tensor shares its storage (like a numpy view); clone() deep-copies.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/error.h"
+
+namespace collage {
+
+// Values match onnx::TensorProto::DataType so conversion is a cast.
+enum class DType : int {
+  Undefined = 0,
+  Float32 = 1,
+  UInt8 = 2,
+  Int8 = 3,
+  UInt16 = 4,
+  Int16 = 5,
+  Int32 = 6,
+  Int64 = 7,
+  String = 8,
+  Bool = 9,
+  Float16 = 10,
+  Float64 = 11,
+  UInt32 = 12,
+  UInt64 = 13,
+};
+
+using Shape = std::vector<int64_t>;
+
+size_t dtype_size(DType dtype);  // bytes per element; 0 for Undefined/String
+const char* dtype_name(DType dtype);
+DType dtype_from_onnx(int onnx_type);  // throws Unsupported for types we cannot hold
+
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::Float32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::Float64;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::Int64;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::Int32;
+}
+template <>
+constexpr DType dtype_of<int16_t>() {
+  return DType::Int16;
+}
+template <>
+constexpr DType dtype_of<int8_t>() {
+  return DType::Int8;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::UInt8;
+}
+template <>
+constexpr DType dtype_of<uint16_t>() {
+  return DType::UInt16;
+}
+template <>
+constexpr DType dtype_of<uint32_t>() {
+  return DType::UInt32;
+}
+template <>
+constexpr DType dtype_of<uint64_t>() {
+  return DType::UInt64;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::Bool;
+}
+
+// Element count; throws InvalidModel on negative dims or overflow past 2^62.
+int64_t shape_size(const Shape& shape);
+std::string shape_to_string(const Shape& shape);  // "[1,3,224,224]"
+
+// Raw aligned bytes. Capacity may exceed what a tensor uses (buffer reuse).
+class Storage {
+ public:
+  explicit Storage(size_t bytes);  // zero-filled
+  // A view of `bytes` bytes at `data` inside memory kept alive by `owner`
+  // (a loaded artifact's weights, an executor's arena); not zeroed, not freed.
+  Storage(std::byte* data, size_t bytes, std::shared_ptr<const void> owner);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  std::byte* data() { return data_; }
+  const std::byte* data() const { return data_; }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  size_t capacity_ = 0;
+  std::shared_ptr<const void> owner_;  // set for views: they free nothing
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates fresh zero-filled storage.
+  Tensor(DType dtype, Shape shape);
+  // Uses the given storage, which must hold at least the tensor's bytes.
+  Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage);
+
+  template <class T>
+  static Tensor from_vector(Shape shape, const std::vector<T>& values);
+  template <class T>
+  static Tensor scalar(T value) {
+    return from_vector<T>({}, {value});
+  }
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t i) const { return shape_.at(static_cast<size_t>(i)); }
+  int64_t size() const { return size_; }  // element count
+  size_t bytes() const { return static_cast<size_t>(size_) * dtype_size(dtype_); }
+
+  void* raw() { return storage_ ? storage_->data() : nullptr; }
+  const void* raw() const { return storage_ ? storage_->data() : nullptr; }
+  template <class T>
+  T* data() {
+    check_type(dtype_of<T>());
+    return reinterpret_cast<T*>(raw());
+  }
+  template <class T>
+  const T* data() const {
+    check_type(dtype_of<T>());
+    return reinterpret_cast<const T*>(raw());
+  }
+  // Element values converted to double / int64, whatever the dtype (for shape logic).
+  std::vector<int64_t> to_int64_vector() const;
+  std::vector<double> to_double_vector() const;
+
+  Tensor reshaped(Shape shape) const;  // same storage, element count must match
+  Tensor clone() const;
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+
+ private:
+  void check_type(DType requested) const;
+
+  DType dtype_ = DType::Undefined;
+  Shape shape_;
+  int64_t size_ = 0;
+  std::shared_ptr<Storage> storage_;
+};
+
+template <class T>
+Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {
+  Tensor t(dtype_of<T>(), std::move(shape));
+  if (static_cast<int64_t>(values.size()) != t.size())
+    throw Error(ErrorKind::Internal, "Tensor::from_vector: value count does not match shape");
+  T* out = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  return t;
+}
+
+// Where kernels get their output tensors. The executor's implementation reuses
+// buffers whose last consumer has run, so memory handed out is NOT zeroed:
+// a kernel must write every output element.
+class TensorAllocator {
+ public:
+  virtual ~TensorAllocator() = default;
+  virtual Tensor allocate(DType dtype, const Shape& shape) = 0;
+};
+
+// Fresh (zeroed) storage every time.
+class HeapAllocator : public TensorAllocator {
+ public:
+  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor(dtype, shape); }
+};
+
+}  // namespace collage

@@ -1,0 +1,77 @@
+// The compiled artifact: one file holding everything a runtime needs to run a
+// placement without the ONNX importer, the cost DB or the searches — the graph
+// (ops, attributes, shapes), the placement's kernels in execution order, a static
+// memory plan and the weights (64-byte aligned). Format: docs/artifact-format.md.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend_api/backend.h"
+#include "core/ir/graph.h"
+#include "core/runtime/executor.h"
+#include "core/runtime/memory_plan.h"
+
+namespace collage {
+
+constexpr int kArtifactMajor = 1;  // a loader refuses a newer major version
+constexpr int kArtifactMinor = 0;  // minor versions only add optional fields
+
+struct ArtifactTensorInfo {
+  std::string name;
+  DType dtype = DType::Undefined;
+  Shape shape;
+};
+
+struct ArtifactKernel {
+  std::string backend;
+  std::string label;
+  std::vector<NodeId> nodes;  // ascending post-DFS ids
+};
+
+// The manifest's descriptive part.
+struct ArtifactInfo {
+  int major = kArtifactMajor;
+  int minor = kArtifactMinor;
+  std::string model_name;
+  std::string model_fingerprint;
+  std::string device;  // device fingerprint the placement was tuned on
+  int threads = 1;
+  std::map<std::string, std::string> backend_versions;
+  std::string placement_json;  // the placement as exported (docs/placement-format.md)
+  std::vector<ArtifactTensorInfo> inputs, outputs;
+  size_t unplanned_bytes = 0;  // intermediate bytes with no reuse, for comparison with the arena
+};
+
+struct Artifact {
+  ArtifactInfo info;
+  Graph graph;  // constants are views of the loaded file's weights section
+  std::vector<ArtifactKernel> kernels;
+  MemoryPlan memory_plan;
+};
+
+// The file's bytes. Throws Unsupported for constants the format cannot hold (strings).
+std::string serialize_artifact(const Artifact& artifact);
+void write_artifact(const Artifact& artifact, const std::string& path);
+
+// Verifies magic, version, size and checksum, then the manifest's structure; every
+// problem is an InvalidInput error naming the artifact and what is wrong.
+Artifact load_artifact(const std::string& path);
+Artifact parse_artifact(const std::string& bytes, const std::string& origin);
+
+// Compiles the kernels with `backends` (found by name) into executor steps. Throws
+// InvalidInput if a kernel reads a value no earlier kernel computes or names a
+// backend this build lacks.
+std::vector<ExecStep> artifact_steps(const Artifact& artifact,
+                                     const std::vector<const BackendSpec*>& backends,
+                                     const CompileOptions& options);
+
+namespace artifact_detail {
+constexpr size_t kHeaderBytes = 64;
+// Recomputes the checksum after `bytes` were edited (lets tests reach the manifest parser).
+void reseal(std::string& bytes);
+}  // namespace artifact_detail
+
+}  // namespace collage

@@ -1,0 +1,105 @@
+#include "core/search/artifact_export.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/ir/random_inputs.h"
+#include "core/ir/tensor_compare.h"
+
+namespace collage {
+
+namespace {
+
+std::vector<ArtifactTensorInfo> tensor_infos(const Graph& graph, const std::vector<ValueId>& ids) {
+  std::vector<ArtifactTensorInfo> out;
+  for (ValueId id : ids) out.push_back({graph.value(id).name, graph.value(id).dtype, graph.value(id).shape});
+  return out;
+}
+
+// Applies the placement's thread count to every backend (process-wide pools), as
+// the runtime will at load: reductions may split differently with more threads.
+CompileOptions compile_options(const Placement& placement, const std::vector<const BackendSpec*>& backends) {
+  apply_threads(backends, placement.threads);
+  CompileOptions options;
+  options.threads = placement.threads;
+  return options;
+}
+
+// The reloaded artifact runs the same kernels: anything beyond rounding noise is a bug.
+constexpr Tolerance kArtifactTolerance{1e-6, 1e-5, 0};
+
+}  // namespace
+
+Artifact build_artifact(const Graph& graph, const Placement& placement,
+                        const std::vector<const BackendSpec*>& backends, const std::string& model_name) {
+  Artifact art;
+  ArtifactInfo& info = art.info;
+  info.model_name = model_name;
+  info.model_fingerprint =
+      placement.model_fingerprint.empty() ? model_fingerprint(graph) : placement.model_fingerprint;
+  info.device = placement.device;
+  info.threads = placement.threads;
+  for (const PlacedKernel& k : placement.kernels)
+    for (const BackendSpec* b : backends)
+      if (b->name == k.backend) info.backend_versions[b->name] = b->version;
+  info.placement_json = placement_to_json(placement, graph);
+  info.inputs = tensor_infos(graph, graph.inputs);
+  info.outputs = tensor_infos(graph, graph.outputs);
+  art.graph = graph;
+  for (const PlacedKernel& k : placement.kernels) art.kernels.push_back({k.backend, k.label, k.nodes});
+
+  Executor executor(graph, placement_steps(graph, placement, backends, compile_options(placement, backends)));
+  std::vector<BufferLifetime> lifetimes = executor.trace_buffers(random_inputs(graph, 1));
+  art.memory_plan = plan_memory(lifetimes);
+  info.unplanned_bytes = unplanned_bytes(lifetimes);
+  return art;
+}
+
+ExportReport export_artifact(const Graph& graph, const Placement& placement,
+                             const std::vector<const BackendSpec*>& backends, const std::string& model_name,
+                             const std::string& path) {
+  Artifact art = build_artifact(graph, placement, backends, model_name);
+  write_artifact(art, path);
+  ExportReport report;
+  report.arena_bytes = art.memory_plan.arena_bytes;
+  report.unplanned_bytes = art.info.unplanned_bytes;
+
+  std::vector<Tensor> inputs = random_inputs(graph, 2);
+  Executor in_process(graph,
+                      placement_steps(graph, placement, backends, compile_options(placement, backends)));
+  std::vector<Tensor> want = in_process.run(inputs);
+  Artifact loaded = load_artifact(path);
+  Executor from_file(loaded.graph, artifact_steps(loaded, backends, compile_options(placement, backends)));
+  from_file.use_memory_plan(loaded.memory_plan);
+  from_file.run(inputs);  // twice: the second run reuses the arena the first one dirtied
+  std::vector<Tensor> got = from_file.run(inputs);
+  if (from_file.memory_stats().unplanned_allocations)
+    report.mismatch = std::to_string(from_file.memory_stats().unplanned_allocations) +
+                      " allocations missed the memory plan";
+  report.bitwise_equal = true;
+  for (size_t o = 0; o < want.size(); ++o) {
+    if (got[o].bytes() != want[o].bytes() || std::memcmp(got[o].raw(), want[o].raw(), want[o].bytes()) != 0)
+      report.bitwise_equal = false;
+    TensorComparison c = compare_tensors(got[o], want[o], kArtifactTolerance);
+    report.max_abs_diff = std::max(report.max_abs_diff, c.max_abs_error);
+    if (!report.mismatch.empty() || c.ok()) continue;
+    const std::string& name = graph.value(graph.outputs[o]).name;
+    if (c.shape_mismatch || c.dtype_mismatch)
+      report.mismatch = "output '" + name + "' is " + dtype_name(got[o].dtype()) + " " +
+                        shape_to_string(got[o].shape()) + " from the artifact, " +
+                        dtype_name(want[o].dtype()) + " " + shape_to_string(want[o].shape()) + " in process";
+    else
+      report.mismatch = "output '" + name + "'[" + std::to_string(c.first_mismatch) + "] is " +
+                        std::to_string(c.got_value) + " from the artifact, " + std::to_string(c.want_value) +
+                        " in process";
+  }
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f) {
+    std::fseek(f, 0, SEEK_END);
+    report.file_bytes = static_cast<size_t>(std::ftell(f));
+    std::fclose(f);
+  }
+  return report;
+}
+
+}  // namespace collage

@@ -1,0 +1,154 @@
+#include "core/search/placement.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/backend_api/kernel_signature.h"
+
+namespace collage {
+
+namespace {
+using nlohmann::json;
+
+const BackendSpec* find_spec(const std::vector<const BackendSpec*>& backends, const std::string& name) {
+  for (const BackendSpec* b : backends)
+    if (b->name == name) return b;
+  return nullptr;
+}
+}  // namespace
+
+std::string model_fingerprint(const Graph& graph) {
+  IndexSet all(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) all.add(i);
+  return hex64(fnv1a64(kernel_signature(graph, make_subgraph(graph, all), "model", "")));
+}
+
+std::string placement_to_json(const Placement& p, const Graph& graph) {
+  json kernels = json::array();
+  for (const PlacedKernel& k : p.kernels) {
+    json names = json::array();
+    for (NodeId n : k.nodes) names.push_back(graph.node(n).name);
+    kernels.push_back({{"nodes", k.nodes},
+                       {"node_names", names},
+                       {"backend", k.backend},
+                       {"label", k.label},
+                       {"cost_ms", k.cost_ms}});
+  }
+  json pins = json::array();
+  for (const auto& [node, backend] : p.pins.pinned)
+    pins.push_back({{"node", graph.node(node).name}, {"pin", backend}});
+  for (const auto& [node, set] : p.pins.forbidden)
+    for (const auto& backend : set) pins.push_back({{"node", graph.node(node).name}, {"forbid", backend}});
+  json doc = {{"format", "collage-placement"},
+              {"version", Placement::kFormatVersion},
+              {"model_fingerprint", p.model_fingerprint},
+              {"backend_versions", p.backend_versions},
+              {"threads", p.threads},
+              {"device", p.device},
+              {"epsilon_ms", p.epsilon_ms},
+              {"predicted_ms", p.predicted_ms},
+              {"kernels", kernels},
+              {"pins", pins}};
+  return doc.dump(1);
+}
+
+Placement placement_from_json(const std::string& text, const Graph& graph,
+                              const std::vector<const BackendSpec*>& backends) {
+  auto bad = [](const std::string& what) { return Error(ErrorKind::InvalidInput, "placement: " + what); };
+  Placement p;
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    throw bad(std::string("malformed JSON: ") + e.what());
+  }
+  try {
+    if (!doc.is_object() || doc.value("format", "") != "collage-placement")
+      throw bad("not a placement file (missing \"format\": \"collage-placement\")");
+    int version = doc.at("version").get<int>();
+    if (version > Placement::kFormatVersion)
+      throw bad("format version " + std::to_string(version) + " is newer than this build reads (" +
+                std::to_string(Placement::kFormatVersion) + ")");
+    p.model_fingerprint = doc.at("model_fingerprint").get<std::string>();
+    if (p.model_fingerprint != model_fingerprint(graph))
+      throw bad("it was made for a different model (fingerprint " + p.model_fingerprint + ", this model " +
+                model_fingerprint(graph) + ")");
+    p.backend_versions = doc.value("backend_versions", std::map<std::string, std::string>{});
+    p.threads = doc.value("threads", 1);
+    p.device = doc.value("device", "");
+    p.epsilon_ms = doc.value("epsilon_ms", 0.0);
+    p.predicted_ms = doc.value("predicted_ms", 0.0);
+    IndexSet covered(graph.nodes.size());
+    for (const json& k : doc.at("kernels")) {
+      PlacedKernel pk;
+      pk.backend = k.at("backend").get<std::string>();
+      pk.label = k.value("label", "");
+      pk.cost_ms = k.value("cost_ms", 0.0);
+      if (!find_spec(backends, pk.backend)) throw bad("unknown backend '" + pk.backend + "'");
+      for (const json& id : k.at("nodes")) {
+        int64_t n = id.get<int64_t>();
+        if (n < 0 || n >= graph.num_nodes()) throw bad("unknown node id " + std::to_string(n));
+        if (covered.contains(static_cast<size_t>(n)))
+          throw bad("node " + std::to_string(n) + " ('" + graph.node(static_cast<NodeId>(n)).name +
+                    "') is covered by two kernels");
+        covered.add(static_cast<size_t>(n));
+        pk.nodes.push_back(static_cast<NodeId>(n));
+      }
+      if (pk.nodes.empty()) throw bad("a kernel with no nodes");
+      std::sort(pk.nodes.begin(), pk.nodes.end());
+      p.kernels.push_back(std::move(pk));
+    }
+    size_t missing = covered.first_outside();
+    if (missing < graph.nodes.size())
+      throw bad("node " + std::to_string(missing) + " ('" + graph.node(static_cast<NodeId>(missing)).name +
+                "') is not covered by any kernel");
+    for (const json& pin : doc.value("pins", json::array())) {
+      std::string name = pin.at("node").get<std::string>();
+      NodeId id = kNoNode;
+      for (NodeId n = 0; n < graph.num_nodes(); ++n)
+        if (graph.node(n).name == name) id = n;
+      if (id == kNoNode) throw bad("pin on unknown node '" + name + "'");
+      if (pin.contains("pin")) p.pins.pinned[id] = pin.at("pin").get<std::string>();
+      if (pin.contains("forbid")) p.pins.forbidden[id].insert(pin.at("forbid").get<std::string>());
+    }
+  } catch (const json::exception& e) {
+    throw bad(std::string("missing or mistyped field: ") + e.what());
+  }
+  std::vector<IndexSet> sets;
+  for (const PlacedKernel& k : p.kernels) {
+    IndexSet s(graph.nodes.size());
+    for (NodeId n : k.nodes) s.add(static_cast<size_t>(n));
+    sets.push_back(s);
+  }
+  std::vector<size_t> order;
+  try {
+    order = execution_order(graph, sets);
+  } catch (const Error&) {
+    throw bad("its kernels depend on each other in a cycle");
+  }
+  std::vector<PlacedKernel> ordered;
+  for (size_t k : order) ordered.push_back(p.kernels[k]);
+  p.kernels = std::move(ordered);
+  return p;
+}
+
+std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& placement,
+                                      const std::vector<const BackendSpec*>& backends,
+                                      const CompileOptions& options) {
+  std::vector<ExecStep> steps;
+  for (const PlacedKernel& k : placement.kernels) {
+    const BackendSpec* spec = find_spec(backends, k.backend);
+    if (!spec) throw Error(ErrorKind::InvalidInput, "placement uses unknown backend '" + k.backend + "'");
+    IndexSet nodes(graph.nodes.size());
+    for (NodeId n : k.nodes) nodes.add(static_cast<size_t>(n));
+    SubGraph sub = make_subgraph(graph, nodes);
+    ExecStep step;
+    step.kernel = spec->compile(graph, sub, options);
+    step.inputs = sub.inputs;
+    step.outputs = sub.outputs;
+    step.label = k.backend + ":" + (k.label.empty() ? subgraph_label(graph, nodes) : k.label);
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+}  // namespace collage

@@ -1,0 +1,49 @@
+// A placement: which backend runs which (fused) sub-graph, in execution order.
+// Exported as versioned JSON (docs/placement-format.md) and importable back.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/backend_api/backend.h"
+#include "core/runtime/executor.h"
+#include "core/search/search.h"
+
+namespace collage {
+
+struct PlacedKernel {
+  std::vector<NodeId> nodes;  // ascending post-DFS ids
+  std::string backend;
+  std::string label;
+  double cost_ms = 0;  // measured median (0 if unknown)
+};
+
+struct Placement {
+  static constexpr int kFormatVersion = 1;
+  std::string model_fingerprint;
+  std::map<std::string, std::string> backend_versions;
+  int threads = 1;
+  std::string device;
+  double epsilon_ms = 0;
+  double predicted_ms = 0;
+  std::vector<PlacedKernel> kernels;  // execution order
+  Pins pins;
+};
+
+// Structure, ops, attributes and shapes of the imported graph (not weight values).
+std::string model_fingerprint(const Graph& graph);
+
+std::string placement_to_json(const Placement& placement, const Graph& graph);
+// Validates against `graph` and `backends`: unknown node ids, fingerprint mismatch,
+// overlapping or missing coverage, unknown backend, cyclic kernel order — each an
+// InvalidInput error naming the problem.
+Placement placement_from_json(const std::string& text, const Graph& graph,
+                              const std::vector<const BackendSpec*>& backends);
+
+// Compiles every kernel of the placement into executor steps.
+std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& placement,
+                                      const std::vector<const BackendSpec*>& backends,
+                                      const CompileOptions& options);
+
+}  // namespace collage

@@ -1,0 +1,81 @@
+#include "core/search/placement_timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <memory>
+
+#include "core/ir/error.h"
+
+namespace collage {
+
+namespace {
+
+double steady_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+double median_ms(std::vector<double> samples) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
+FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> backends,
+                           CompileOptions options, std::vector<Tensor> inputs, int repeats) {
+  return [&graph, backends = std::move(backends), options, inputs = std::move(inputs),
+          repeats](const Placement& p) {
+    std::unique_ptr<Executor> ex;
+    try {
+      ex = std::make_unique<Executor>(graph, placement_steps(graph, p, backends, options));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Unsupported) throw;
+      return std::numeric_limits<double>::infinity();  // a region the library cannot build loses
+    }
+    ex->run(inputs);
+    std::vector<double> ms;
+    for (int i = 0; i < repeats; ++i) {
+      double t0 = steady_ms();
+      ex->run(inputs);
+      ms.push_back(steady_ms() - t0);
+    }
+    return median_ms(std::move(ms));
+  };
+}
+
+SideBySide time_side_by_side(const std::function<void()>& a, const std::function<void()>& b, int rounds,
+                             const std::function<double()>& clock_ms) {
+  std::function<double()> now = clock_ms ? clock_ms : std::function<double()>(steady_ms);
+  std::vector<double> a_ms, b_ms;
+  auto timed = [&](const std::function<void()>& f, std::vector<double>& out) {
+    double t0 = now();
+    f();
+    out.push_back(now() - t0);
+  };
+  for (int r = 0; r < rounds; ++r) {
+    if (r % 2 == 0) {
+      timed(a, a_ms);
+      timed(b, b_ms);
+    } else {
+      timed(b, b_ms);
+      timed(a, a_ms);
+    }
+  }
+  return {median_ms(std::move(a_ms)), median_ms(std::move(b_ms)), rounds};
+}
+
+SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,
+                              const std::vector<const BackendSpec*>& backends, const CompileOptions& options,
+                              const std::vector<Tensor>& inputs, int rounds) {
+  Executor ea(graph, placement_steps(graph, a, backends, options));
+  Executor eb(graph, placement_steps(graph, b, backends, options));
+  ea.run(inputs);
+  eb.run(inputs);
+  return time_side_by_side([&] { ea.run(inputs); }, [&] { eb.run(inputs); }, rounds);
+}
+
+}  // namespace collage

@@ -1,0 +1,39 @@
+// Timing whole placements: the graph-level search's fitness, and the final
+// side-by-side check that a refined placement really beats the op-level one.
+// Shared by the CLI and the explorer so both judge placements the same way.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "core/search/placement.h"
+#include "core/search/refine.h"
+
+namespace collage {
+
+// Fitness for refine_placement(): compiles the placement, runs it once to warm up,
+// then returns the median of `repeats` timed runs (ms). A placement some library
+// cannot build (Error kind Unsupported) is +infinity, so it loses.
+FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> backends,
+                           CompileOptions options, std::vector<Tensor> inputs, int repeats);
+
+struct SideBySide {
+  double a_ms = 0;  // median over the rounds
+  double b_ms = 0;
+  int rounds = 0;
+};
+
+// Times `a` and `b` alternately, A B B A A B B A ..., so slow drift of the machine
+// (frequency, other load) hits both sides alike; `rounds` timed runs of each.
+// `clock_ms` is a monotonic clock in ms (tests inject a fake one).
+SideBySide time_side_by_side(const std::function<void()>& a, const std::function<void()>& b, int rounds,
+                             const std::function<double()>& clock_ms = {});
+
+// Both placements compiled, warmed up and timed side by side on `inputs`.
+SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,
+                              const std::vector<const BackendSpec*>& backends, const CompileOptions& options,
+                              const std::vector<Tensor>& inputs, int rounds);
+
+double median_ms(std::vector<double> samples);
+
+}  // namespace collage

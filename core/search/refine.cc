@@ -1,0 +1,331 @@
+#include "core/search/refine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "core/backend_api/kernel_signature.h"
+#include "core/ir/subgraph.h"
+
+namespace collage {
+
+namespace {
+
+uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+double uniform(uint64_t& s) { return static_cast<double>(splitmix(s) >> 11) * 0x1.0p-53; }
+
+IndexSet set_of(const Graph& g, const std::vector<NodeId>& nodes) {
+  IndexSet s(g.nodes.size());
+  for (NodeId n : nodes) s.add(static_cast<size_t>(n));
+  return s;
+}
+
+bool partition_is_acyclic(const Graph& g, const std::vector<IndexSet>& sets) {
+  try {
+    execution_order(g, sets);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::string ms_text(double ms) {  // "0.743 ms": progress text, not data
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
+  return buf;
+}
+
+}  // namespace
+
+int RefineResult::moved() const {
+  int total = 0;
+  for (const auto& [backend, count] : moved_per_backend) total += count;
+  return total;
+}
+
+std::vector<Gene> refine_genes(const Graph& graph, const Placement& op_level,
+                               const std::vector<const BackendSpec*>& graph_level) {
+  if (graph_level.size() > 254)
+    throw Error(ErrorKind::InvalidInput, "refine: more than 254 graph-level backends");
+  std::vector<Gene> genes;
+  for (size_t k = 0; k < op_level.kernels.size(); ++k) {
+    const PlacedKernel& kernel = op_level.kernels[k];
+    Gene gene;
+    gene.kernel = k;
+    for (const BackendSpec* b : graph_level) {
+      if (kernel.backend == b->name || !b->supports_node) continue;
+      bool ok = true;
+      for (NodeId n : kernel.nodes)
+        ok = ok && b->supports_node(graph, graph.node(n)) && op_level.pins.allows(n, b->name);
+      if (ok) gene.choices.push_back(b->name);
+    }
+    if (!gene.choices.empty()) genes.push_back(std::move(gene));
+  }
+  return genes;
+}
+
+std::vector<Genome> refine_seeds(const std::vector<Gene>& genes,
+                                 const std::vector<const BackendSpec*>& graph_level) {
+  std::vector<Genome> seeds = {Genome(genes.size(), 0)};
+  for (const BackendSpec* b : graph_level) {
+    Genome g(genes.size(), 0);
+    for (size_t i = 0; i < genes.size(); ++i) {
+      auto it = std::find(genes[i].choices.begin(), genes[i].choices.end(), b->name);
+      if (it != genes[i].choices.end()) g[i] = static_cast<uint8_t>(it - genes[i].choices.begin() + 1);
+    }
+    if (std::find(seeds.begin(), seeds.end(), g) == seeds.end()) seeds.push_back(std::move(g));
+  }
+  return seeds;
+}
+
+const std::string& chosen_backend(const Gene& gene, uint8_t allele) {
+  static const std::string stay;
+  return allele == 0 ? stay : gene.choices.at(allele - 1u);
+}
+
+Placement decode_genome(const Graph& graph, const Placement& op_level, const std::vector<Gene>& genes,
+                        const Genome& genome) {
+  if (genome.size() != genes.size())
+    throw Error(ErrorKind::Internal, "refine: genome of " + std::to_string(genome.size()) + " alleles for " +
+                                         std::to_string(genes.size()) + " genes");
+  std::vector<const std::string*> moved_to(op_level.kernels.size(), nullptr);  // backend per moved kernel
+  for (size_t i = 0; i < genes.size(); ++i)
+    if (genome[i]) moved_to[genes[i].kernel] = &chosen_backend(genes[i], genome[i]);
+  // Grow regions greedily in execution order: a moved kernel joins a touching region of
+  // its backend if the region stays convex and the kernel graph acyclic, else starts one.
+  // A kept kernel already on a region's backend joins such a region too (it never starts
+  // one, so all-0 is the op-level placement): "everything to X" is then one region rather
+  // than one per kernel the op-level search happened to give X. A kept kernel that comes
+  // before its region's first moved kernel is joined in a second pass.
+  ConvexityChecker convex(graph);
+  NodeEdges edges = node_edges(graph);
+  std::vector<IndexSet> sets;  // kept kernels placed so far
+  std::vector<PlacedKernel> kernels;
+  std::vector<IndexSet> regions;
+  std::vector<std::string> region_backend;
+  std::vector<double> region_cost;
+  // Joins `mine` (kernel `k`, or a kept kernel at `sets[skip]`) into a region of `backend`.
+  auto try_join = [&](const IndexSet& mine, const std::string& backend, size_t k, double cost, size_t skip) {
+    for (size_t r = 0; r < regions.size(); ++r) {
+      if (region_backend[r] != backend) continue;
+      bool touches = false;
+      for (size_t n : mine.indices()) {
+        for (NodeId p : edges.preds[n]) touches |= regions[r].contains(static_cast<size_t>(p));
+        for (NodeId q : edges.succs[n]) touches |= regions[r].contains(static_cast<size_t>(q));
+      }
+      if (!touches) continue;
+      IndexSet joined = regions[r] | mine;
+      if (!convex.is_convex(joined)) continue;
+      std::vector<IndexSet> trial;
+      for (size_t j = 0; j < sets.size(); ++j)
+        if (j != skip) trial.push_back(sets[j]);
+      for (size_t q = 0; q < regions.size(); ++q) trial.push_back(q == r ? joined : regions[q]);
+      for (size_t later = k + 1; later < op_level.kernels.size(); ++later)  // not yet placed: as they are
+        trial.push_back(set_of(graph, op_level.kernels[later].nodes));
+      if (!partition_is_acyclic(graph, trial)) continue;
+      regions[r] = joined;
+      region_cost[r] += cost;
+      return true;
+    }
+    return false;
+  };
+  for (size_t k = 0; k < op_level.kernels.size(); ++k) {
+    const PlacedKernel& kernel = op_level.kernels[k];
+    IndexSet mine = set_of(graph, kernel.nodes);
+    if (moved_to[k]) {
+      if (try_join(mine, *moved_to[k], k, kernel.cost_ms, sets.size())) continue;
+      regions.push_back(mine);
+      region_backend.push_back(*moved_to[k]);
+      region_cost.push_back(kernel.cost_ms);
+    } else if (!try_join(mine, kernel.backend, k, kernel.cost_ms, sets.size())) {
+      sets.push_back(mine);
+      kernels.push_back(kernel);
+    }
+  }
+  for (bool changed = !regions.empty(); changed;) {
+    changed = false;
+    for (size_t i = 0; i < kernels.size() && !changed; ++i) {
+      if (!try_join(sets[i], kernels[i].backend, op_level.kernels.size(), kernels[i].cost_ms, i)) continue;
+      sets.erase(sets.begin() + static_cast<std::ptrdiff_t>(i));
+      kernels.erase(kernels.begin() + static_cast<std::ptrdiff_t>(i));
+      changed = true;
+    }
+  }
+  for (size_t r = 0; r < regions.size(); ++r) {
+    PlacedKernel pk;
+    for (size_t n : regions[r].indices()) pk.nodes.push_back(static_cast<NodeId>(n));
+    pk.backend = region_backend[r];
+    pk.label = subgraph_label(graph, regions[r]);
+    pk.cost_ms = region_cost[r];  // op-level estimate; the refined placement is judged by measurement
+    sets.push_back(regions[r]);
+    kernels.push_back(std::move(pk));
+  }
+  Placement out = op_level;
+  out.kernels.clear();
+  for (size_t i : execution_order(graph, sets)) out.kernels.push_back(kernels[i]);
+  out.predicted_ms = 0;
+  for (const PlacedKernel& k : out.kernels) out.predicted_ms += k.cost_ms + out.epsilon_ms;
+  return out;
+}
+
+CostKey placement_fitness_key(const Placement& placement, const std::string& model_fingerprint, int threads) {
+  // Keyed like kernel costs: a canonical text of the whole placement.
+  std::string signature = "placement|" + model_fingerprint + "|";
+  for (const PlacedKernel& k : placement.kernels) {
+    auto version = placement.backend_versions.find(k.backend);
+    signature += k.backend + "@" + (version == placement.backend_versions.end() ? "" : version->second) + ":";
+    for (NodeId n : k.nodes) signature += std::to_string(n) + ",";
+    signature += ";";
+  }
+  return CostKey{signature, threads, device_fingerprint()};
+}
+
+FitnessFn cached_fitness(FitnessFn fitness, CostDb* db, const Graph& graph, int threads) {
+  if (!db) return fitness;
+  std::string model = model_fingerprint(graph);
+  return [fitness = std::move(fitness), db, model, threads](const Placement& p) {
+    CostKey key = placement_fitness_key(p, model, threads);
+    if (auto hit = db->find(key))
+      return hit->cost.valid ? hit->cost.median_ms : std::numeric_limits<double>::infinity();
+    double ms = fitness(p);
+    CostRecord record;
+    record.key = key;
+    record.backend = "placement";
+    record.backend_version = "1";
+    record.label = "refine genome (" + std::to_string(p.kernels.size()) + " kernels)";
+    record.cost.valid = std::isfinite(ms);
+    record.cost.reason = record.cost.valid ? "" : "a region could not be built";
+    record.cost.median_ms = std::isfinite(ms) ? ms : 0;
+    record.cost.samples = 1;
+    db->put(record);
+    return ms;
+  };
+}
+
+RefineResult refine_placement(const Graph& graph, const Placement& op_level,
+                              const std::vector<const BackendSpec*>& graph_level, const FitnessFn& fitness,
+                              const RefineOptions& options, ProgressObserver* observer) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  RefineResult r;
+  r.genes = refine_genes(graph, op_level, graph_level);
+  const size_t n = r.genes.size();
+  std::unordered_map<std::string, double> cache;  // genome bytes -> fitness: no genome is measured twice
+  struct Stop {};                                 // unwinds to the generation loop on cancellation
+  auto stop_requested = [&] { return observer && observer->cancel_requested(); };
+  auto evaluate = [&](const Genome& genome) {
+    std::string key(genome.begin(), genome.end());
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    if (!cache.empty() && stop_requested()) throw Stop{};  // the seed is always measured
+    double f = fitness(decode_genome(graph, op_level, r.genes, genome));
+    cache[key] = f;
+    ++r.evaluations;
+    if (!r.best_genome.empty() && f < r.best_fitness) {  // the best so far is kept per evaluation
+      r.best_fitness = f;
+      r.best_genome = genome;
+      if (observer) observer->on_best_placement(decode_genome(graph, op_level, r.genes, genome), f);
+    }
+    if (observer) {
+      ProgressEvent e;
+      e.stage = ProgressEvent::Stage::RefineEvaluation;
+      e.done = e.evaluations = static_cast<size_t>(r.evaluations);
+      e.best_ms = r.best_genome.empty() ? f : r.best_fitness;  // the seed is the first best
+      e.message = ms_text(f);
+      e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      observer->on_progress(e);
+    }
+    return f;
+  };
+  std::vector<Genome> population = refine_seeds(r.genes, graph_level);  // all 0 first
+  r.seed_fitness = evaluate(population.front());
+  r.best_genome = population.front();
+  r.best_fitness = r.seed_fitness;
+  if (n == 0) {
+    r.best = op_level;
+    return r;
+  }
+  uint64_t rng = options.seed;
+  const double mutation = options.mutation_rate >= 0 ? options.mutation_rate : 1.0 / static_cast<double>(n);
+  auto alleles = [&](size_t i) { return static_cast<uint64_t>(r.genes[i].choices.size() + 1); };
+  const size_t size = std::max(population.size(), static_cast<size_t>(std::max(2, options.population)));
+  while (population.size() < size) {
+    Genome g(n);
+    for (size_t i = 0; i < n; ++i) g[i] = static_cast<uint8_t>(splitmix(rng) % alleles(i));
+    population.push_back(g);
+  }
+  int stale = 0;
+  try {
+    for (int gen = 0; gen < options.max_generations; ++gen) {
+      if (stop_requested()) throw Stop{};
+      const double best_before = r.best_fitness;
+      std::vector<double> fit;
+      for (const auto& g : population) fit.push_back(evaluate(g));
+      size_t best = static_cast<size_t>(std::min_element(fit.begin(), fit.end()) - fit.begin());
+      double sum = 0;  // mean over buildable genomes (unbuildable ones score +inf)
+      int finite = 0;
+      for (double f : fit)
+        if (std::isfinite(f)) sum += f, ++finite;
+      double mean = finite ? sum / finite : fit[best];
+      r.history.emplace_back(fit[best], mean);
+      r.generations = gen + 1;
+      stale = r.best_fitness < best_before ? 0 : stale + 1;
+      if (observer) {
+        ProgressEvent e;
+        e.stage = ProgressEvent::Stage::Refine;
+        e.done = static_cast<size_t>(gen + 1);
+        e.total = static_cast<size_t>(options.max_generations);
+        e.best_ms = r.best_fitness;
+        e.mean_ms = mean;
+        e.evaluations = static_cast<size_t>(r.evaluations);
+        e.message = "generation " + std::to_string(gen + 1) + ", mean " + ms_text(mean) + ", " +
+                    std::to_string(r.evaluations) + " evaluations";
+        e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        observer->on_progress(e);
+      }
+      if (stale >= options.patience ||
+          std::chrono::duration<double>(Clock::now() - start).count() > options.time_budget_s)
+        break;
+      auto pick = [&] {  // tournament selection
+        size_t winner = static_cast<size_t>(splitmix(rng) % population.size());
+        for (int t = 1; t < options.tournament; ++t) {
+          size_t c = static_cast<size_t>(splitmix(rng) % population.size());
+          if (fit[c] < fit[winner]) winner = c;
+        }
+        return population[winner];
+      };
+      std::vector<Genome> next = {r.best_genome};  // elitism
+      while (next.size() < population.size()) {
+        Genome a = pick(), b = pick();
+        size_t p1 = static_cast<size_t>(splitmix(rng) % (n + 1)),
+               p2 = static_cast<size_t>(splitmix(rng) % (n + 1));
+        if (p1 > p2) std::swap(p1, p2);
+        for (size_t i = p1; i < p2; ++i) a[i] = b[i];  // two-point crossover
+        for (size_t i = 0; i < n; ++i) {
+          if (uniform(rng) >= mutation) continue;
+          const uint64_t m = alleles(i);  // a different allele, uniformly (two alleles: a flip, no draw)
+          a[i] = static_cast<uint8_t>(m == 2 ? a[i] ^ 1 : (a[i] + 1 + splitmix(rng) % (m - 1)) % m);
+        }
+        next.push_back(std::move(a));
+      }
+      population = std::move(next);
+    }
+  } catch (const Stop&) {
+    r.cancelled = true;
+  }
+  r.best = decode_genome(graph, op_level, r.genes, r.best_genome);
+  for (size_t i = 0; i < n; ++i)
+    if (r.best_genome[i]) ++r.moved_per_backend[chosen_backend(r.genes[i], r.best_genome[i])];
+  return r;
+}
+
+}  // namespace collage

@@ -1,0 +1,62 @@
+#include "core/search/tuner.h"
+
+#include <chrono>
+
+#include "core/backend_api/kernel_signature.h"
+#include "core/ir/random_inputs.h"
+
+namespace collage {
+
+TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
+                const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db,
+                ProgressObserver* observer) {
+  TuneResult r;
+  // Thread settings such as OpenMP's are per calling thread: apply them here, where measuring happens.
+  apply_threads(backends, options.measure.threads);
+  r.candidates = enumerate_candidates(graph, backends);
+  // Fail fast, before measuring, on pins no candidate could ever satisfy.
+  for (const auto& [node, backend] : options.pins.pinned) {
+    bool offered = false;
+    for (const Candidate& c : r.candidates)
+      offered |= c.backend == backend && c.nodes.contains(static_cast<size_t>(node));
+    if (!offered)
+      throw Error(ErrorKind::InvalidInput, "cannot place " + graph.node(node).describe() +
+                                               ": it is pinned to '" + backend +
+                                               "', which offers no kernel for it");
+  }
+  r.inputs = random_inputs(graph, options.input_seed);
+  auto t0 = std::chrono::steady_clock::now();
+  Measurer measurer(graph, reference_values(graph, r.inputs, evaluator), db, options.measure);
+  r.costs = measurer.measure(r.candidates, backends, observer);
+  r.measure_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<double> cost;
+  for (const MeasuredCandidate& m : r.costs) {
+    r.from_cache += m.from_cache;
+    r.invalid += !m.cost.valid;
+    cost.push_back(m.cost.valid ? m.cost.median_ms : -1);
+  }
+  r.measured_now = r.costs.size() - r.from_cache;
+  SearchOptions sopts = options.search;
+  if (sopts.epsilon_ms < 0) sopts.epsilon_ms = measure_dispatch_overhead_ms();
+  r.search = search_placement(graph, r.candidates, cost, options.pins, sopts, observer);
+
+  Placement& p = r.placement;
+  p.model_fingerprint = model_fingerprint(graph);
+  for (const BackendSpec* b : backends) p.backend_versions[b->name] = b->version;
+  p.threads = options.measure.threads;
+  p.device = device_fingerprint();
+  p.epsilon_ms = sopts.epsilon_ms;
+  p.predicted_ms = r.search.predicted_ms;
+  p.pins = options.pins;
+  for (size_t k : r.search.kernels) {
+    PlacedKernel pk;
+    for (size_t i : r.candidates[k].nodes.indices()) pk.nodes.push_back(static_cast<NodeId>(i));
+    pk.backend = r.candidates[k].backend;
+    pk.label = r.candidates[k].label;
+    pk.cost_ms = cost[k];
+    p.kernels.push_back(std::move(pk));
+  }
+  return r;
+}
+
+}  // namespace collage

@@ -1,0 +1,36 @@
+// The op-level pipeline in one call, shared by the CLI and the GUI:
+// candidates -> measured costs (cost DB) -> search -> Placement.
+#pragma once
+
+#include <vector>
+
+#include "core/search/placement.h"
+#include "core/tuning/candidates.h"
+#include "core/tuning/cost_db.h"
+#include "core/tuning/measurer.h"
+
+namespace collage {
+
+struct TuneOptions {
+  MeasureOptions measure;
+  SearchOptions search;  // epsilon_ms < 0: measure the dispatch overhead
+  Pins pins;
+  uint64_t input_seed = 1;
+};
+
+struct TuneResult {
+  Placement placement;
+  std::vector<Candidate> candidates;
+  std::vector<MeasuredCandidate> costs;  // aligned with candidates
+  SearchResult search;
+  std::vector<Tensor> inputs;  // the random inputs measured on
+  size_t measured_now = 0, from_cache = 0, invalid = 0;
+  double measure_ms = 0;
+};
+
+// `evaluator` computes the reference values every candidate is checked against.
+TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
+                const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db,
+                ProgressObserver* observer = nullptr);
+
+}  // namespace collage

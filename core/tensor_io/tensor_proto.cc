@@ -1,0 +1,159 @@
+#include "core/tensor_io/tensor_proto.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "onnx/onnx_pb.h"
+
+namespace collage {
+
+namespace {
+
+std::string read_external(const onnx::TensorProto& proto, const std::string& base_dir,
+                          size_t expected_bytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& entry : proto.external_data()) {
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset")
+      offset = std::stoll(entry.value());
+    else if (entry.key() == "length")
+      length = std::stoll(entry.value());
+  }
+  const std::string what = "external data of tensor '" + proto.name() + "'";
+  if (location.empty()) throw Error(ErrorKind::InvalidModel, what + " has no location");
+  namespace fs = std::filesystem;
+  fs::path rel(location);
+  if (rel.is_absolute() || location.find("..") != std::string::npos)
+    throw Error(ErrorKind::InvalidModel, what + ": location '" + location + "' leaves the model's directory");
+  fs::path path = fs::path(base_dir) / rel;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, what + ": cannot open '" + path.string() + "'");
+  in.seekg(0, std::ios::end);
+  int64_t file_size = static_cast<int64_t>(in.tellg());
+  if (length < 0) length = file_size - offset;
+  if (offset < 0 || offset > file_size || length > file_size - offset)
+    throw Error(ErrorKind::InvalidModel, what + ": offset/length lie outside '" + path.string() + "'");
+  if (static_cast<size_t>(length) != expected_bytes)
+    throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(length) +
+                                             " bytes, its shape needs " + std::to_string(expected_bytes));
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) throw Error(ErrorKind::Io, what + ": short read from '" + path.string() + "'");
+  return bytes;
+}
+
+template <class Field, class T>
+void copy_field(const Field& field, Tensor& t, const std::string& name) {
+  if (field.size() != t.size())
+    throw Error(ErrorKind::InvalidModel, "tensor '" + name + "' has " + std::to_string(field.size()) +
+                                             " values, its shape needs " + std::to_string(t.size()));
+  T* out = static_cast<T*>(t.raw());
+  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir) {
+  DType dtype = dtype_from_onnx(proto.data_type());
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  if (dtype == DType::Float16)
+    throw Error(ErrorKind::Unsupported,
+                "tensor '" + proto.name() + "' is float16; only float32 models are supported");
+  Tensor t(dtype, shape);
+  const size_t bytes = t.bytes();
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string data = read_external(proto, base_dir, bytes);
+    std::memcpy(t.raw(), data.data(), bytes);
+    return t;
+  }
+  if (proto.has_raw_data()) {
+    if (proto.raw_data().size() != bytes)
+      throw Error(ErrorKind::InvalidModel, "tensor '" + proto.name() + "' has " +
+                                               std::to_string(proto.raw_data().size()) +
+                                               " bytes of data, its shape " + shape_to_string(shape) +
+                                               " needs " + std::to_string(bytes));
+    if (bytes) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
+    return t;
+  }
+  switch (dtype) {
+    case DType::Float32:
+      copy_field<decltype(proto.float_data()), float>(proto.float_data(), t, proto.name());
+      break;
+    case DType::Float64:
+      copy_field<decltype(proto.double_data()), double>(proto.double_data(), t, proto.name());
+      break;
+    case DType::Int64:
+      copy_field<decltype(proto.int64_data()), int64_t>(proto.int64_data(), t, proto.name());
+      break;
+    case DType::UInt64:
+      copy_field<decltype(proto.uint64_data()), uint64_t>(proto.uint64_data(), t, proto.name());
+      break;
+    case DType::UInt32:
+      copy_field<decltype(proto.uint64_data()), uint32_t>(proto.uint64_data(), t, proto.name());
+      break;
+    case DType::Int32:
+      copy_field<decltype(proto.int32_data()), int32_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::Int16:
+      copy_field<decltype(proto.int32_data()), int16_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::UInt16:
+      copy_field<decltype(proto.int32_data()), uint16_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::Int8:
+      copy_field<decltype(proto.int32_data()), int8_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::UInt8:
+      copy_field<decltype(proto.int32_data()), uint8_t>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::Bool:
+      copy_field<decltype(proto.int32_data()), bool>(proto.int32_data(), t, proto.name());
+      break;
+    default:
+      throw Error(ErrorKind::Unsupported, "tensor '" + proto.name() + "' has an unsupported element type");
+  }
+  return t;
+}
+
+onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(static_cast<int>(tensor.dtype()));
+  for (int64_t d : tensor.shape()) proto.add_dims(d);
+  proto.set_raw_data(tensor.raw(), tensor.bytes());
+  return proto;
+}
+
+Tensor read_tensor_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, "cannot open tensor file '" + path + "'");
+  onnx::TensorProto proto;
+  if (!proto.ParseFromIstream(&in))
+    throw Error(ErrorKind::InvalidInput, "'" + path + "' is not a serialised ONNX TensorProto");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return tensor_from_proto(proto, dir.empty() ? "." : dir);
+}
+
+void write_tensor_file(const Tensor& tensor, const std::string& name, const std::string& path) {
+  onnx::TensorProto proto = tensor_to_proto(tensor, name);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !proto.SerializeToOstream(&out))
+    throw Error(ErrorKind::Io, "cannot write tensor file '" + path + "'");
+}
+
+std::string sanitize_file_name(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '.' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+}  // namespace collage

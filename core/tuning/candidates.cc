@@ -1,0 +1,32 @@
+#include "core/tuning/candidates.h"
+
+#include <set>
+
+namespace collage {
+
+std::vector<Candidate> enumerate_candidates(const Graph& graph,
+                                            const std::vector<const BackendSpec*>& backends) {
+  std::vector<Candidate> out;
+  ConvexityChecker convexity(graph);
+  for (const BackendSpec* spec : backends) {
+    std::set<std::vector<size_t>> seen;
+    const size_t pattern_max =
+        spec->limits.max_pattern_nodes ? spec->limits.max_pattern_nodes : spec->limits.max_nodes;
+    auto add = [&](const IndexSet& nodes, const std::string& label, size_t max_nodes) {
+      if (nodes.empty() || nodes.popcount() > max_nodes) return;
+      if (!seen.insert(nodes.indices()).second) return;
+      if (!convexity.is_convex(nodes)) return;
+      if (make_subgraph(graph, nodes).exits.size() > spec->limits.max_exits) return;
+      out.push_back({nodes, spec->name, label});
+    };
+    for (const PatternPtr& p : spec->patterns)
+      for (NodeId n = 0; n < graph.num_nodes(); ++n)
+        for (const IndexSet& m : p->match(graph, n)) add(m, subgraph_label(graph, m), pattern_max);
+    for (const auto& rule : spec->rules)
+      for (const IndexSet& g : generate_groups(graph, *rule, spec->limits))
+        add(g, subgraph_label(graph, g), spec->limits.max_nodes);
+  }
+  return out;
+}
+
+}  // namespace collage

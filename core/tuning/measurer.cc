@@ -1,0 +1,232 @@
+#include "core/tuning/measurer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "core/backend_api/kernel_signature.h"
+
+namespace collage {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Recycles buffers between repeats so timing measures the kernel, not malloc.
+class RecyclingAllocator : public TensorAllocator {
+ public:
+  Tensor allocate(DType dtype, const Shape& shape) override {
+    size_t bytes = static_cast<size_t>(shape_size(shape)) * dtype_size(dtype);
+    for (auto& s : pool_)
+      if (s.use_count() == 1 && s->capacity() >= bytes) return Tensor(dtype, shape, s);
+    pool_.push_back(std::make_shared<Storage>(bytes));
+    return Tensor(dtype, shape, pool_.back());
+  }
+
+ private:
+  std::vector<std::shared_ptr<Storage>> pool_;
+};
+
+}  // namespace
+
+std::string compare_outputs(const Graph& g, const SubGraph& sub, const std::vector<Tensor>& got,
+                            const std::vector<Tensor>& values, const Tolerance& tolerance) {
+  if (got.size() != sub.outputs.size()) return "kernel returned " + std::to_string(got.size()) + " outputs";
+  for (size_t k = 0; k < got.size(); ++k) {
+    const Tensor& want = values[static_cast<size_t>(sub.outputs[k])];
+    const std::string& name = g.value(sub.outputs[k]).name;
+    TensorComparison c = compare_tensors(got[k], want, tolerance);
+    if (c.shape_mismatch || c.dtype_mismatch)
+      return name + ": " + shape_to_string(got[k].shape()) + " instead of " + shape_to_string(want.shape());
+    if (!c.ok())
+      return name + "[" + std::to_string(c.first_mismatch) + "] = " + std::to_string(c.got_value) +
+             ", reference " + std::to_string(c.want_value);
+  }
+  return "";
+}
+
+std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
+                                     const NodeEvaluator& evaluator) {
+  std::vector<Tensor> values(graph.values.size());
+  for (size_t v = 0; v < graph.values.size(); ++v)
+    if (graph.values[v].constant) values[v] = *graph.values[v].constant;
+  for (size_t i = 0; i < graph.inputs.size() && i < inputs.size(); ++i)
+    values[static_cast<size_t>(graph.inputs[i])] = inputs[i];
+  HeapAllocator alloc;
+  std::vector<const Tensor*> args;
+  for (const Node& n : graph.nodes) {
+    args.clear();
+    for (ValueId in : n.inputs) args.push_back(in == kNoValue ? nullptr : &values[static_cast<size_t>(in)]);
+    auto outs = evaluator(n, args, alloc);
+    for (size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k)
+      if (n.outputs[k] != kNoValue) values[static_cast<size_t>(n.outputs[k])] = outs[k];
+  }
+  return values;
+}
+
+double measure_dispatch_overhead_ms() {
+  struct EmptyKernel : Kernel {
+    std::vector<Tensor> run(KernelInputs, TensorAllocator& alloc) override {
+      std::vector<Tensor> out;
+      out.push_back(alloc.allocate(DType::Float32, {1}));
+      return out;
+    }
+  } kernel;
+  RecyclingAllocator alloc;
+  std::vector<double> samples;
+  for (int rep = 0; rep < 31; ++rep) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < 1000; ++i) kernel.run({}, alloc);
+    samples.push_back(ms_since(t0) / 1000.0);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+Measurer::Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db,
+                   MeasureOptions options)
+    : graph_(graph), values_(std::move(reference_values)), db_(db), options_(options) {}
+
+KernelCost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
+  std::vector<const Tensor*> args;
+  for (ValueId v : sub.inputs) args.push_back(&values_[static_cast<size_t>(v)]);
+  RecyclingAllocator alloc;
+  for (int i = 0; i < options_.warmup_runs; ++i) kernel.run(args, alloc);
+  std::vector<double> samples;
+  auto start = Clock::now();
+  auto more = [&] {
+    int n = static_cast<int>(samples.size());
+    double spent = ms_since(start);
+    if (n >= options_.max_samples || (n >= 3 && spent >= options_.max_time_ms)) return false;
+    return n < options_.min_samples || spent < options_.min_time_ms;
+  };
+  while (more()) {
+    auto t0 = Clock::now();
+    kernel.run(args, alloc);
+    samples.push_back(ms_since(t0));
+  }
+  std::sort(samples.begin(), samples.end());
+  KernelCost cost;
+  size_t n = samples.size();
+  cost.samples = static_cast<int>(n);
+  cost.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  cost.p90_ms = samples[std::min(n - 1, (n * 9) / 10)];
+  double mean = 0;
+  for (double s : samples) mean += s;
+  mean /= static_cast<double>(n);
+  double var = 0;
+  for (double s : samples) var += (s - mean) * (s - mean);
+  cost.stddev_ms = n > 1 ? std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
+  return cost;
+}
+
+KernelCost Measurer::measure_one(const BackendSpec& backend, const SubGraph& sub) const {
+  KernelCost invalid;
+  invalid.valid = false;
+  std::unique_ptr<Kernel> kernel;
+  auto t0 = Clock::now();
+  try {
+    CompileOptions copts;
+    copts.threads = options_.threads;
+    kernel = backend.compile(graph_, sub, copts);
+  } catch (const std::exception& e) {
+    invalid.reason = std::string("build failed: ") + e.what();
+    return invalid;
+  }
+  double build_ms = ms_since(t0);
+  try {
+    std::vector<const Tensor*> args;
+    for (ValueId v : sub.inputs) args.push_back(&values_[static_cast<size_t>(v)]);
+    HeapAllocator alloc;
+    std::string mismatch =
+        compare_outputs(graph_, sub, kernel->run(args, alloc), values_, options_.tolerance);
+    if (!mismatch.empty()) {
+      invalid.reason = "disagrees with the native reference: " + mismatch;
+      invalid.build_ms = build_ms;
+      return invalid;
+    }
+    KernelCost cost = time_kernel(*kernel, sub);
+    cost.build_ms = build_ms;
+    return cost;
+  } catch (const std::exception& e) {
+    invalid.reason = std::string("run failed: ") + e.what();
+    invalid.build_ms = build_ms;
+    return invalid;
+  }
+}
+
+std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& candidates,
+                                                 const std::vector<const BackendSpec*>& backends,
+                                                 ProgressObserver* observer) {
+  std::map<std::string, const BackendSpec*> by_name;
+  for (const BackendSpec* b : backends) by_name[b->name] = b;
+  std::vector<MeasuredCandidate> out(candidates.size());
+  std::map<std::string, size_t> measured_here;  // signature -> first candidate index
+  const std::string device = device_fingerprint();
+  auto start = Clock::now();
+  if (observer) observer->on_candidates(candidates);
+  auto landed = [&](size_t i) {
+    if (observer) observer->on_measured(i, out[i]);
+  };
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (observer && observer->cancel_requested()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
+    const Candidate& c = candidates[i];
+    auto it = by_name.find(c.backend);
+    if (it == by_name.end()) throw Error(ErrorKind::Internal, "candidate of unknown backend " + c.backend);
+    const BackendSpec& backend = *it->second;
+    SubGraph sub = make_subgraph(graph_, c.nodes);
+    std::string sig = kernel_signature(graph_, sub, backend.name, backend.version);
+    out[i].signature = sig;
+    if (observer) {
+      ProgressEvent e;
+      e.stage = ProgressEvent::Stage::Measure;
+      e.done = i;
+      e.total = candidates.size();
+      e.message = c.backend + " " + c.label;
+      e.elapsed_ms = ms_since(start);
+      observer->on_progress(e);
+    }
+    if (auto same = measured_here.find(sig); same != measured_here.end()) {
+      out[i].cost = out[same->second].cost;
+      out[i].from_cache = true;
+      landed(i);
+      continue;
+    }
+    CostKey key{sig, options_.threads, device};
+    if (db_) {
+      if (auto record = db_->find(key)) {
+        out[i].cost = record->cost;
+        out[i].from_cache = true;
+        measured_here[sig] = i;
+        landed(i);
+        continue;
+      }
+    }
+    out[i].cost = measure_one(backend, sub);
+    measured_here[sig] = i;
+    if (db_) {
+      CostRecord record;
+      record.key = key;
+      record.backend = backend.name;
+      record.backend_version = backend.version;
+      record.label = c.label;
+      record.cost = out[i].cost;
+      db_->put(record);
+    }
+    landed(i);
+  }
+  if (observer) {
+    ProgressEvent e;
+    e.done = e.total = candidates.size();
+    e.message = "measured";
+    e.elapsed_ms = ms_since(start);
+    observer->on_progress(e);
+  }
+  return out;
+}
+
+}  // namespace collage

@@ -1,0 +1,69 @@
+// Measures candidate kernels on this machine: build once, verify against the
+// reference values on first run, then time warm-up + repeats. Costs are cached
+// in the CostDb; candidates with the same signature are measured once.
+#pragma once
+
+#include <vector>
+
+#include "core/backend_api/backend.h"
+#include "core/ir/tensor_compare.h"
+#include "core/tuning/candidates.h"
+#include "core/tuning/cost_db.h"
+#include "core/tuning/progress.h"
+
+namespace collage {
+
+struct MeasureOptions {
+  int threads = 1;
+  int warmup_runs = 2;
+  int min_samples = 10;
+  int max_samples = 2000;
+  double min_time_ms = 30;                 // keep sampling until this much time was spent timing...
+  double max_time_ms = 300;                // ...but slow kernels stop here once they have 3 samples
+  Tolerance tolerance = kKernelTolerance;  // agreement with the native reference
+};
+
+struct MeasuredCandidate {
+  std::string signature;
+  KernelCost cost;
+  bool from_cache = false;
+};
+
+// Every value of the graph computed with `evaluator` on `inputs`: the data each
+// candidate is fed and checked against.
+std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
+                                     const NodeEvaluator& evaluator);
+
+// "" when `got` (a kernel's outputs for `sub`) agrees with the reference `values`, else what
+// differs, under compare_tensors() (the tuner's rule by default).
+std::string compare_outputs(const Graph& graph, const SubGraph& sub, const std::vector<Tensor>& got,
+                            const std::vector<Tensor>& values, const Tolerance& tolerance = kKernelTolerance);
+
+// Median cost of dispatching an empty kernel through the executor's interface:
+// the default ε of the search (one kernel's fixed overhead).
+double measure_dispatch_overhead_ms();
+
+class Measurer {
+ public:
+  // `db` may be null (no persistence).
+  Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db, MeasureOptions options);
+
+  // One entry per candidate, aligned. Throws Error(Cancelled) when `observer` asks;
+  // everything measured before that is already in the DB.
+  std::vector<MeasuredCandidate> measure(const std::vector<Candidate>& candidates,
+                                         const std::vector<const BackendSpec*>& backends,
+                                         ProgressObserver* observer = nullptr);
+
+  // Times one compiled kernel on the reference inputs of `sub` (also used for whole placements).
+  KernelCost time_kernel(Kernel& kernel, const SubGraph& sub) const;
+
+ private:
+  KernelCost measure_one(const BackendSpec& backend, const SubGraph& sub) const;
+
+  const Graph& graph_;
+  std::vector<Tensor> values_;
+  CostDb* db_;
+  MeasureOptions options_;
+};
+
+}  // namespace collage
