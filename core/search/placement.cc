@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/backend_api/kernel_signature.h"
+#include "core/search/search.h"
 
 namespace collage {
 

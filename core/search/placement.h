@@ -8,7 +8,7 @@
 
 #include "core/backend_api/backend.h"
 #include "core/runtime/executor.h"
-#include "core/search/search.h"
+#include "core/search/pins.h"
 
 namespace collage {
 

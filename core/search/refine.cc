@@ -10,6 +10,7 @@
 
 #include "core/backend_api/kernel_signature.h"
 #include "core/ir/subgraph.h"
+#include "core/search/search.h"
 
 namespace collage {
 

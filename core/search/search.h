@@ -10,18 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "core/search/pins.h"
 #include "core/tuning/candidates.h"
 #include "core/tuning/progress.h"
 
 namespace collage {
-
-// Per node: the backends allowed to cover it. A pin allows exactly one; a forbid removes one.
-struct Pins {
-  std::map<NodeId, std::string> pinned;
-  std::map<NodeId, std::set<std::string>> forbidden;
-  bool allows(NodeId node, const std::string& backend) const;
-  bool empty() const { return pinned.empty() && forbidden.empty(); }
-};
 
 struct SearchOptions {
   double epsilon_ms = 0.002;   // per-kernel dispatch cost

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/search/placement.h"
+#include "core/search/search.h"
 #include "core/tuning/candidates.h"
 #include "core/tuning/cost_db.h"
 #include "core/tuning/measurer.h"

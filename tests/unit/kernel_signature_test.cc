@@ -1,0 +1,72 @@
+// The cost DB's key: two kernels share a signature exactly when they cost the same —
+// same backend and version, ops, attributes, shapes and dtypes — whatever their
+// node names and weight values.
+#include "core/backend_api/kernel_signature.h"
+
+#include <gtest/gtest.h>
+
+#include "backend_test_models.h"
+#include "onnx_test_model.h"
+
+namespace collage {
+namespace {
+
+using testing::import_model;
+using testing::OnnxTestModel;
+using testing::random_tensor_f32;
+
+struct ConvSpec {
+  Shape x = {1, 3, 8, 8}, w = {4, 3, 3, 3};
+  std::vector<int64_t> pads = {1, 1, 1, 1};
+  uint32_t weight_seed = 1;
+  std::string name = "conv";
+};
+
+std::string conv_signature(const ConvSpec& c, const std::string& version = "1.0") {
+  OnnxTestModel m(17);
+  m.input("x", c.x);
+  m.initializer("w", random_tensor_f32(c.w, c.weight_seed));
+  auto& conv = m.node("Conv", {"x", "w"}, {"c"});
+  conv.set_name(c.name);
+  OnnxTestModel::attr_ints(conv, "pads", c.pads);
+  m.node("Relu", {"c"}, {"y"});
+  m.output("y");
+  Graph g = import_model(m);
+  IndexSet all(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
+  return kernel_signature(g, make_subgraph(g, all), "lib", version);
+}
+
+TEST(KernelSignature, IgnoresNamesAndWeightValues) {
+  ConvSpec a, b;
+  b.weight_seed = 7;
+  b.name = "/layer1/conv2/Conv";
+  EXPECT_EQ(conv_signature(a), conv_signature(b));
+}
+
+TEST(KernelSignature, TellsApartWhatChangesTheCost) {
+  ConvSpec base;
+  std::string sig = conv_signature(base);
+  ConvSpec pads = base;
+  pads.pads = {0, 0, 0, 0};
+  ConvSpec shape = base;
+  shape.x = {1, 3, 16, 16};
+  ConvSpec channels = base;
+  channels.w = {8, 3, 3, 3};
+  EXPECT_NE(sig, conv_signature(pads));
+  EXPECT_NE(sig, conv_signature(shape));
+  EXPECT_NE(sig, conv_signature(channels));
+  EXPECT_NE(sig, conv_signature(base, "2.0"));  // another library version
+  EXPECT_NE(sig.find("lib@1.0"), std::string::npos);
+}
+
+TEST(KernelSignature, DeviceFingerprintIsStableAndNamesTheIsa) {
+  std::string d = device_fingerprint();
+  EXPECT_FALSE(d.empty());
+  EXPECT_EQ(d, device_fingerprint());
+  EXPECT_EQ(hex64(fnv1a64("abc")), hex64(fnv1a64("abc")));
+  EXPECT_NE(fnv1a64("abc"), fnv1a64("abd"));
+}
+
+}  // namespace
+}  // namespace collage
