@@ -2,7 +2,6 @@
 // backends (typed signals: progress by stage, the candidate list, each cost,
 // the report) into a placement; Stop cancels; a bad model or an impossible
 // refine is a failure signal with the message.
-#include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QtTest>
 #include <filesystem>
@@ -11,6 +10,7 @@
 
 #include "app/explorer/explorer_controller.h"
 #include "backends/registry.h"
+#include "job_wait.h"
 
 #ifndef COLLAGE_SAMPLE_MODEL
 #error "COLLAGE_SAMPLE_MODEL must name the bundled model"
@@ -25,14 +25,6 @@ using collage::Job;
 QString fresh_db(const std::string& name) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(fs::temp_directory_path() / (name + suffix));
   return QString::fromStdString((fs::temp_directory_path() / name).string());
-}
-
-// Waits until either spy has an entry.
-bool wait_either(QSignalSpy& a, QSignalSpy& b, int ms) {
-  QElapsedTimer timer;
-  timer.start();
-  while (a.isEmpty() && b.isEmpty() && timer.elapsed() < ms) QTest::qWait(10);
-  return !a.isEmpty() || !b.isEmpty();
 }
 
 }  // namespace
@@ -54,7 +46,7 @@ class ControllerTest : public QObject {
 
     QVERIFY(c.open_model(COLLAGE_SAMPLE_MODEL));
     QVERIFY(c.busy());
-    QVERIFY(wait_either(finished, failed, 30000));
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
     QCOMPARE(failed.count(), 0);
     QCOMPARE(finished.takeFirst().at(0).value<collage::JobReport>().job, Job::Load);
     QVERIFY(c.graph() != nullptr);
@@ -62,7 +54,7 @@ class ControllerTest : public QObject {
 
     QVERIFY(c.start_tune());
     QVERIFY(!c.start_tune());  // one job at a time
-    QVERIFY(wait_either(finished, failed, 120000));
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 120000));
     QCOMPARE(failed.count(), 0);
     auto report = finished.takeFirst().at(0).value<collage::JobReport>();
     QCOMPARE(report.job, Job::Tune);
@@ -110,12 +102,12 @@ class ControllerTest : public QObject {
     QSignalSpy failed(&c, &ExplorerController::job_failed);
     QSignalSpy measured(&c, &ExplorerController::cost_measured);
     c.open_model(COLLAGE_SAMPLE_MODEL);
-    QVERIFY(wait_either(finished, failed, 30000));
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
     QVERIFY(c.start_tune());
     QVERIFY(measured.count() > 0 || measured.wait(30000));  // measuring has begun
     c.stop();
     finished.clear();
-    QVERIFY(wait_either(finished, failed, 30000));
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
     QCOMPARE(finished.count(), 0);
     auto failure = failed.takeFirst().at(0).value<collage::JobFailure>();
     QCOMPARE(failure.job, Job::Tune);
@@ -132,7 +124,7 @@ class ControllerTest : public QObject {
     auto path = fs::temp_directory_path() / "controller_test_truncated.onnx";
     std::ofstream(path, std::ios::binary) << "\x08\x07\x12";
     c.open_model(QString::fromStdString(path.string()));
-    QVERIFY(wait_either(finished, failed, 30000));
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
     QCOMPARE(finished.count(), 0);
     auto failure = failed.takeFirst().at(0).value<collage::JobFailure>();
     QCOMPARE(failure.job, Job::Load);

@@ -2,7 +2,6 @@
 // edge, finds nodes, reports a broken file instead of crashing, tunes into a
 // coloured placement, honours and explains pins, round-trips placements, stops
 // on request, and keeps the event loop responsive while working.
-#include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QTimer>
 #include <QtTest>
@@ -17,6 +16,7 @@
 #include "core/import/onnx_import.h"
 #include "core/ir/graph_analysis.h"
 #include "core/runtime/artifact.h"
+#include "job_wait.h"
 #include "resources/samples/zoo.h"
 #include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
@@ -40,12 +40,13 @@ bool wait_for(QSignalSpy& spy, int ms) { return spy.count() > 0 || spy.wait(ms);
 // The end of the controller's next job: finished (true) or failed (false, with its message).
 struct JobSpy {
   QSignalSpy finished, failed;
+  ExplorerController* controller;
   explicit JobSpy(ExplorerController* c)
-      : finished(c, &ExplorerController::job_finished), failed(c, &ExplorerController::job_failed) {}
+      : finished(c, &ExplorerController::job_finished),
+        failed(c, &ExplorerController::job_failed),
+        controller(c) {}
   bool wait(int ms, QString* message = nullptr) {
-    QElapsedTimer timer;
-    timer.start();
-    while (finished.isEmpty() && failed.isEmpty() && timer.elapsed() < ms) QTest::qWait(10);
+    collage::testing::wait_for_job_end(controller, finished, failed, ms);
     if (!finished.isEmpty()) {
       finished.removeFirst();
       return true;
