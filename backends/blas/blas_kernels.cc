@@ -193,7 +193,9 @@ class BlasKernel : public Kernel {
     head_ = Head::ConvTranspose;
     data_input_ = input_index_of(g, sub_, n.inputs[0]);
     const Shape& x = g.value(n.inputs[0]).shape;
-    const Tensor& w = constant_of(g, n.inputs[1]);
+    FoldedConv folded = fold_conv(g, sub_);  // a following BatchNormalization folds into W and b
+    first_epilogue_ = folded.nodes_used;
+    const Tensor& w = folded.weight;
     if (x.size() != 4 || w.rank() != 4) refuse("only 2-D ConvTranspose");
     if (n.attr_string("auto_pad", "NOTSET") != "NOTSET")
       refuse("auto_pad (the spec only claims explicit pads)");
@@ -208,37 +210,8 @@ class BlasKernel : public Kernel {
     sh_ = strides[0], sw_ = strides[1], dh_ = dils[0], dw_ = dils[1], pt_ = pads[0], pl_ = pads[1];
     oh_ = out_shape_[2], ow_ = out_shape_[3];
     weight_.assign(w.data<float>(), w.data<float>() + w.size());
-    std::vector<float> bias(static_cast<size_t>(m_), 0.0f);
-    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
-      std::vector<double> b = constant_of(g, n.inputs[2]).to_double_vector();
-      for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(b.at(i));
-    }
-    const Value& y = g.value(n.outputs[0]);
-    NodeId next = y.consumers.size() == 1 && !y.is_graph_output ? y.consumers[0] : kNoNode;
-    if (next != kNoNode && sub_.nodes.contains(static_cast<size_t>(next)) &&
-        g.node(next).op_type == "BatchNormalization") {
-      const Node& bn = g.node(next);
-      std::vector<double> gamma = constant_of(g, bn.inputs.at(1)).to_double_vector(),
-                          beta = constant_of(g, bn.inputs.at(2)).to_double_vector(),
-                          mean = constant_of(g, bn.inputs.at(3)).to_double_vector(),
-                          var = constant_of(g, bn.inputs.at(4)).to_double_vector();
-      double eps = bn.attr_float("epsilon", 1e-5f);
-      int64_t mg = m_ / group_, taps = kh_ * kw_;
-      for (int64_t m = 0; m < m_; ++m) {
-        size_t mi = static_cast<size_t>(m);
-        double scale = gamma.at(mi) / std::sqrt(var.at(mi) + eps);
-        bias[mi] = static_cast<float>((bias[mi] - mean[mi]) * scale + beta[mi]);
-        int64_t gi = m / mg, mo = m % mg;
-        for (int64_t c = gi * (c_ / group_); c < (gi + 1) * (c_ / group_); ++c)
-          for (int64_t t = 0; t < taps; ++t)
-            weight_[static_cast<size_t>((c * mg + mo) * taps + t)] *= float(scale);
-      }
-      first_epilogue_ = 2;
-    }
     init_.assign(static_cast<size_t>(shape_size(out_shape_)), 0.0f);
-    for (int64_t b = 0; b < out_shape_[0]; ++b)
-      for (int64_t m = 0; m < m_; ++m)
-        std::fill_n(init_.begin() + (b * m_ + m) * oh_ * ow_, oh_ * ow_, bias[static_cast<size_t>(m)]);
+    if (folded.bias) init_ = expand(folded.bias->reshaped({m_, 1}), {out_shape_[0], m_, oh_ * ow_});
   }
 
   void run_conv_transpose(const Tensor& x, float* out) const {

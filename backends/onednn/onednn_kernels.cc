@@ -378,7 +378,7 @@ dnnl::primitive_attr attr_with(const PostOps& post) {
 // ---- convolution / deconvolution ------------------------------------------------------
 std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const Node& n, bool transposed) {
   const Shape& xs = g.value(n.inputs[0]).shape;
-  // ConvTranspose never folds: fold_conv only merges a BN after a Conv.
+  // A following BatchNormalization folds into the weights (no pattern offers one after ConvTranspose).
   FoldedConv folded = fold_conv(g, sub);
   Tensor w = folded.weight;
   std::optional<Tensor> folded_bias = folded.bias;

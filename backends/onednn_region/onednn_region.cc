@@ -1,9 +1,6 @@
 #include "backends/onednn_region/onednn_region.h"
 
 #include <algorithm>
-#include <climits>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -110,15 +107,6 @@ bool supported(const Graph& g, const Node& n) {
            input_absent_or_constant(g, n, 2);
   }
   return onednn::eltwise_supported(g, n);
-}
-
-// The BatchNormalization that directly follows `conv` inside the region, if it is its only reader.
-const Node* folded_batch_norm(const Graph& g, const Node& conv, const SubGraph& sub) {
-  const Value& y = g.value(conv.outputs[0]);
-  if (y.consumers.size() != 1 || y.is_graph_output) return nullptr;
-  NodeId c = y.consumers[0];
-  const Node& bn = g.node(c);
-  return bn.op_type == "BatchNormalization" && sub.nodes.contains(static_cast<size_t>(c)) ? &bn : nullptr;
 }
 
 // oneDNN's reference kernels and its gemm-based (im2col) convolutions are far
@@ -348,7 +336,7 @@ class RegionKernel : public Kernel {
 
   void add_conv(const Node& n) {
     bool transposed = n.op_type == "ConvTranspose";
-    const Node* bn = transposed ? nullptr : folded_batch_norm(g_, n, sub_);
+    const Node* bn = batch_norm_after(g_, n, sub_.nodes);
     IndexSet nodes(g_.nodes.size());
     nodes.add(static_cast<size_t>(&n - &g_.nodes[0]));
     if (bn) nodes.add(static_cast<size_t>(bn - &g_.nodes[0]));

@@ -173,26 +173,17 @@ class RegionKernel : public Kernel {
   }
 
  private:
-  // The BatchNormalization that directly follows `conv` inside the region, if any.
-  static const Node* folded_batch_norm(const Graph& g, const Node& conv, const SubGraph& sub) {
-    const Value& y = g.value(conv.outputs[0]);
-    if (y.consumers.size() != 1 || y.is_graph_output) return nullptr;
-    NodeId c = y.consumers[0];
-    const Node& bn = g.node(c);
-    return bn.op_type == "BatchNormalization" && sub.nodes.contains(static_cast<size_t>(c)) ? &bn : nullptr;
-  }
-
   template <class IdOf>
   void add_node(const Graph& g, const Node& n, const SubGraph& region, xnn_subgraph_t sg, IdOf&& value_id) {
     const std::string& op = n.op_type;
     if (op == "BatchNormalization") {
       NodeId producer = g.value(n.inputs[0]).producer;
       if (producer == kNoNode || !region.nodes.contains(static_cast<size_t>(producer)) ||
-          g.node(producer).op_type != "Conv" || folded_batch_norm(g, g.node(producer), region) != &n)
+          g.node(producer).op_type != "Conv" || batch_norm_after(g, g.node(producer), region.nodes) != &n)
         refuse(n.describe() + ": a BatchNormalization must follow a Conv in the same region");
       return;  // folded into that Conv
     }
-    const Node* bn = op == "Conv" ? folded_batch_norm(g, n, region) : nullptr;
+    const Node* bn = op == "Conv" ? batch_norm_after(g, n, region.nodes) : nullptr;
     uint32_t out = value_id(bn ? bn->outputs[0] : n.outputs[0]);
     if (op == "Conv") {
       const Shape& x = g.value(n.inputs[0]).shape;

@@ -8,12 +8,21 @@ bool starts_with_conv_batch_norm(const Graph& g, const SubGraph& sub) {
   if (sub.node_list.size() < 2) return false;
   const Node& conv = g.node(sub.node_list[0]);
   const Node& bn = g.node(sub.node_list[1]);
-  if (conv.op_type != "Conv" || bn.op_type != "BatchNormalization" || bn.inputs.at(0) != conv.outputs.at(0))
+  if ((conv.op_type != "Conv" && conv.op_type != "ConvTranspose") || bn.op_type != "BatchNormalization" ||
+      bn.inputs.at(0) != conv.outputs.at(0))
     return false;
   if (bn.inputs.size() < 5 || bn.outputs.size() != 1) return false;
   for (size_t i = 1; i < 5; ++i)
     if (bn.inputs[i] == kNoValue || !g.value(bn.inputs[i]).constant) return false;
   return true;
+}
+
+const Node* batch_norm_after(const Graph& g, const Node& conv, const IndexSet& nodes) {
+  const Value& y = g.value(conv.outputs.at(0));
+  if (y.consumers.size() != 1 || y.is_graph_output) return nullptr;
+  NodeId c = y.consumers[0];
+  const Node& bn = g.node(c);
+  return bn.op_type == "BatchNormalization" && nodes.contains(static_cast<size_t>(c)) ? &bn : nullptr;
 }
 
 FoldedConv fold_conv(const Graph& g, const SubGraph& sub) {
@@ -32,15 +41,26 @@ FoldedConv fold_conv(const Graph& g, const SubGraph& sub) {
   auto param = [&](size_t i) { return g.value(bn.inputs[i]).constant->to_double_vector(); };
   std::vector<double> scale = param(1), shift = param(2), mean = param(3), var = param(4);
   const double eps = bn.attr_float("epsilon", 1e-5f);
-  const int64_t m = f.weight.dim(0), per_channel = f.weight.size() / m;
+  // The output channel each weight belongs to: Conv [M, C/g, k...]; ConvTranspose
+  // [C, M/g, k...], where input channel c feeds the M/g outputs of its group.
+  const bool transposed = conv.op_type == "ConvTranspose";
+  const int64_t group = conv.attr_int("group", 1),
+                taps = f.weight.size() / (f.weight.dim(0) * f.weight.dim(1));
+  const int64_t m = transposed ? f.weight.dim(1) * group : f.weight.dim(0);
+  auto channel_of = [&](int64_t e) {
+    if (!transposed) return e / (f.weight.size() / m);
+    int64_t c = e / (f.weight.dim(1) * taps), mo = (e / taps) % f.weight.dim(1);
+    return c / (f.weight.dim(0) / group) * f.weight.dim(1) + mo;
+  };
+  std::vector<double> a(static_cast<size_t>(m));
+  for (size_t oc = 0; oc < a.size(); ++oc) a[oc] = scale[oc] / std::sqrt(var[oc] + eps);
   Tensor w = f.weight.clone(), b(DType::Float32, {m});
+  for (int64_t e = 0; e < w.size(); ++e)
+    w.data<float>()[e] = static_cast<float>(w.data<float>()[e] * a[static_cast<size_t>(channel_of(e))]);
   for (int64_t oc = 0; oc < m; ++oc) {
     size_t c = static_cast<size_t>(oc);
-    double a = scale[c] / std::sqrt(var[c] + eps);
-    for (int64_t i = 0; i < per_channel; ++i)
-      w.data<float>()[oc * per_channel + i] = static_cast<float>(w.data<float>()[oc * per_channel + i] * a);
     double old_bias = f.bias ? f.bias->data<float>()[oc] : 0.0;
-    b.data<float>()[oc] = static_cast<float>((old_bias - mean[c]) * a + shift[c]);
+    b.data<float>()[oc] = static_cast<float>((old_bias - mean[c]) * a[c] + shift[c]);
   }
   f.weight = w;
   f.bias = b;

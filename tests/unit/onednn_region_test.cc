@@ -2,36 +2,20 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <filesystem>
-
 #include "backend_check.h"
-#include "backends/native/native_kernel.h"
-#include "core/import/onnx_import.h"
-#include "core/ir/random_inputs.h"
-#include "resources/samples/zoo.h"
+#include "core/ir/tensor_compare.h"
+#include "sample_graph.h"
 
 namespace collage {
 namespace {
 
-Graph import_sample(const std::string& name) {
-  auto path = std::filesystem::temp_directory_path() / (name + "_odr" + std::to_string(::getpid()) + ".onnx");
-  samples::build_sample(name).save(path.string());
-  ImportOptions io;
-  io.evaluator = native::node_evaluator();
-  Graph g = import_onnx_file(path.string(), io);
-  std::filesystem::remove(path);
-  return g;
-}
+using testing::sample_graph;
 
-// The tuner's rule (core/tuning/measurer.cc): a long reduction's summation order shows above a fixed atol.
+// The tuner's rule, the one comparison the project has.
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  auto a = got.to_double_vector(), b = want.to_double_vector();
-  double peak = 0;
-  for (double v : b) peak = std::max(peak, std::fabs(v));
-  for (size_t i = 0; i < a.size(); ++i)
-    ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-3 * std::fabs(b[i]) + 1e-3 * peak) << what << " element " << i;
+  TensorComparison c = compare_tensors(got, want, kKernelTolerance);
+  EXPECT_TRUE(c.ok()) << what << ": element " << c.first_mismatch << " = " << c.got_value << ", reference "
+                      << c.want_value << (c.shape_mismatch ? " (shapes differ)" : "");
 }
 
 // Every node of each CNN sample in one region: one kernel from input to logits.
@@ -43,7 +27,7 @@ TEST(OnednnRegion, WholeSampleCnnsMatchTheNativeReference) {
   for (const char* name :
        {"resnet_small", "mobilenet_small", "inception_small", "resnext_small", "dcgan_generator",
         "squeezenet", "googlenet", "mobilenet_v2", "resnet3d", "resnet50", "resnext50"}) {
-    Graph g = import_sample(name);
+    Graph g = sample_graph(name);
     IndexSet all(g.nodes.size());
     for (const Node& n : g.nodes) {
       ASSERT_TRUE(spec.supports_node(g, n)) << name << ": " << n.describe();
@@ -70,7 +54,7 @@ TEST(OnednnRegion, WholeSampleCnnsMatchTheNativeReference) {
 TEST(OnednnRegion, RegionsCutAnywhereMatchTheNativeReference) {
   const BackendSpec& spec = onednn_region_backend();
   for (const char* name : {"resnet_small", "mobilenet_small", "inception_small"}) {
-    Graph g = import_sample(name);
+    Graph g = sample_graph(name);
     auto values = testing::reference_values(g);
     ConvexityChecker convex(g);
     uint64_t state = 11;

@@ -19,6 +19,7 @@
 #include "core/search/tuner.h"
 #include "core/tuning/measurer.h"
 #include "resources/samples/zoo.h"
+#include "sample_graph.h"
 
 namespace collage {
 namespace {
@@ -314,15 +315,7 @@ TEST(TransformerFusion, AttentionCore) {
 }
 
 // ---- the zoo's encoder --------------------------------------------------------------------
-Graph sample_graph(const std::string& name) {
-  auto path = std::filesystem::temp_directory_path() / ("tf_" + name + std::to_string(::getpid()) + ".onnx");
-  samples::build_sample(name).save(path.string());
-  ImportOptions io;
-  io.evaluator = native::node_evaluator();
-  Graph g = import_onnx_file(path.string(), io);
-  std::filesystem::remove(path);
-  return g;
-}
+using testing::sample_graph;
 
 TEST(TransformerFusion, PatternsMatchTheZooEncoder) {
   Graph g = sample_graph("transformer_small");          // 2 layers
