@@ -48,7 +48,7 @@ int command_costs(const std::vector<std::string>& argv) {
   for (const CostRecord& r : records)
     std::printf("%-10s %-28.28s %7d %10.4f %10.4f %8d %9.2f  %s\n", r.backend.c_str(), r.label.c_str(),
                 r.key.threads, r.cost.median_ms, r.cost.p90_ms, r.cost.samples, r.cost.build_ms,
-                r.cost.valid ? "ok" : ("invalid: " + r.cost.reason).c_str());
+                r.cost.valid() ? "ok" : ("invalid: " + r.cost.invalid_reason).c_str());
   return 0;
 }
 

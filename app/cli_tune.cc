@@ -145,14 +145,9 @@ int command_tune(const std::vector<std::string>& argv) {
   run_options.threads = threads;
   run_options.repeat = repeat;
   workflow::PlacementRunReport run = workflow::verify_and_time(graph, placement, inputs, run_options);
-  std::map<std::string, std::pair<int, double>> per_backend;
-  for (const PlacedKernel& k : placement.kernels) {
-    per_backend[k.backend].first++;
-    per_backend[k.backend].second += k.cost_ms;
-  }
   std::printf("%-10s %8s %12s\n", "backend", "kernels", "predicted ms");
-  for (const auto& [name, stats] : per_backend)
-    std::printf("%-10s %8d %12.3f\n", name.c_str(), stats.first, stats.second);
+  for (const auto& [name, share] : time_per_backend(placement))
+    std::printf("%-10s %8d %12.3f\n", name.c_str(), share.kernels, share.predicted_ms);
   std::printf(
       "predicted %.3f ms (epsilon %.2f us x %zu kernels), measured median %.3f ms, min %.3f ms over %d "
       "runs\n",

@@ -23,12 +23,12 @@ void CandidateModel::set_pending(const std::vector<Candidate>& candidates) {
 }
 
 void CandidateModel::apply(Row& row, const MeasuredCandidate& result) {
-  row.status = !result.cost.valid  ? CandidateStatus::Invalid
-               : result.from_cache ? CandidateStatus::Cached
-                                   : CandidateStatus::Measured;
+  row.status = !result.cost.valid() ? CandidateStatus::Invalid
+               : result.from_cache  ? CandidateStatus::Cached
+                                    : CandidateStatus::Measured;
   row.median_ms = result.cost.median_ms;
   row.samples = result.cost.samples;
-  row.reason = QString::fromStdString(result.cost.reason);
+  row.reason = QString::fromStdString(result.cost.invalid_reason);
 }
 
 void CandidateModel::set_result(size_t id, const MeasuredCandidate& result) {

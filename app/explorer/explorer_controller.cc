@@ -152,6 +152,7 @@ bool ExplorerController::start_tune() {
   std::shared_ptr<const Graph> graph = graph_;
   std::vector<const BackendSpec*> backends = backends_;
   int threads = threads_;
+  double epsilon_ms = epsilon_ms_;
   Pins pins = pins_;
   std::string db_path = cost_db_path_.toStdString();
   double previous_ms = placement_ ? placement_->predicted_ms : -1;
@@ -166,6 +167,7 @@ bool ExplorerController::start_tune() {
     options.backends = backends;
     options.threads = threads;
     options.pins = pins;
+    options.epsilon_ms = epsilon_ms;
     auto result = std::make_shared<TuneResult>(workflow::tune(*graph, options, &db, &observer));
     // End to end: the placement checked against the native reference, then timed.
     workflow::RunOptions run_options;
@@ -271,10 +273,8 @@ void ExplorerController::clear_pins(int node) {
 }
 
 std::vector<NodeId> ExplorerController::candidate_nodes(size_t index) const {
-  std::vector<NodeId> nodes;
-  if (tuned_ && index < tuned_->candidates.size())
-    for (size_t n : tuned_->candidates[index].nodes.indices()) nodes.push_back(static_cast<NodeId>(n));
-  return nodes;
+  if (tuned_ && index < tuned_->candidates.size()) return node_ids(tuned_->candidates[index].nodes);
+  return {};
 }
 
 namespace {
@@ -329,9 +329,9 @@ NodeDetails ExplorerController::node_details(int node) const {
     for (size_t i = 0; i < tuned_->candidates.size(); ++i) {
       const Candidate& c = tuned_->candidates[i];
       if (!c.nodes.contains(static_cast<size_t>(node))) continue;
-      const KernelCost& k = tuned_->costs[i].cost;
-      d.candidates.push_back({QString::fromStdString(c.backend), QString::fromStdString(c.label), k.valid,
-                              k.median_ms, k.stddev_ms, k.samples, QString::fromStdString(k.reason)});
+      const Cost& k = tuned_->costs[i].cost;
+      d.candidates.push_back({QString::fromStdString(c.backend), QString::fromStdString(c.label), k.valid(),
+                              k.median_ms, k.stddev_ms, k.samples, QString::fromStdString(k.invalid_reason)});
     }
   }
   if (placement_)
@@ -377,19 +377,14 @@ QString ExplorerController::save_artifact(const QString& path) const {
 QString tune_summary(const TuneResult& tuned, double measured_ms, double previous_predicted_ms,
                      const std::string& mismatch) {
   const Placement& placement = tuned.placement;
-  std::map<std::string, std::pair<int, double>> per_backend;  // kernels, predicted ms
-  for (const PlacedKernel& k : placement.kernels) {
-    per_backend[k.backend].first++;
-    per_backend[k.backend].second += k.cost_ms;
-  }
   QString summary = QString("placement: %1 kernels, predicted %2 ms (")
                         .arg(placement.kernels.size())
                         .arg(placement.predicted_ms, 0, 'f', 3);
-  for (const auto& [b, stats] : per_backend)
+  for (const auto& [b, share] : time_per_backend(placement))
     summary += QString("%1: %2 kernels %3 ms, ")
                    .arg(QString::fromStdString(b))
-                   .arg(stats.first)
-                   .arg(stats.second, 0, 'f', 3);
+                   .arg(share.kernels)
+                   .arg(share.predicted_ms, 0, 'f', 3);
   summary.chop(2);
   summary += QString(
                  "); measured %1 ms, additive error %2%; %3 candidates, %4 measured now, %5 from the cost "

@@ -80,6 +80,8 @@ class ExplorerController : public QObject {
   void set_threads(int threads) { threads_ = threads; }
   int threads() const { return threads_; }
   void set_cost_db_path(const QString& path) { cost_db_path_ = path; }
+  // The search's per-kernel dispatch cost (`collage tune --epsilon`); < 0 measures it.
+  void set_epsilon_ms(double epsilon_ms) { epsilon_ms_ = epsilon_ms; }
   const QString& cost_db_path() const { return cost_db_path_; }
 
   // ---- model state ----
@@ -122,6 +124,7 @@ class ExplorerController : public QObject {
 
   std::vector<const BackendSpec*> backends_;
   int threads_ = 1;
+  double epsilon_ms_ = -1;
   QString cost_db_path_;
 
   QString model_path_;

@@ -141,7 +141,7 @@ std::string serialize_artifact(const Artifact& artifact) {
                      {"attrs", attrs}});
   }
   json plan = json::array();
-  for (const ArtifactKernel& k : artifact.kernels)
+  for (const KernelGroup& k : artifact.kernels)
     plan.push_back({{"backend", k.backend}, {"label", k.label}, {"nodes", k.nodes}});
   json buffers = json::array();
   for (const MemoryPlan::Buffer& b : artifact.memory_plan.buffers) buffers.push_back({b.bytes, b.offset});
@@ -393,7 +393,7 @@ class ManifestParser {
 
     std::vector<int> covered(g.nodes.size(), 0);
     for (const json& jk : m.at("plan")) {
-      ArtifactKernel k;
+      KernelGroup k;
       k.backend = jk.at("backend").get<std::string>();
       k.label = jk.at("label").get<std::string>();
       for (const json& id : jk.at("nodes")) {
@@ -505,7 +505,7 @@ std::vector<ExecStep> artifact_steps(const Artifact& artifact,
   for (size_t v = 0; v < g.values.size(); ++v)
     available[v] = g.values[v].constant.has_value() || g.values[v].is_graph_input;
   std::vector<ExecStep> steps;
-  for (const ArtifactKernel& k : artifact.kernels) {
+  for (const KernelGroup& k : artifact.kernels) {
     const BackendSpec* spec = nullptr;
     for (const BackendSpec* b : backends)
       if (b->name == k.backend) spec = b;

@@ -11,6 +11,7 @@
 
 #include "core/backend_api/backend.h"
 #include "core/ir/graph.h"
+#include "core/ir/kernel_group.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/memory_plan.h"
 
@@ -23,12 +24,6 @@ struct ArtifactTensorInfo {
   std::string name;
   DType dtype = DType::Undefined;
   Shape shape;
-};
-
-struct ArtifactKernel {
-  std::string backend;
-  std::string label;
-  std::vector<NodeId> nodes;  // ascending post-DFS ids
 };
 
 // The manifest's descriptive part.
@@ -47,8 +42,8 @@ struct ArtifactInfo {
 
 struct Artifact {
   ArtifactInfo info;
-  Graph graph;  // constants are views of the loaded file's weights section
-  std::vector<ArtifactKernel> kernels;
+  Graph graph;                       // constants are views of the loaded file's weights section
+  std::vector<KernelGroup> kernels;  // execution order
   MemoryPlan memory_plan;
 };
 

@@ -46,7 +46,7 @@ Artifact build_artifact(const Graph& graph, const Placement& placement,
   info.inputs = tensor_infos(graph, graph.inputs);
   info.outputs = tensor_infos(graph, graph.outputs);
   art.graph = graph;
-  for (const PlacedKernel& k : placement.kernels) art.kernels.push_back({k.backend, k.label, k.nodes});
+  for (const KernelGroup& k : placement.kernels) art.kernels.push_back(k);
 
   Executor executor(graph, placement_steps(graph, placement, backends, compile_options(placement, backends)));
   std::vector<BufferLifetime> lifetimes = executor.trace_buffers(random_inputs(graph, 1));

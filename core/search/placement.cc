@@ -152,4 +152,13 @@ std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& place
   return steps;
 }
 
+std::map<std::string, BackendShare> time_per_backend(const Placement& placement) {
+  std::map<std::string, BackendShare> shares;
+  for (const PlacedKernel& k : placement.kernels) {
+    shares[k.backend].kernels++;
+    shares[k.backend].predicted_ms += k.cost_ms;
+  }
+  return shares;
+}
+
 }  // namespace collage

@@ -7,15 +7,14 @@
 #include <vector>
 
 #include "core/backend_api/backend.h"
+#include "core/ir/kernel_group.h"
 #include "core/runtime/executor.h"
 #include "core/search/pins.h"
 
 namespace collage {
 
-struct PlacedKernel {
-  std::vector<NodeId> nodes;  // ascending post-DFS ids
-  std::string backend;
-  std::string label;
+// A kernel group with the cost the search placed it at.
+struct PlacedKernel : KernelGroup {
   double cost_ms = 0;  // measured median (0 if unknown)
 };
 
@@ -33,6 +32,13 @@ struct Placement {
 
 // Structure, ops, attributes and shapes of the imported graph (not weight values).
 std::string model_fingerprint(const Graph& graph);
+
+// Kernels and their summed predicted cost per backend name.
+struct BackendShare {
+  int kernels = 0;
+  double predicted_ms = 0;
+};
+std::map<std::string, BackendShare> time_per_backend(const Placement& placement);
 
 std::string placement_to_json(const Placement& placement, const Graph& graph);
 // Validates against `graph` and `backends`: unknown node ids, fingerprint mismatch,

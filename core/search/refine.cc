@@ -162,13 +162,10 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
     }
   }
   for (size_t r = 0; r < regions.size(); ++r) {
-    PlacedKernel pk;
-    for (size_t n : regions[r].indices()) pk.nodes.push_back(static_cast<NodeId>(n));
-    pk.backend = region_backend[r];
-    pk.label = subgraph_label(graph, regions[r]);
-    pk.cost_ms = region_cost[r];  // op-level estimate; the refined placement is judged by measurement
+    // The cost is the op-level estimate; the refined placement is judged by measurement.
+    kernels.push_back(
+        {{node_ids(regions[r]), region_backend[r], subgraph_label(graph, regions[r])}, region_cost[r]});
     sets.push_back(regions[r]);
-    kernels.push_back(std::move(pk));
   }
   Placement out = op_level;
   out.kernels.clear();
@@ -196,16 +193,14 @@ FitnessFn cached_fitness(FitnessFn fitness, CostDb* db, const Graph& graph, int 
   return [fitness = std::move(fitness), db, model, threads](const Placement& p) {
     CostKey key = placement_fitness_key(p, model, threads);
     if (auto hit = db->find(key))
-      return hit->cost.valid ? hit->cost.median_ms : std::numeric_limits<double>::infinity();
+      return hit->cost.valid() ? hit->cost.median_ms : std::numeric_limits<double>::infinity();
     double ms = fitness(p);
     CostRecord record;
     record.key = key;
     record.backend = "placement";
     record.backend_version = "1";
     record.label = "refine genome (" + std::to_string(p.kernels.size()) + " kernels)";
-    record.cost.valid = std::isfinite(ms);
-    record.cost.reason = record.cost.valid ? "" : "a region could not be built";
-    record.cost.median_ms = std::isfinite(ms) ? ms : 0;
+    record.cost = std::isfinite(ms) ? Cost::of_ms(ms) : Cost::invalid("a region could not be built");
     record.cost.samples = 1;
     db->put(record);
     return ms;

@@ -28,11 +28,10 @@ struct StateHash {
 
 class Searcher {
  public:
-  Searcher(const Graph& graph, const std::vector<Candidate>& candidates, const std::vector<double>& cost,
+  Searcher(const Graph& graph, const std::vector<Candidate>& candidates, const std::vector<Cost>& costs,
            const Pins& pins, const SearchOptions& options, ProgressObserver* observer)
       : graph_(graph),
         cands_(candidates),
-        cost_(cost),
         options_(options),
         observer_(observer),
         edges_(node_edges(graph)),
@@ -40,9 +39,11 @@ class Searcher {
     covering_.resize(n_);
     std::vector<double> share(n_, std::numeric_limits<double>::infinity());
     std::vector<std::string> why(n_);
+    cost_.reserve(costs.size());
+    for (const Cost& c : costs) cost_.push_back(c.median_ms);  // read only where valid
     for (size_t i = 0; i < cands_.size(); ++i) {
       const Candidate& c = cands_[i];
-      bool allowed = cost_[i] >= 0;
+      bool allowed = costs[i].valid();
       for (size_t node : c.nodes.indices()) allowed &= pins.allows(static_cast<NodeId>(node), c.backend);
       if (!allowed) continue;
       auto nodes = c.nodes.indices();
@@ -256,7 +257,7 @@ class Searcher {
 
   const Graph& graph_;
   const std::vector<Candidate>& cands_;
-  const std::vector<double>& cost_;
+  std::vector<double> cost_;  // candidate i's median, meaningful where it is in covering_
   SearchOptions options_;
   ProgressObserver* observer_;
   NodeEdges edges_;
@@ -302,12 +303,11 @@ std::vector<size_t> execution_order(const Graph& graph, const std::vector<IndexS
 }
 
 SearchResult search_placement(const Graph& graph, const std::vector<Candidate>& candidates,
-                              const std::vector<double>& cost_ms, const Pins& pins,
-                              const SearchOptions& options, ProgressObserver* observer) {
-  if (cost_ms.size() != candidates.size())
-    throw Error(ErrorKind::Internal, "one cost per candidate expected");
+                              const std::vector<Cost>& costs, const Pins& pins, const SearchOptions& options,
+                              ProgressObserver* observer) {
+  if (costs.size() != candidates.size()) throw Error(ErrorKind::Internal, "one cost per candidate expected");
   if (graph.num_nodes() == 0) return {};
-  return Searcher(graph, candidates, cost_ms, pins, options, observer).run();
+  return Searcher(graph, candidates, costs, pins, options, observer).run();
 }
 
 }  // namespace collage

@@ -12,6 +12,7 @@
 
 #include "core/search/pins.h"
 #include "core/tuning/candidates.h"
+#include "core/tuning/cost.h"
 #include "core/tuning/progress.h"
 
 namespace collage {
@@ -30,12 +31,12 @@ struct SearchResult {
   double elapsed_ms = 0;
 };
 
-// `cost_ms[i]` is candidate i's measured median, or a negative value if invalid.
+// `costs[i]` is candidate i's cost; an invalid one is never placed.
 // Throws InvalidInput when pins cannot be satisfied (naming the node and why),
 // Error(Cancelled) when the observer asks.
 SearchResult search_placement(const Graph& graph, const std::vector<Candidate>& candidates,
-                              const std::vector<double>& cost_ms, const Pins& pins,
-                              const SearchOptions& options, ProgressObserver* observer = nullptr);
+                              const std::vector<Cost>& costs, const Pins& pins, const SearchOptions& options,
+                              ProgressObserver* observer = nullptr);
 
 // Orders kernels (sets of nodes) so each runs after its producers; throws Internal on a cycle.
 std::vector<size_t> execution_order(const Graph& graph, const std::vector<IndexSet>& kernels);

@@ -29,11 +29,11 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   Measurer measurer(graph, reference_values(graph, r.inputs, evaluator), db, options.measure);
   r.costs = measurer.measure(r.candidates, backends, observer);
   r.measure_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::vector<double> cost;
+  std::vector<Cost> cost;
   for (const MeasuredCandidate& m : r.costs) {
     r.from_cache += m.from_cache;
-    r.invalid += !m.cost.valid;
-    cost.push_back(m.cost.valid ? m.cost.median_ms : -1);
+    r.invalid += !m.cost.valid();
+    cost.push_back(m.cost);
   }
   r.measured_now = r.costs.size() - r.from_cache;
   SearchOptions sopts = options.search;
@@ -49,12 +49,7 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   p.predicted_ms = r.search.predicted_ms;
   p.pins = options.pins;
   for (size_t k : r.search.kernels) {
-    PlacedKernel pk;
-    for (size_t i : r.candidates[k].nodes.indices()) pk.nodes.push_back(static_cast<NodeId>(i));
-    pk.backend = r.candidates[k].backend;
-    pk.label = r.candidates[k].label;
-    pk.cost_ms = cost[k];
-    p.kernels.push_back(std::move(pk));
+    p.kernels.push_back({r.candidates[k].group(), cost[k].median_ms});
   }
   return r;
 }

@@ -5,13 +5,17 @@
 #include <vector>
 
 #include "core/backend_api/backend.h"
+#include "core/ir/kernel_group.h"
 
 namespace collage {
 
+// A kernel group the tuner may measure (see core/ir/kernel_group.h for why the
+// nodes are an IndexSet here).
 struct Candidate {
   IndexSet nodes;
   std::string backend;
   std::string label;  // "Conv+Add+Relu"
+  KernelGroup group() const { return {node_ids(nodes), backend, label}; }
 };
 
 // Matches every pattern at every node and runs every rule's generator; keeps

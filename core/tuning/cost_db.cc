@@ -75,8 +75,8 @@ CostRecord read_row(const Statement& s) {
   r.backend = s.text(3);
   r.backend_version = s.text(4);
   r.label = s.text(5);
-  r.cost.valid = s.integer(6) != 0;
-  r.cost.reason = s.text(7);
+  r.cost.invalid_reason = s.text(7);
+  if (s.integer(6) == 0 && r.cost.invalid_reason.empty()) r.cost.invalid_reason = "invalid";
   r.cost.median_ms = s.real(8);
   r.cost.p90_ms = s.real(9);
   r.cost.stddev_ms = s.real(10);
@@ -206,8 +206,8 @@ void CostDb::put_all(const std::vector<CostRecord>& records) {
       s.bind(4, r.backend);
       s.bind(5, r.backend_version);
       s.bind(6, r.label);
-      s.bind(7, r.cost.valid ? 1 : 0);
-      s.bind(8, r.cost.reason);
+      s.bind(7, r.cost.valid() ? 1 : 0);
+      s.bind(8, r.cost.invalid_reason);
       s.bind(9, r.cost.median_ms);
       s.bind(10, r.cost.p90_ms);
       s.bind(11, r.cost.stddev_ms);
@@ -250,8 +250,8 @@ std::string CostDb::export_json(const std::string& backend_filter) const {
                        {"backend", r.backend},
                        {"backend_version", r.backend_version},
                        {"label", r.label},
-                       {"valid", r.cost.valid},
-                       {"reason", r.cost.reason},
+                       {"valid", r.cost.valid()},
+                       {"reason", r.cost.invalid_reason},
                        {"median_ms", r.cost.median_ms},
                        {"p90_ms", r.cost.p90_ms},
                        {"stddev_ms", r.cost.stddev_ms},
@@ -282,8 +282,8 @@ size_t CostDb::import_json(const std::string& text) {
       r.backend = j.at("backend").get<std::string>();
       r.backend_version = j.at("backend_version").get<std::string>();
       r.label = j.at("label").get<std::string>();
-      r.cost.valid = j.at("valid").get<bool>();
-      r.cost.reason = j.at("reason").get<std::string>();
+      r.cost.invalid_reason = j.at("reason").get<std::string>();
+      if (!j.at("valid").get<bool>() && r.cost.invalid_reason.empty()) r.cost.invalid_reason = "invalid";
       r.cost.median_ms = j.at("median_ms").get<double>();
       r.cost.p90_ms = j.at("p90_ms").get<double>();
       r.cost.stddev_ms = j.at("stddev_ms").get<double>();

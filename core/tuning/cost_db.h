@@ -7,19 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "core/tuning/cost.h"
+
 struct sqlite3;
 
 namespace collage {
-
-struct KernelCost {
-  bool valid = true;
-  std::string reason;  // why invalid (build failure, run failure, wrong numbers)
-  double median_ms = 0;
-  double p90_ms = 0;
-  double stddev_ms = 0;
-  int samples = 0;
-  double build_ms = 0;
-};
 
 struct CostKey {
   std::string signature;  // kernel_signature(...)
@@ -32,7 +24,7 @@ struct CostRecord {
   std::string backend;
   std::string backend_version;
   std::string label;
-  KernelCost cost;
+  Cost cost;
   std::string measured_at;  // ISO-8601 UTC
 };
 

@@ -91,7 +91,7 @@ Measurer::Measurer(const Graph& graph, std::vector<Tensor> reference_values, Cos
                    MeasureOptions options)
     : graph_(graph), values_(std::move(reference_values)), db_(db), options_(options) {}
 
-KernelCost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
+Cost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
   std::vector<const Tensor*> args;
   for (ValueId v : sub.inputs) args.push_back(&values_[static_cast<size_t>(v)]);
   RecyclingAllocator alloc;
@@ -110,7 +110,7 @@ KernelCost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
     samples.push_back(ms_since(t0));
   }
   std::sort(samples.begin(), samples.end());
-  KernelCost cost;
+  Cost cost;
   size_t n = samples.size();
   cost.samples = static_cast<int>(n);
   cost.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
@@ -124,9 +124,7 @@ KernelCost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
   return cost;
 }
 
-KernelCost Measurer::measure_one(const BackendSpec& backend, const SubGraph& sub) const {
-  KernelCost invalid;
-  invalid.valid = false;
+Cost Measurer::measure_one(const BackendSpec& backend, const SubGraph& sub) const {
   std::unique_ptr<Kernel> kernel;
   auto t0 = Clock::now();
   try {
@@ -134,8 +132,7 @@ KernelCost Measurer::measure_one(const BackendSpec& backend, const SubGraph& sub
     copts.threads = options_.threads;
     kernel = backend.compile(graph_, sub, copts);
   } catch (const std::exception& e) {
-    invalid.reason = std::string("build failed: ") + e.what();
-    return invalid;
+    return Cost::invalid(std::string("build failed: ") + e.what());
   }
   double build_ms = ms_since(t0);
   try {
@@ -145,15 +142,15 @@ KernelCost Measurer::measure_one(const BackendSpec& backend, const SubGraph& sub
     std::string mismatch =
         compare_outputs(graph_, sub, kernel->run(args, alloc), values_, options_.tolerance);
     if (!mismatch.empty()) {
-      invalid.reason = "disagrees with the native reference: " + mismatch;
+      Cost invalid = Cost::invalid("disagrees with the native reference: " + mismatch);
       invalid.build_ms = build_ms;
       return invalid;
     }
-    KernelCost cost = time_kernel(*kernel, sub);
+    Cost cost = time_kernel(*kernel, sub);
     cost.build_ms = build_ms;
     return cost;
   } catch (const std::exception& e) {
-    invalid.reason = std::string("run failed: ") + e.what();
+    Cost invalid = Cost::invalid(std::string("run failed: ") + e.what());
     invalid.build_ms = build_ms;
     return invalid;
   }

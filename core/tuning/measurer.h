@@ -8,6 +8,7 @@
 #include "core/backend_api/backend.h"
 #include "core/ir/tensor_compare.h"
 #include "core/tuning/candidates.h"
+#include "core/tuning/cost.h"
 #include "core/tuning/cost_db.h"
 #include "core/tuning/progress.h"
 
@@ -25,7 +26,7 @@ struct MeasureOptions {
 
 struct MeasuredCandidate {
   std::string signature;
-  KernelCost cost;
+  Cost cost;
   bool from_cache = false;
 };
 
@@ -55,10 +56,10 @@ class Measurer {
                                          ProgressObserver* observer = nullptr);
 
   // Times one compiled kernel on the reference inputs of `sub` (also used for whole placements).
-  KernelCost time_kernel(Kernel& kernel, const SubGraph& sub) const;
+  Cost time_kernel(Kernel& kernel, const SubGraph& sub) const;
 
  private:
-  KernelCost measure_one(const BackendSpec& backend, const SubGraph& sub) const;
+  Cost measure_one(const BackendSpec& backend, const SubGraph& sub) const;
 
   const Graph& graph_;
   std::vector<Tensor> values_;

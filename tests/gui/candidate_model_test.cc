@@ -21,8 +21,7 @@ collage::MeasuredCandidate cost(double ms, bool cached = false) {
 
 collage::MeasuredCandidate invalid(const std::string& reason) {
   collage::MeasuredCandidate m;
-  m.cost.valid = false;
-  m.cost.reason = reason;
+  m.cost.invalid_reason = reason;
   return m;
 }
 

@@ -2,6 +2,7 @@
 // backends (typed signals: progress by stage, the candidate list, each cost,
 // the report) into a placement; Stop cancels; a bad model or an impossible
 // refine is a failure signal with the message.
+#include <QProcess>
 #include <QSignalSpy>
 #include <QtTest>
 #include <filesystem>
@@ -10,10 +11,11 @@
 
 #include "app/explorer/explorer_controller.h"
 #include "backends/registry.h"
+#include "core/workflow/workflow.h"
 #include "job_wait.h"
 
-#ifndef COLLAGE_SAMPLE_MODEL
-#error "COLLAGE_SAMPLE_MODEL must name the bundled model"
+#if !defined(COLLAGE_SAMPLE_MODEL) || !defined(COLLAGE_CLI_PATH)
+#error "COLLAGE_SAMPLE_MODEL and COLLAGE_CLI_PATH must name the bundled model and the collage CLI"
 #endif
 
 namespace {
@@ -115,6 +117,53 @@ class ControllerTest : public QObject {
     QVERIFY(failure.message.contains("cancelled"));
     QVERIFY(!c.placement());  // nothing adopted
     QVERIFY(!c.busy());
+  }
+
+  // One pipeline: on the same costs (one cost DB), seed, epsilon and pins, the explorer's
+  // Tune and `collage tune` choose the same kernels in the same order.
+  void the_cli_and_the_explorer_place_alike() {
+    ExplorerController c;
+    QString db = fresh_db("controller_test_cli.sqlite");
+    c.set_cost_db_path(db);
+    c.set_backends({collage::find_backend("xnnpack")});
+    c.set_epsilon_ms(0.002);
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    c.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
+    const std::string pinned = "/layer1/layer1.0/conv1/Conv";
+    QVERIFY(c.node_id(pinned) >= 0);
+    c.set_pin(c.node_id(pinned), "native");
+    finished.clear();
+    QVERIFY(c.start_tune());
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 120000));
+    QCOMPARE(failed.count(), 0);
+    QVERIFY(c.placement().has_value());
+
+    QString out = QString::fromStdString((fs::temp_directory_path() / "controller_test_cli.json").string());
+    QProcess cli;
+    cli.start(COLLAGE_CLI_PATH,
+              {"tune", COLLAGE_SAMPLE_MODEL, "--backends", "xnnpack,native", "--cost-db", db, "--epsilon",
+               "0.002", "--pin", QString::fromStdString(pinned + "=native"), "--repeat", "1", "-o", out});
+    QVERIFY(cli.waitForFinished(120000));
+    QByteArray stdout_text = cli.readAllStandardOutput();
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QVERIFY2(stdout_text.contains("(0 measured"), stdout_text.constData());  // the explorer's costs, reused
+
+    collage::Placement from_cli = collage::workflow::read_placement(out.toStdString(), *c.graph());
+    const collage::Placement& from_explorer = *c.placement();
+    QCOMPARE(from_cli.kernels.size(), from_explorer.kernels.size());
+    bool pin_honoured = false;
+    for (size_t k = 0; k < from_cli.kernels.size(); ++k) {
+      QCOMPARE(from_cli.kernels[k].backend, from_explorer.kernels[k].backend);
+      QCOMPARE(from_cli.kernels[k].nodes, from_explorer.kernels[k].nodes);
+      QCOMPARE(from_cli.kernels[k].cost_ms, from_explorer.kernels[k].cost_ms);
+      for (collage::NodeId n : from_cli.kernels[k].nodes)
+        pin_honoured |= n == c.node_id(pinned) && from_cli.kernels[k].backend == "native";
+    }
+    QVERIFY(pin_honoured);
+    QCOMPARE(from_cli.predicted_ms, from_explorer.predicted_ms);
+    fs::remove(out.toStdString());
   }
 
   void a_bad_model_is_a_failure_with_the_message() {

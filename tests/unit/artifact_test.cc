@@ -45,11 +45,12 @@ Graph sample_graph(const std::string& name) {
 // search re-run. Exercises every backend the model offers, not the fastest mix.
 Placement mixed_placement(const Graph& g) {
   std::vector<Candidate> cands = enumerate_candidates(g, all_backends());
-  std::vector<double> cost(cands.size());
+  std::vector<Cost> cost(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) {
     uint64_t h = std::hash<std::string>()(cands[i].backend + cands[i].label + cands[i].nodes.to_string());
-    cost[i] = (1.0 + static_cast<double>(h % 97) / 97.0) * (cands[i].backend == "native" ? 2.0 : 1.0) /
-              std::sqrt(static_cast<double>(cands[i].nodes.popcount()));
+    cost[i].median_ms = (1.0 + static_cast<double>(h % 97) / 97.0) *
+                        (cands[i].backend == "native" ? 2.0 : 1.0) /
+                        std::sqrt(static_cast<double>(cands[i].nodes.popcount()));
   }
   for (int attempt = 0; attempt < 50; ++attempt) {
     SearchResult r = search_placement(g, cands, cost, Pins{}, SearchOptions{});
@@ -63,15 +64,11 @@ Placement mixed_placement(const Graph& g) {
         spec->compile(g, make_subgraph(g, cands[idx].nodes), CompileOptions{});
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::Unsupported) throw;
-        cost[idx] = -1;  // invalid, like a failed measurement
+        cost[idx] = Cost::invalid(e.what());  // like a failed measurement
         rebuilt = true;
         continue;
       }
-      PlacedKernel k;
-      for (size_t n : cands[idx].nodes.indices()) k.nodes.push_back(static_cast<NodeId>(n));
-      k.backend = cands[idx].backend;
-      k.label = cands[idx].label;
-      p.kernels.push_back(std::move(k));
+      p.kernels.push_back({cands[idx].group(), cost[idx].median_ms});
     }
     if (!rebuilt) return p;
   }

@@ -45,8 +45,7 @@ TEST_F(CostDbTest, PersistsAcrossOpens) {
     CostDb db(path());
     db.put(record("sig-a", 1.5));
     CostRecord bad = record("sig-b", 0);
-    bad.cost.valid = false;
-    bad.cost.reason = "build failed: nope";
+    bad.cost.invalid_reason = "build failed: nope";
     db.put(bad);
   }
   CostDb db(path());
@@ -58,8 +57,8 @@ TEST_F(CostDbTest, PersistsAcrossOpens) {
   EXPECT_FALSE(db.find({"sig-a", 1, "other-cpu"}).has_value());        // and the device
   auto b = db.find({"sig-b", 1, "test-cpu | avx2"});
   ASSERT_TRUE(b.has_value());
-  EXPECT_FALSE(b->cost.valid);
-  EXPECT_EQ(b->cost.reason, "build failed: nope");
+  EXPECT_FALSE(b->cost.valid());
+  EXPECT_EQ(b->cost.invalid_reason, "build failed: nope");
 }
 
 TEST_F(CostDbTest, RefusesNewerSchemaForeignAndCorruptFiles) {

@@ -83,16 +83,16 @@ TEST(Measurer, InvalidKernelsGetReasonsAndValidOnesAreCached) {
       const auto& c = measured[i].cost;
       EXPECT_FALSE(measured[i].from_cache);
       if (candidates[i].backend == "native") {
-        EXPECT_TRUE(c.valid) << c.reason;
+        EXPECT_TRUE(c.valid()) << c.invalid_reason;
         EXPECT_GE(c.samples, 3);
         EXPECT_GT(c.median_ms, 0);
         EXPECT_LE(c.median_ms, c.p90_ms);
       } else if (candidates[i].backend == "wrong") {
-        EXPECT_FALSE(c.valid);
-        EXPECT_NE(c.reason.find("disagrees"), std::string::npos) << c.reason;
+        EXPECT_FALSE(c.valid());
+        EXPECT_NE(c.invalid_reason.find("disagrees"), std::string::npos) << c.invalid_reason;
       } else {
-        EXPECT_FALSE(c.valid);
-        EXPECT_NE(c.reason.find("no such primitive"), std::string::npos) << c.reason;
+        EXPECT_FALSE(c.valid());
+        EXPECT_NE(c.invalid_reason.find("no such primitive"), std::string::npos) << c.invalid_reason;
       }
     }
   }
@@ -130,7 +130,7 @@ TEST(Measurer, ReportsTheCandidateListThenEveryResultInOrder) {
   ASSERT_EQ(recorder.results.size(), measured.size());
   for (size_t i = 0; i < measured.size(); ++i) {
     EXPECT_EQ(recorder.results[i].signature, measured[i].signature);
-    EXPECT_EQ(recorder.results[i].cost.valid, measured[i].cost.valid);
+    EXPECT_EQ(recorder.results[i].cost.valid(), measured[i].cost.valid());
     EXPECT_EQ(recorder.results[i].cost.median_ms, measured[i].cost.median_ms);
   }
 }

@@ -31,7 +31,7 @@ Placement two_kernels(const Graph& g) {
   p.device = "test";
   p.epsilon_ms = 0.01;
   p.predicted_ms = 3.5;
-  p.kernels = {{{0, 1}, "native", "Relu+Neg", 2.0}, {{2}, "native", "Exp", 1.5}};
+  p.kernels = {{{{0, 1}, "native", "Relu+Neg"}, 2.0}, {{{2}, "native", "Exp"}, 1.5}};
   p.pins.pinned[2] = "native";
   return p;
 }

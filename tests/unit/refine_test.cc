@@ -28,7 +28,7 @@ using testing::OnnxTestModel;
 Placement one_kernel_per_node(const Graph& g) {
   Placement p;
   p.model_fingerprint = model_fingerprint(g);
-  for (NodeId n = 0; n < g.num_nodes(); ++n) p.kernels.push_back({{n}, "native", g.node(n).op_type, 1.0});
+  for (NodeId n = 0; n < g.num_nodes(); ++n) p.kernels.push_back({{{n}, "native", g.node(n).op_type}, 1.0});
   p.predicted_ms = g.num_nodes();
   return p;
 }

@@ -40,7 +40,7 @@ Graph random_dag(int nodes, std::mt19937& rng) {
 
 // All convex groups of up to 3 nodes, on two backends with random costs.
 void random_candidates(const Graph& g, std::mt19937& rng, std::vector<Candidate>& cands,
-                       std::vector<double>& cost) {
+                       std::vector<Cost>& cost) {
   ConvexityChecker convex(g);
   size_t n = static_cast<size_t>(g.num_nodes());
   std::uniform_real_distribution<double> u(0.1, 2.0);
@@ -55,18 +55,19 @@ void random_candidates(const Graph& g, std::mt19937& rng, std::vector<Candidate>
         for (const char* backend : {"A", "B"}) {
           if (s.popcount() > 1 && rng() % 3 == 0) continue;
           cands.push_back({s, backend, "g"});
-          cost.push_back(u(rng) * static_cast<double>(s.popcount()) * (rng() % 5 == 0 ? -1 : 1));
+          double ms = u(rng) * static_cast<double>(s.popcount());
+          cost.push_back(rng() % 5 == 0 ? Cost::invalid("failed") : Cost::of_ms(ms));
         }
       }
   // Keep one always-valid singleton per node so a placement exists.
   for (size_t a = 0; a < n; ++a) {
     cands.push_back({IndexSet(n, {a}), "native", "single"});
-    cost.push_back(3.0);
+    cost.push_back(Cost::of_ms(3.0));
   }
 }
 
 // Exhaustive: every exact cover by valid candidates whose kernel graph is acyclic.
-double brute_force(const Graph& g, const std::vector<Candidate>& cands, const std::vector<double>& cost,
+double brute_force(const Graph& g, const std::vector<Candidate>& cands, const std::vector<Cost>& cost,
                    double eps, const Pins& pins) {
   size_t n = static_cast<size_t>(g.num_nodes());
   double best = std::numeric_limits<double>::infinity();
@@ -83,13 +84,13 @@ double brute_force(const Graph& g, const std::vector<Candidate>& cands, const st
       return;
     }
     for (size_t i = 0; i < cands.size(); ++i) {
-      if (cost[i] < 0 || !cands[i].nodes.contains(first) || cands[i].nodes.intersects(covered)) continue;
+      if (!cost[i].valid() || !cands[i].nodes.contains(first) || cands[i].nodes.intersects(covered)) continue;
       bool ok = true;
       for (size_t node : cands[i].nodes.indices())
         ok &= pins.allows(static_cast<NodeId>(node), cands[i].backend);
       if (!ok) continue;
       chosen.push_back(cands[i].nodes);
-      rec(covered | cands[i].nodes, total + cost[i] + eps);
+      rec(covered | cands[i].nodes, total + cost[i].median_ms + eps);
       chosen.pop_back();
     }
   };
@@ -102,7 +103,7 @@ TEST(OpLevelSearch, MatchesExhaustiveSearchOnRandomGraphs) {
   for (int trial = 0; trial < 25; ++trial) {
     Graph g = random_dag(4 + trial % 5, rng);
     std::vector<Candidate> cands;
-    std::vector<double> cost;
+    std::vector<Cost> cost;
     random_candidates(g, rng, cands, cost);
     SearchOptions options;
     options.epsilon_ms = 0.05;
@@ -117,9 +118,9 @@ TEST(OpLevelSearch, MatchesExhaustiveSearchOnRandomGraphs) {
     std::vector<IndexSet> sets;
     for (size_t k : r.kernels) {
       EXPECT_FALSE(cands[k].nodes.intersects(covered));
-      EXPECT_GE(cost[k], 0);
+      EXPECT_TRUE(cost[k].valid());
       covered = covered | cands[k].nodes;
-      total += cost[k] + options.epsilon_ms;
+      total += cost[k].median_ms + options.epsilon_ms;
       sets.push_back(cands[k].nodes);
     }
     EXPECT_EQ(covered.popcount(), static_cast<size_t>(g.num_nodes()));
@@ -149,7 +150,7 @@ TEST(OpLevelSearch, PinsAreHonouredAndImpossiblePinsExplained) {
                                   {IndexSet(2, {0}), "slow", "Relu"},
                                   {IndexSet(2, {1}), "slow", "Neg"},
                                   {IndexSet(2, {0, 1}), "fused", "Relu+Neg"}};
-  std::vector<double> cost = {1, 1, 5, 5, 1.5};
+  std::vector<Cost> cost = {Cost::of_ms(1), Cost::of_ms(1), Cost::of_ms(5), Cost::of_ms(5), Cost::of_ms(1.5)};
   SearchResult free = search_placement(g, cands, cost, {}, {});
   ASSERT_EQ(free.kernels.size(), 1u);
   EXPECT_EQ(cands[free.kernels[0]].backend, "fused");
