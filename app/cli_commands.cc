@@ -145,15 +145,9 @@ int command_run(const std::vector<std::string>& argv) {
   }
 
   if (args.has("--output-dir")) {
-    std::filesystem::path dir = args.get("--output-dir", ".");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      throw Error(ErrorKind::Io, "cannot create output directory '" + dir.string() + "': " + ec.message());
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const std::string& name = graph.value(graph.outputs[i]).name;
-      write_tensor_file(outputs[i], name, (dir / (sanitize_file_name(name) + ".pb")).string());
-    }
+    std::vector<std::string> names;
+    for (ValueId v : graph.outputs) names.push_back(graph.value(v).name);
+    write_tensor_files(args.get("--output-dir", "."), names, outputs);
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     std::cout << "output " << graph.value(graph.outputs[i]).name << ": " << dtype_name(outputs[i].dtype())

@@ -71,14 +71,9 @@ int run(const std::vector<std::string>& argv) {
   }
   std::sort(ms.begin(), ms.end());
   if (args.has("--output-dir")) {
-    std::filesystem::path dir = args.get("--output-dir", ".");
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      throw Error(ErrorKind::Io, "cannot create output directory '" + dir.string() + "': " + ec.message());
-    for (size_t i = 0; i < outputs.size(); ++i)
-      write_tensor_file(outputs[i], info.outputs[i].name,
-                        (dir / (sanitize_file_name(info.outputs[i].name) + ".pb")).string());
+    std::vector<std::string> names;
+    for (const ArtifactTensorInfo& t : info.outputs) names.push_back(t.name);
+    write_tensor_files(args.get("--output-dir", "."), names, outputs);
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     std::printf("output %s: %s %s\n", info.outputs[i].name.c_str(), dtype_name(outputs[i].dtype()),

@@ -156,4 +156,14 @@ std::string sanitize_file_name(const std::string& name) {
   return out;
 }
 
+void write_tensor_files(const std::string& dir, const std::vector<std::string>& names,
+                        const std::vector<Tensor>& tensors) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(ErrorKind::Io, "cannot create output directory '" + dir + "': " + ec.message());
+  for (size_t i = 0; i < tensors.size() && i < names.size(); ++i)
+    write_tensor_file(tensors[i], names[i],
+                      (std::filesystem::path(dir) / (sanitize_file_name(names[i]) + ".pb")).string());
+}
+
 }  // namespace collage

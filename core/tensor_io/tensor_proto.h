@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/ir/tensor.h"
 
@@ -20,5 +21,9 @@ void write_tensor_file(const Tensor& tensor, const std::string& name, const std:
 
 // Value names become file names: characters outside [A-Za-z0-9_.-] become '_'.
 std::string sanitize_file_name(const std::string& name);
+
+// Writes tensors[i] as DIR/<sanitized names[i]>.pb, creating DIR; throws Io naming what failed.
+void write_tensor_files(const std::string& dir, const std::vector<std::string>& names,
+                        const std::vector<Tensor>& tensors);
 
 }  // namespace collage
