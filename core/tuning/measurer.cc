@@ -203,6 +203,11 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
         continue;
       }
     }
+    if (options_.cached_only) {
+      out[i].cost = Cost::invalid(kNotMeasured);
+      landed(i);
+      continue;
+    }
     out[i].cost = measure_one(backend, sub);
     measured_here[sig] = i;
     if (db_) {

@@ -22,7 +22,12 @@ struct MeasureOptions {
   double min_time_ms = 30;                 // keep sampling until this much time was spent timing...
   double max_time_ms = 300;                // ...but slow kernels stop here once they have 3 samples
   Tolerance tolerance = kKernelTolerance;  // agreement with the native reference
+  // Look costs up only: a candidate the cost DB lacks gets an invalid cost (kNotMeasured),
+  // nothing is built or timed and no reference values are needed.
+  bool cached_only = false;
 };
+
+inline constexpr const char* kNotMeasured = "not measured (no cost in the cost DB for this machine)";
 
 struct MeasuredCandidate {
   std::string signature;

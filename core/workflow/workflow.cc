@@ -114,6 +114,21 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
   return collage::tune(graph, or_all(options.backends), native::node_evaluator(), topts, db, observer);
 }
 
+TuneResult cached_costs(const Graph& graph, const TuneStepOptions& options, CostDb* db) {
+  std::vector<const BackendSpec*> backends = or_all(options.backends);
+  TuneResult r;
+  r.candidates = enumerate_candidates(graph, backends);
+  MeasureOptions mopts;
+  mopts.threads = options.threads;
+  mopts.cached_only = true;
+  r.costs = Measurer(graph, {}, db, mopts).measure(r.candidates, backends);
+  for (const MeasuredCandidate& m : r.costs) {
+    r.from_cache += m.from_cache;
+    r.invalid += !m.cost.valid();
+  }
+  return r;
+}
+
 VerifyReport verify(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
                     const RunOptions& options) {
   set_backend_threads(options.threads);

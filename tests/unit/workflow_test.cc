@@ -112,6 +112,33 @@ TEST(Workflow, TuneAndRefineGiveTheSamePlacementForTheSameCostsAndSeed) {
   EXPECT_TRUE(cli_refined.regions.front().moved);
 }
 
+TEST(Workflow, CachedCostsReadTheCostDbAndMeasureNothing) {
+  Graph g = testing::mixed_chain();
+  BackendSpec gl = graphy();
+  TempDb temp;
+  workflow::TuneStepOptions topts;
+  topts.backends = {&native_backend(), &gl};
+  topts.min_time_ms = 0.1;
+  CostDb db(temp.path);
+  TuneResult empty = workflow::cached_costs(g, topts, &db);  // nothing in the DB yet
+  ASSERT_FALSE(empty.candidates.empty());
+  EXPECT_EQ(empty.from_cache, 0u);
+  EXPECT_EQ(empty.invalid, empty.candidates.size());
+  EXPECT_EQ(empty.costs.front().cost.invalid_reason, kNotMeasured);
+  EXPECT_TRUE(db.list().empty());  // "not measured" is not a cost to keep
+
+  TuneResult tuned = workflow::tune(g, topts, &db);
+  TuneResult cached = workflow::cached_costs(g, topts, &db);
+  ASSERT_EQ(cached.candidates.size(), tuned.candidates.size());
+  for (size_t i = 0; i < cached.costs.size(); ++i) {
+    EXPECT_EQ(cached.candidates[i].backend, tuned.candidates[i].backend);
+    EXPECT_EQ(cached.costs[i].signature, tuned.costs[i].signature);
+    EXPECT_EQ(cached.costs[i].cost.valid(), tuned.costs[i].cost.valid());
+    EXPECT_EQ(cached.costs[i].cost.median_ms, tuned.costs[i].cost.median_ms);
+  }
+  EXPECT_EQ(cached.invalid, tuned.invalid);
+}
+
 TEST(Workflow, VerifyTimeAndTheSideBySideDecision) {
   Graph g = testing::mixed_chain();
   BackendSpec gl = graphy();
