@@ -1,5 +1,7 @@
 #include "app/cli_args.h"
 
+#include <cstdio>
+
 #include "core/ir/error.h"
 
 namespace collage::cli {
@@ -41,9 +43,11 @@ double Args::get_double(const std::string& key, double fallback, double min, dou
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || text.empty() || !(value >= min && value <= max))
-    throw Error(ErrorKind::InvalidInput, key + " expects a number from " + std::to_string(min) + " to " +
-                                             std::to_string(max) + ", got '" + text + "'");
+  if (used != text.size() || text.empty() || !(value >= min && value <= max)) {
+    char range[64];
+    std::snprintf(range, sizeof range, "from %g to %g", min, max);
+    throw Error(ErrorKind::InvalidInput, key + " expects a number " + range + ", got '" + text + "'");
+  }
   return value;
 }
 

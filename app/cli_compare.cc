@@ -13,7 +13,7 @@ int command_compare(const std::vector<std::string>& argv) {
   Args args = parse_args(argv, {"--rtol", "--atol"}, {});
   if (args.positional.size() != 2)
     throw Error(ErrorKind::InvalidInput, "usage: collage compare A.pb B.pb [--rtol R] [--atol A]");
-  double rtol = std::stod(args.get("--rtol", "1e-3")), atol = std::stod(args.get("--atol", "1e-4"));
+  double rtol = args.get_double("--rtol", 1e-3, 0.0, 1e6), atol = args.get_double("--atol", 1e-4, 0.0, 1e6);
   Tensor a = read_tensor_file(args.positional[0]), b = read_tensor_file(args.positional[1]);
   // The tuner's comparison with the given tolerances and no peak term; dtypes may differ.
   TensorComparison c = compare_tensors(a, b, Tolerance{atol, rtol, 0});

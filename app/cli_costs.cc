@@ -8,6 +8,7 @@
 #include "app/cli_commands.h"
 #include "core/ir/error.h"
 #include "core/tuning/cost_db.h"
+#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 
@@ -16,7 +17,7 @@ int command_costs(const std::vector<std::string>& argv) {
   if (!args.positional.empty())
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage costs [--backend B] [--json] [--export F] [--import F]");
-  CostDb db(args.get("--cost-db", CostDb::default_path()));
+  CostDb db(workflow::cost_db_path(args.get("--cost-db", "")));
   std::string backend = args.get("--backend", "");
   if (args.has("--import")) {
     std::string file = args.get("--import", "");
