@@ -16,7 +16,7 @@ using KernelKey = std::pair<std::string, std::vector<NodeId>>;
 
 std::string fmt_ms(double ms) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4f ms", ms);
+  std::snprintf(buf, sizeof buf, "%.4g ms", ms);
   return buf;
 }
 
