@@ -19,6 +19,7 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <algorithm>
+#include <map>
 
 #include "backends/registry.h"
 #include "widgets/backend_colors.h"
@@ -290,6 +291,11 @@ void MainWindow::show_node(int node) {
   inspector_->show_node(controller_->node_details(node));
 }
 
+void MainWindow::select_node(int node) {
+  view_->highlight({node});
+  show_node(node);
+}
+
 void MainWindow::export_placement() {
   if (!controller_->placement()) {
     notify(QMessageBox::Information, "Export placement", "Tune the model (or load a placement) first.");
@@ -366,19 +372,38 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
   QMenu* pin = menu.addMenu("Pin to");
   QMenu* forbid = menu.addMenu("Forbid");
   ExplorerController* c = controller_;
+  // One node: each choice shows its predicted Δ, re-searched over the tuned costs (nothing measured).
+  std::map<std::string, WhatIf> what_if;
+  if (nodes.size() == 1)
+    for (WhatIf& w : c->what_ifs(node)) what_if[w.backend] = std::move(w);
+  for (QMenu* m : {run_on, forbid}) m->setToolTipsVisible(true);
+  auto labelled = [&what_if](const QString& name, bool forbidding) {
+    auto it = what_if.find(name.toStdString());
+    if (it == what_if.end()) return std::make_pair(name, QString());
+    const Alternative& a = forbidding ? it->second.forbid : it->second.run_on;
+    return std::make_pair(name + "  (" + what_if_label(a) + ")", QString::fromStdString(a.infeasible_reason));
+  };
   for (const BackendSpec* b : all_backends()) {
     QString name = QString::fromStdString(b->name);
+    auto [run_text, run_tip] = labelled(name, false);
+    auto [forbid_text, forbid_tip] = labelled(name, true);
     // "Run on" reassigns at once: pin, then re-search (fast with a warm cost DB).
-    run_on->addAction(name, this, [this, c, nodes, name] {
-      for (NodeId n : nodes) c->set_pin(n, name);
-      start_tune();
-    });
+    run_on
+        ->addAction(run_text, this,
+                    [this, c, nodes, name] {
+                      for (NodeId n : nodes) c->set_pin(n, name);
+                      start_tune();
+                    })
+        ->setToolTip(run_tip);
     pin->addAction(name, this, [c, nodes, name] {
       for (NodeId n : nodes) c->set_pin(n, name);
     });
-    forbid->addAction(name, this, [c, nodes, name] {
-      for (NodeId n : nodes) c->set_forbid(n, name);
-    });
+    forbid
+        ->addAction(forbid_text, this,
+                    [c, nodes, name] {
+                      for (NodeId n : nodes) c->set_forbid(n, name);
+                    })
+        ->setToolTip(forbid_tip);
   }
   menu.addAction("Clear pins", this, [c, nodes] {
     for (NodeId n : nodes) c->clear_pins(n);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "core/ir/error.h"
@@ -13,12 +12,6 @@ namespace {
 
 // A kernel's identity across placements: backend and nodes.
 using KernelKey = std::pair<std::string, std::vector<NodeId>>;
-
-std::string fmt_ms(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g ms", ms);
-  return buf;
-}
 
 std::string kernel_words(const KernelGroup& k) {
   std::string text = k.backend + " '" + (k.label.empty() ? "?" : k.label) + "'";
@@ -177,18 +170,19 @@ NodeExplanation PlacementExplainer::explain(NodeId node) const {
   } else if (valid_backends.size() == 1) {
     e.reason = PlacementReason::OnlyBackend;
     e.reason_text = "only " + *valid_backends.begin() + " offers a valid kernel for it";
-  } else if (pins_.pinned.count(node) || allowed_backends.size() == 1) {
+  } else if (allowed_backends.size() == 1 && allowed_backends.count(chosen.backend)) {
+    // Only when the pins force the backend it is on (pins changed since the placement do not count).
     e.reason = PlacementReason::Pinned;
-    e.reason_text = pins_.pinned.count(node) ? "it is pinned to " + pins_.pinned.at(node)
-                                             : "the forbids leave only " + chosen.backend + " for it";
+    auto pin = pins_.pinned.find(node);
+    e.reason_text = pin != pins_.pinned.end() ? "it is pinned to " + pin->second
+                                              : "the forbids leave only " + chosen.backend + " for it";
   } else if (chosen.nodes.size() > 1) {
     e.reason = PlacementReason::FusedGroupWins;
-    e.reason_text =
-        "the fused kernel " + where + " at " + fmt_ms(e.chosen_ms) + " is part of the cheapest placement";
+    e.reason_text = "its fused " + chosen.backend + " kernel of " + std::to_string(chosen.nodes.size()) +
+                    " nodes is part of the cheapest placement";
   } else {
     e.reason = PlacementReason::SingleOpCheapest;
-    e.reason_text = "running it alone on " + chosen.backend + " at " + fmt_ms(e.chosen_ms) +
-                    " is part of the cheapest placement";
+    e.reason_text = "running it alone on " + chosen.backend + " is part of the cheapest placement";
   }
 
   // Runner-up: its backend forbidden for it, its own pin dropped (else the pin alone makes it infeasible).

@@ -35,7 +35,7 @@ enum class PlacementReason {
                       // on an op-level backend): the placement was made from other costs
   RefinedIntoRegion,  // its kernel is not a candidate and is on a graph-level backend: the refinement made it
   OnlyBackend,        // every valid candidate covering it is on one backend
-  Pinned,             // the pins leave one backend for it (a pin, or forbids of all the others)
+  Pinned,             // the pins leave one backend for it, the one it is on (a pin, or forbids)
   FusedGroupWins,     // its kernel is a fused candidate (more than one node)
   SingleOpCheapest,   // its kernel is a single-op candidate: the cheapest whole placement runs it alone
 };

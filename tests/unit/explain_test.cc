@@ -153,6 +153,11 @@ TEST(Explain, PinnedAndWhatIfsMatchReSearches) {
   Placement pf = f.placement(forbids);
   EXPECT_EQ(PlacementExplainer(f.graph, f.candidates, f.costs, pf, forbids, kEpsilon).explain(0).reason,
             PlacementReason::Pinned);
+  // Pins set since the placement was made, which it does not follow, are not its reason.
+  Pins later;
+  later.pinned[0] = "B";
+  EXPECT_EQ(PlacementExplainer(f.graph, f.candidates, f.costs, p, later, kEpsilon).explain(0).reason,
+            PlacementReason::SingleOpCheapest);
 
   std::vector<WhatIf> whatifs = ex.what_ifs(1);
   ASSERT_EQ(whatifs.size(), 2u);
