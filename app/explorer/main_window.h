@@ -86,6 +86,7 @@ class MainWindow : public QMainWindow {
   size_t find_index_ = 0;
   QMenu* recent_menu_;
   bool dialogs_ = true;
+  int inspected_ = -1;  // the node the inspector shows
 };
 
 }  // namespace collage
