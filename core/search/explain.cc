@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "core/ir/error.h"
@@ -85,6 +86,11 @@ PlacementExplainer::PlacementExplainer(const Graph& graph, const std::vector<Can
     kernel_ms_.push_back(costed ? costs_[static_cast<size_t>(index)].median_ms : k.cost_ms);
     current_ms_ += kernel_ms_.back() + epsilon_ms_;
   }
+  // The cheapest placement, to compare an op-level one with (regions are judged by measurement).
+  const bool op_level =
+      std::all_of(candidate_of_kernel_.begin(), candidate_of_kernel_.end(), [](int c) { return c >= 0; });
+  Alternative best = op_level ? re_search(pins_, kNoNode) : Alternative{};
+  if (best.feasible) optimum_ms_ = best.predicted_ms;
 }
 
 Alternative PlacementExplainer::re_search(const Pins& pins, NodeId node) const {
@@ -112,7 +118,7 @@ Alternative PlacementExplainer::re_search(const Pins& pins, NodeId node) const {
   }
   for (size_t i : result.kernels) {
     const Candidate& c = candidates_[i];
-    if (c.nodes.contains(static_cast<size_t>(node))) {
+    if (node != kNoNode && c.nodes.contains(static_cast<size_t>(node))) {
       alt.backend = c.backend;
       alt.label = c.label;
       alt.kernel_nodes = c.nodes.popcount();
@@ -183,6 +189,17 @@ NodeExplanation PlacementExplainer::explain(NodeId node) const {
   } else {
     e.reason = PlacementReason::SingleOpCheapest;
     e.reason_text = "running it alone on " + chosen.backend + " is part of the cheapest placement";
+  }
+  // An op-level placement searched on other costs (or pins) need not be the cheapest under these: say so.
+  const bool searched_here = e.reason == PlacementReason::FusedGroupWins ||
+                             e.reason == PlacementReason::SingleOpCheapest ||
+                             e.reason == PlacementReason::Pinned;
+  if (searched_here && optimum_ms_ >= 0 && current_ms_ > optimum_ms_ + 1e-9) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  " (but under these costs and pins the whole placement is %.4f ms slower than the best one)",
+                  current_ms_ - optimum_ms_);
+    e.reason_text += buf;
   }
 
   // Runner-up: its backend forbidden for it, its own pin dropped (else the pin alone makes it infeasible).

@@ -77,7 +77,8 @@ struct NodeExplanation {
   bool chosen_is_candidate = false;        // some candidate has its backend and nodes
   double chosen_ms = 0;                    // its cost as counted in `current_ms`
   PlacementReason reason = PlacementReason::SingleOpCheapest;
-  std::string reason_text;  // the reason in words, naming backends
+  std::string reason_text;  // the reason in words, naming backends; notes when the placement is not
+                            // the cheapest under these costs and pins
   double current_ms = 0;    // the placement re-costed (see the header)
   Alternative runner_up;
 };
@@ -95,7 +96,8 @@ class PlacementExplainer {
   NodeExplanation explain(NodeId node) const;
   // One entry per backend offering a candidate for the node, in first-candidate order.
   std::vector<WhatIf> what_ifs(NodeId node) const;
-  // The best placement under `pins` (same candidates, costs, ε), compared with the current one.
+  // The best placement under `pins` (same candidates, costs, ε), compared with the current one;
+  // its backend/label name the kernel holding `node` (kNoNode: none).
   Alternative re_search(const Pins& pins, NodeId node) const;
 
  private:
@@ -113,6 +115,7 @@ class PlacementExplainer {
   std::vector<double> kernel_ms_;              // placement kernel -> cost counted
   std::vector<std::vector<size_t>> covering_;  // node -> candidates covering it
   double current_ms_ = 0;
+  double optimum_ms_ = -1;  // the search under pins_; -1 when infeasible or the placement has regions
 };
 
 // The costs of measured candidates, aligned.

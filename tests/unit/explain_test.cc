@@ -181,6 +181,28 @@ TEST(Explain, PinnedAndWhatIfsMatchReSearches) {
       << on_b->run_on.infeasible_reason;
 }
 
+TEST(Explain, APlacementFromOtherCostsSaysItIsNotTheCheapest) {
+  Fixture f;
+  Placement p = f.placement({});
+  std::vector<Cost> cheaper = f.costs;
+  cheaper[0] = cost(0.1, 0.01);  // A's Relu now beats the placed B one
+  PlacementExplainer ex(f.graph, f.candidates, cheaper, p, {}, kEpsilon);
+  NodeExplanation e = ex.explain(0);
+  EXPECT_EQ(e.reason, PlacementReason::SingleOpCheapest);
+  SearchOptions o;
+  o.epsilon_ms = kEpsilon;
+  const double best = search_placement(f.graph, f.candidates, cheaper, {}, o).predicted_ms;
+  EXPECT_LT(best, ex.current_ms());
+  EXPECT_NE(e.reason_text.find("slower than the best one"), std::string::npos) << e.reason_text;
+  EXPECT_NEAR(e.runner_up.delta_ms, best - ex.current_ms(), 1e-9);  // forbidding B on it finds the best
+  EXPECT_LT(e.runner_up.delta_ms, 0);
+  // Under the costs it was searched with, no such note.
+  EXPECT_EQ(PlacementExplainer(f.graph, f.candidates, f.costs, p, {}, kEpsilon)
+                .explain(0)
+                .reason_text.find("slower"),
+            std::string::npos);
+}
+
 TEST(Explain, RegionsAndForeignKernels) {
   Fixture f;
   Placement p = f.placement({});
