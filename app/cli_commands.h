@@ -13,5 +13,6 @@ int command_tune(const std::vector<std::string>& argv);
 int command_costs(const std::vector<std::string>& argv);
 int command_compare(const std::vector<std::string>& argv);
 int command_export(const std::vector<std::string>& argv);
+int command_explain(const std::vector<std::string>& argv);
 
 }  // namespace collage::cli

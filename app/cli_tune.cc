@@ -70,16 +70,6 @@ class ConsoleProgress : public ProgressObserver {
   size_t last_decile_ = SIZE_MAX;
 };
 
-NodeId node_by_ref(const Graph& graph, const std::string& ref, const std::string& option) {
-  for (NodeId n = 0; n < graph.num_nodes(); ++n)
-    if (graph.node(n).name == ref) return n;
-  if (!ref.empty() && std::all_of(ref.begin(), ref.end(), ::isdigit)) {
-    long id = std::stol(ref);
-    if (id >= 0 && id < graph.num_nodes()) return static_cast<NodeId>(id);
-  }
-  throw Error(ErrorKind::InvalidInput, option + " " + ref + ": the model has no node with that name or id");
-}
-
 void print_verification(const workflow::VerifyReport& verify) {
   std::printf("verified against the native reference: %s (max abs error %.3g)\n",
               verify.ok() ? "ok" : verify.mismatch.c_str(), verify.max_abs_error);

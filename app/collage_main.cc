@@ -38,6 +38,11 @@ const char* kUsage =
     "  export MODEL --placement placement.json -o model.collage [--dim NAME=N ...]\n"
     "      writes the compiled artifact (docs/artifact-format.md) for collage-run / libcollage_runtime,\n"
     "      reloads it and checks its outputs against the in-process run of the placement\n"
+    "  explain MODEL --placement placement.json [--node NAME|ID] [--json] [--cost-db PATH | --no-cost-db]\n"
+    "                [--backends B1,B2] [--threads N] [--dim NAME=N ...]\n"
+    "      why each node runs where the placement put it (reason, runner-up and its predicted delta);\n"
+    "      --node: the candidates covering it and the what-ifs (run on / forbid each backend);\n"
+    "      from the cost DB's costs alone, nothing is measured\n"
     "Symbolic input dims default to 1; set them with --dim batch=8.\n";
 
 }  // namespace
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
     if (command == "costs") return collage::cli::command_costs(args);
     if (command == "compare") return collage::cli::command_compare(args);
     if (command == "export") return collage::cli::command_export(args);
+    if (command == "explain") return collage::cli::command_explain(args);
     std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const collage::Error& e) {

@@ -1,5 +1,7 @@
 #include "app/model_loading.h"
 
+#include <algorithm>
+
 #include "app/cli_args.h"
 #include "backends/native/native_kernel.h"
 
@@ -28,6 +30,16 @@ Graph load_model(const std::string& path, const std::map<std::string, int64_t>& 
   options.dims = dims;
   options.evaluator = native::node_evaluator();
   return import_onnx_file(path, options, report);
+}
+
+NodeId node_by_ref(const Graph& graph, const std::string& ref, const std::string& option) {
+  for (NodeId n = 0; n < graph.num_nodes(); ++n)
+    if (graph.node(n).name == ref) return n;
+  if (!ref.empty() && ref.size() < 10 && std::all_of(ref.begin(), ref.end(), ::isdigit)) {
+    long id = std::stol(ref);
+    if (id >= 0 && id < graph.num_nodes()) return static_cast<NodeId>(id);
+  }
+  throw Error(ErrorKind::InvalidInput, option + " " + ref + ": the model has no node with that name or id");
 }
 
 }  // namespace collage::cli

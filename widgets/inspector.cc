@@ -11,6 +11,7 @@ QString Inspector::html(const NodeDetails& d) {
                      .arg(d.name.toHtmlEscaped(), d.op_type)
                      .arg(d.opset)
                      .arg(d.id);
+  if (d.why) html += why_html(*d.why);  // first: what a user asks after a tune
   html += QString("<p>%1 MFLOPs, %2 KB read, %3 KB written</p>")
               .arg(d.flops / 1e6, 0, 'f', 3)
               .arg(d.bytes_read / 1024, 0, 'f', 1)
@@ -38,6 +39,28 @@ QString Inspector::html(const NodeDetails& d) {
                 .arg(a.backend.toHtmlEscaped(), a.label.toHtmlEscaped())
                 .arg(a.cost_ms, 0, 'f', 4);
   return html;
+}
+
+QString Inspector::why_html(const NodeDetails::WhyHere& w) {
+  QString html = QString(
+                     "<h4>Why here: %1</h4><p>%2.<br>Kernel: %3 <i>%4</i>, %5 node%6, %7 ms of the "
+                     "placement's %8 ms.</p>")
+                     .arg(QString(w.reason_key).replace('-', ' '), w.reason.toHtmlEscaped(),
+                          w.backend.toHtmlEscaped(), w.label.toHtmlEscaped())
+                     .arg(w.kernel_nodes)
+                     .arg(w.kernel_nodes == 1 ? "" : "s")
+                     .arg(w.cost_ms, 0, 'f', 4)
+                     .arg(w.placement_ms, 0, 'f', 4);
+  const NodeDetails::Alternative& r = w.runner_up;
+  if (!r.feasible) return html + "<p><b>Runner-up:</b> no alternative: " + r.why_not.toHtmlEscaped() + "</p>";
+  html += QString("<p><b>Runner-up</b> (%1 forbidden here): %2 <i>%3</i>, placement %4 ms, <b>Δ %5 ms</b>")
+              .arg(w.backend.toHtmlEscaped(), r.backend.toHtmlEscaped(), r.label.toHtmlEscaped())
+              .arg(r.predicted_ms, 0, 'f', 4)
+              .arg(QString::asprintf("%+.4f", r.delta_ms));
+  if (r.near_tie)
+    html += QString("<br><b>Near tie</b>: within the measured spread (±%1 ms) of the kernels that differ")
+                .arg(r.spread_ms, 0, 'f', 4);
+  return html + "</p>";
 }
 
 }  // namespace collage

@@ -1,6 +1,7 @@
 // The "Inspector" panel: one node's attributes, tensors, FLOPs, the candidate
-// kernels covering it and its assigned kernel. It builds its own HTML from the
-// plain data it is given (NodeDetails); it knows nothing of graphs or searches.
+// kernels covering it, its assigned kernel and "Why here" (the reason it runs
+// there and the runner-up). It builds its own HTML from the plain data it is
+// given (NodeDetails); it knows nothing of graphs or searches.
 #pragma once
 
 #include <QString>
@@ -26,6 +27,23 @@ struct NodeDetails {
     QString backend, label;
     double cost_ms = 0;
   };
+  // A re-searched placement (core/search/explain.h's Alternative, as plain text and numbers).
+  struct Alternative {
+    bool feasible = false;
+    QString why_not;         // when not feasible
+    QString backend, label;  // the kernel covering the node in it
+    double predicted_ms = 0, delta_ms = 0, spread_ms = 0;
+    bool near_tie = false;  // |delta| within the spread of the kernels that differ
+  };
+  struct WhyHere {
+    QString reason_key;  // "fused-group-wins", ...
+    QString reason;      // in words
+    QString backend, label;
+    int kernel_nodes = 0;
+    double cost_ms = 0;
+    double placement_ms = 0;  // the placement re-costed under the tuned costs
+    Alternative runner_up;    // its backend forbidden for the node
+  };
   int id = -1;
   QString name, op_type;
   int opset = 0;
@@ -35,6 +53,7 @@ struct NodeDetails {
   bool tuned = false;                     // candidates are known (even if none covers it)
   std::vector<CandidateCost> candidates;  // those covering the node
   std::vector<Assigned> assigned;         // the placed kernel(s) holding it
+  std::optional<WhyHere> why;             // with tuned costs and a placement
 };
 
 class Inspector : public QTextBrowser {
@@ -43,6 +62,9 @@ class Inspector : public QTextBrowser {
   explicit Inspector(QWidget* parent = nullptr);
   void show_node(const NodeDetails& details);
   static QString html(const NodeDetails& details);
+
+ private:
+  static QString why_html(const NodeDetails::WhyHere& why);
 };
 
 }  // namespace collage

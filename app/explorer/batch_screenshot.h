@@ -1,7 +1,9 @@
-// Batch mode (`--screenshot PATH [--tune [--refine]]`): drives the controller
-// through load, tune and refine, saves the window as PNG once the last step is
-// shown, and quits: status 0, or 2 with the error on stderr (as the CLI) when a
-// step failed (the picture is still saved).
+// Batch mode (`--screenshot PATH [--tune [--refine]] [--select NODE]`): drives the
+// controller through load, tune and refine, selects the node named NODE (the
+// inspector then shows it, "Why here" included once tuned), saves the window as
+// PNG once the last step is shown, and quits: status 0, or 2 with the error on
+// stderr (as the CLI) when a step failed or no node has that name (the picture
+// is still saved).
 #pragma once
 
 #include <QObject>
@@ -17,7 +19,8 @@ class BatchScreenshot : public QObject {
   Q_OBJECT
  public:
   // Create after the window (its handlers run first) and before the model is opened.
-  BatchScreenshot(MainWindow* window, const QString& path, bool tune, bool refine);
+  BatchScreenshot(MainWindow* window, const QString& path, bool tune, bool refine,
+                  const QString& select = QString());
 
  private:
   void on_finished(const JobReport& report);
@@ -28,6 +31,7 @@ class BatchScreenshot : public QObject {
   QString path_;
   bool tune_;
   bool refine_;
+  QString select_;  // node name to select before the picture; empty: none
   bool done_ = false;
 };
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
@@ -338,7 +339,52 @@ NodeDetails ExplorerController::node_details(int node) const {
     for (const PlacedKernel& k : placement_->kernels)
       if (std::find(k.nodes.begin(), k.nodes.end(), node) != k.nodes.end())
         d.assigned.push_back({QString::fromStdString(k.backend), QString::fromStdString(k.label), k.cost_ms});
+  if (std::optional<NodeExplanation> e = explain_node(node)) {
+    const Alternative& r = e->runner_up;
+    NodeDetails::WhyHere why;
+    why.reason_key = reason_key(e->reason);
+    why.reason = QString::fromStdString(e->reason_text);
+    why.backend = QString::fromStdString(e->chosen.backend);
+    why.label = QString::fromStdString(e->chosen.label);
+    why.kernel_nodes = static_cast<int>(e->chosen.nodes.size());
+    why.cost_ms = e->chosen_ms;
+    why.placement_ms = e->current_ms;
+    why.runner_up = {r.feasible,
+                     QString::fromStdString(r.infeasible_reason),
+                     QString::fromStdString(r.backend),
+                     QString::fromStdString(r.label),
+                     r.predicted_ms,
+                     r.delta_ms,
+                     r.spread_ms,
+                     r.near_tie};
+    d.why = why;
+  }
   return d;
+}
+
+std::optional<PlacementExplainer> ExplorerController::explainer() const {
+  if (!graph_ || !tuned_ || !placement_) return std::nullopt;
+  std::set<std::string> graph_level;
+  for (const BackendSpec* b : workflow::graph_level_backends(all_backends())) graph_level.insert(b->name);
+  try {
+    return std::make_optional<PlacementExplainer>(*graph_, tuned_->candidates, costs_of(tuned_->costs),
+                                                  *placement_, pins_, placement_->epsilon_ms, graph_level);
+  } catch (const Error&) {
+    return std::nullopt;  // the placement does not fit these candidates: nothing to explain
+  }
+}
+
+std::optional<NodeExplanation> ExplorerController::explain_node(int node) const {
+  if (!graph_ || node < 0 || node >= graph_->num_nodes()) return std::nullopt;
+  std::optional<PlacementExplainer> ex = explainer();
+  if (!ex) return std::nullopt;
+  return ex->explain(node);
+}
+
+std::vector<WhatIf> ExplorerController::what_ifs(int node) const {
+  if (!graph_ || node < 0 || node >= graph_->num_nodes()) return {};
+  std::optional<PlacementExplainer> ex = explainer();
+  return ex ? ex->what_ifs(node) : std::vector<WhatIf>{};
 }
 
 void ExplorerController::load_placement(const QString& path) {
@@ -372,6 +418,11 @@ QString ExplorerController::save_artifact(const QString& path) const {
       .arg(static_cast<double>(r.arena_bytes) / (1 << 20), 0, 'f', 2)
       .arg(static_cast<double>(r.unplanned_bytes) / (1 << 20), 0, 'f', 2)
       .arg(r.bitwise_equal ? "bitwise equal to" : "within tolerance of");
+}
+
+QString what_if_label(const Alternative& a) {
+  if (!a.feasible) return "impossible";
+  return QString::asprintf("%+.3f ms", a.delta_ms) + (a.near_tie ? ", near tie" : "");
 }
 
 QString tune_summary(const TuneResult& tuned, double measured_ms, double previous_predicted_ms,

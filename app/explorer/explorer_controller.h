@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/search/explain.h"
 #include "core/search/tuner.h"
 #include "core/tuning/progress.h"
 #include "core/workflow/workflow.h"
@@ -98,6 +99,15 @@ class ExplorerController : public QObject {
   std::vector<NodeId> candidate_nodes(size_t index) const;  // nodes of tuned candidate `index`
   NodeDetails node_details(int node) const;                 // what the inspector shows
 
+  // ---- why here, and what if (core/search/explain.h) ----
+  // From tune results and the placement only: re-searches over those costs, with the
+  // placement's ε and the current pins; nothing is measured, so it runs synchronously
+  // (a few ms per search on ResNet-50). nullopt / empty without tuned costs or a
+  // placement, or for a node outside the graph.
+  std::optional<NodeExplanation> explain_node(int node) const;
+  // Per backend offering a kernel for the node: the predicted Δ of "Run on" / "Forbid" it.
+  std::vector<WhatIf> what_ifs(int node) const;
+
   // ---- files (synchronous; errors as exceptions for the caller's dialog) ----
   void load_placement(const QString& path);        // throws Error
   void save_placement(const QString& path) const;  // throws Error
@@ -120,6 +130,7 @@ class ExplorerController : public QObject {
   using Apply = std::function<JobReport(ExplorerController&)>;
   bool run(Job job, std::function<Apply(ProgressObserver&)> work);
   void wait_for_job();  // cancels and joins; the job's result is dropped
+  std::optional<PlacementExplainer> explainer() const;
   void job_ended(Job job, Apply apply, QString error, double seconds);
 
   std::vector<const BackendSpec*> backends_;
@@ -138,6 +149,9 @@ class ExplorerController : public QObject {
   std::atomic<bool> cancel_{false};
   unsigned generation_ = 0;  // bumped per job: stale observer events are dropped
 };
+
+// A what-if as a menu shows it: "+0.214 ms", "-0.010 ms, near tie", "impossible".
+QString what_if_label(const Alternative& alternative);
 
 // The status-bar line of a finished tune (also its log line).
 QString tune_summary(const TuneResult& tuned, double measured_ms, double previous_predicted_ms,

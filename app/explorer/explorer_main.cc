@@ -1,4 +1,4 @@
-// collage-explorer [MODEL] [--tune [--refine]] [--placement FILE] [--screenshot PATH]
+// collage-explorer [MODEL] [--tune [--refine]] [--placement FILE] [--screenshot PATH [--select NODE]]
 #include <QApplication>
 #include <QCommandLineParser>
 
@@ -18,13 +18,16 @@ int main(int argc, char** argv) {
   QCommandLineOption refine("refine", "After tuning, run the graph-level search (with --screenshot).");
   QCommandLineOption placement("placement", "Placement JSON to load.", "file");
   QCommandLineOption screenshot("screenshot", "Save the window as PNG when ready, then exit.", "path");
-  parser.addOptions({tune, refine, placement, screenshot});
+  QCommandLineOption select("select", "Select this node (by name) before the screenshot (with --screenshot).",
+                            "node");
+  parser.addOptions({tune, refine, placement, screenshot, select});
   parser.process(app);
   collage::MainWindow window;
   window.show();
   const QStringList args = parser.positionalArguments();
   if (parser.isSet(screenshot))
-    new collage::BatchScreenshot(&window, parser.value(screenshot), parser.isSet(tune), parser.isSet(refine));
+    new collage::BatchScreenshot(&window, parser.value(screenshot), parser.isSet(tune), parser.isSet(refine),
+                                 parser.value(select));
   if (!args.isEmpty()) {
     window.open_model(args[0]);
     const bool tune_now = parser.isSet(tune) && !parser.isSet(screenshot);

@@ -19,6 +19,7 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <algorithm>
+#include <map>
 
 #include "backends/registry.h"
 #include "widgets/backend_colors.h"
@@ -68,6 +69,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
           [this](const MeasuredCost& cost) { cost_table_->set_result(cost.index, cost.result); });
   connect(c, &ExplorerController::best_placement, this, [this](const BestPlacement& best) {
     view_->set_placement(&*controller_->placement());
+    chart_->show_placement("refined", best.placement);
     log(QString("refining: new best %1 ms (%2 kernels)")
             .arg(best.fitness_ms, 0, 'f', 3)
             .arg(best.placement.kernels.size()));
@@ -201,7 +203,9 @@ void MainWindow::start_tune() {
 }
 
 void MainWindow::start_refine() {
-  if (controller_->start_refine()) set_busy(true, true);
+  if (!controller_->start_refine()) return;
+  chart_->clear_refine();
+  set_busy(true, true);
 }
 
 void MainWindow::on_progress(const ProgressEvent& e) {
@@ -223,13 +227,13 @@ void MainWindow::on_progress(const ProgressEvent& e) {
     case Stage::Measure:
       progress_->setRange(0, static_cast<int>(e.total));
       progress_->setValue(static_cast<int>(e.done));
+      chart_->add_measure_progress(e.done, e.total, e.elapsed_ms / 1000);
       status_->setText(
           QString("measuring %1/%2: %3").arg(e.done).arg(e.total).arg(QString::fromStdString(e.message)));
       if (e.done % 25 == 0 || e.done == e.total) log(status_->text());
       break;
     case Stage::Search:
       status_->setText(QString("searching: %1 states").arg(e.done));
-      if (e.best_ms >= 0) chart_->add_point(e.elapsed_ms / 1000, e.best_ms);
       break;
   }
 }
@@ -243,6 +247,8 @@ void MainWindow::on_finished(const JobReport& report) {
       view_->set_graph(controller_->graph(), controller_->layout());
       view_->fit();
       cost_table_->clear();
+      chart_->clear();
+      inspected_ = -1;
       status += QString(", shown in %1 s").arg(report.seconds, 0, 'f', 2);
       log(status);
       setWindowTitle("Collage Explorer — " + controller_->model_path());
@@ -250,7 +256,7 @@ void MainWindow::on_finished(const JobReport& report) {
       break;
     case Job::Tune: {
       const TuneResult& tuned = *controller_->tuned();
-      chart_->add_point(tuned.search.elapsed_ms / 1000, tuned.search.predicted_ms);
+      chart_->show_placement("op-level", *controller_->placement());
       view_->set_placement(&*controller_->placement());
       cost_table_->finish(tuned.candidates, tuned.costs);
       if (!report.mismatch.isEmpty())
@@ -263,6 +269,9 @@ void MainWindow::on_finished(const JobReport& report) {
   }
   for (const QString& line : report.log) log(line);
   status_->setText(status);
+  // A new placement changes why the inspected node runs where it does.
+  if (report.job != Job::Load && inspected_ >= 0)
+    inspector_->show_node(controller_->node_details(inspected_));
 }
 
 void MainWindow::on_failed(const JobFailure& f) {
@@ -287,7 +296,13 @@ void MainWindow::on_failed(const JobFailure& f) {
 void MainWindow::show_node(int node) {
   if (!controller_->graph() || node < 0 || node >= controller_->graph()->num_nodes()) return;
   if (controller_->tuned()) cost_table_->show_node(node);  // the candidates covering it
+  inspected_ = node;
   inspector_->show_node(controller_->node_details(node));
+}
+
+void MainWindow::select_node(int node) {
+  view_->highlight({node});
+  show_node(node);
 }
 
 void MainWindow::export_placement() {
@@ -366,19 +381,38 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
   QMenu* pin = menu.addMenu("Pin to");
   QMenu* forbid = menu.addMenu("Forbid");
   ExplorerController* c = controller_;
+  // One node: each choice shows its predicted Δ, re-searched over the tuned costs (nothing measured).
+  std::map<std::string, WhatIf> what_if;
+  if (nodes.size() == 1)
+    for (WhatIf& w : c->what_ifs(node)) what_if[w.backend] = std::move(w);
+  for (QMenu* m : {run_on, forbid}) m->setToolTipsVisible(true);
+  auto labelled = [&what_if](const QString& name, bool forbidding) {
+    auto it = what_if.find(name.toStdString());
+    if (it == what_if.end()) return std::make_pair(name, QString());
+    const Alternative& a = forbidding ? it->second.forbid : it->second.run_on;
+    return std::make_pair(name + "  (" + what_if_label(a) + ")", QString::fromStdString(a.infeasible_reason));
+  };
   for (const BackendSpec* b : all_backends()) {
     QString name = QString::fromStdString(b->name);
+    auto [run_text, run_tip] = labelled(name, false);
+    auto [forbid_text, forbid_tip] = labelled(name, true);
     // "Run on" reassigns at once: pin, then re-search (fast with a warm cost DB).
-    run_on->addAction(name, this, [this, c, nodes, name] {
-      for (NodeId n : nodes) c->set_pin(n, name);
-      start_tune();
-    });
+    run_on
+        ->addAction(run_text, this,
+                    [this, c, nodes, name] {
+                      for (NodeId n : nodes) c->set_pin(n, name);
+                      start_tune();
+                    })
+        ->setToolTip(run_tip);
     pin->addAction(name, this, [c, nodes, name] {
       for (NodeId n : nodes) c->set_pin(n, name);
     });
-    forbid->addAction(name, this, [c, nodes, name] {
-      for (NodeId n : nodes) c->set_forbid(n, name);
-    });
+    forbid
+        ->addAction(forbid_text, this,
+                    [c, nodes, name] {
+                      for (NodeId n : nodes) c->set_forbid(n, name);
+                    })
+        ->setToolTip(forbid_tip);
   }
   menu.addAction("Clear pins", this, [c, nodes] {
     for (NodeId n : nodes) c->clear_pins(n);

@@ -39,6 +39,7 @@ class MainWindow : public QMainWindow {
   // outputs against the in-process run; false with `error` set on failure.
   bool save_artifact(const QString& path, QString* error = nullptr);
   std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
+  void select_node(int node);                         // selected in the graph, shown in the inspector
   // Batch mode (--screenshot): failures go to stderr, not to dialogs.
   void set_dialogs_enabled(bool enabled) { dialogs_ = enabled; }
 
@@ -85,6 +86,7 @@ class MainWindow : public QMainWindow {
   size_t find_index_ = 0;
   QMenu* recent_menu_;
   bool dialogs_ = true;
+  int inspected_ = -1;  // the node the inspector shows
 };
 
 }  // namespace collage

@@ -11,8 +11,10 @@
 
 #include "app/explorer/explorer_controller.h"
 #include "backends/registry.h"
+#include "core/search/search.h"
 #include "core/workflow/workflow.h"
 #include "job_wait.h"
+#include "widgets/inspector.h"
 
 #if !defined(COLLAGE_SAMPLE_MODEL) || !defined(COLLAGE_CLI_PATH)
 #error "COLLAGE_SAMPLE_MODEL and COLLAGE_CLI_PATH must name the bundled model and the collage CLI"
@@ -27,6 +29,15 @@ using collage::Job;
 QString fresh_db(const std::string& name) {
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(fs::temp_directory_path() / (name + suffix));
   return QString::fromStdString((fs::temp_directory_path() / name).string());
+}
+
+// `search_placement` on the controller's tuned candidates and costs under `pins`, at the placement's ε.
+double search_ms(const ExplorerController& c, const collage::Pins& pins) {
+  std::vector<collage::Cost> costs;
+  for (const collage::MeasuredCandidate& m : c.tuned()->costs) costs.push_back(m.cost);
+  collage::SearchOptions options;
+  options.epsilon_ms = c.placement()->epsilon_ms;
+  return collage::search_placement(*c.graph(), c.tuned()->candidates, costs, pins, options).predicted_ms;
 }
 
 }  // namespace
@@ -95,6 +106,78 @@ class ControllerTest : public QObject {
     auto refusal = failed.takeFirst().at(0).value<collage::JobFailure>();
     QCOMPARE(refusal.job, Job::Refine);
     QVERIFY(refusal.message.contains("graph-level backend"));
+  }
+
+  // Why here: after a tune, the runner-up of a node is the search with its backend forbidden
+  // (computed here from the tuned costs), the what-ifs are the searches with the menu's pins,
+  // and the inspector shows the reason and the runner-up.
+  void explains_a_node_after_a_tune() {
+    ExplorerController c;
+    // The first test's cost DB: warm when it ran before, measured otherwise.
+    c.set_cost_db_path(
+        QString::fromStdString((fs::temp_directory_path() / "controller_test_tune.sqlite").string()));
+    c.set_backends({collage::find_backend("xnnpack")});
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    c.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
+    const int conv = c.node_id("/layer1/layer1.0/conv1/Conv");
+    QVERIFY(conv >= 0);
+    QVERIFY(!c.explain_node(conv));  // nothing to explain before a tune
+    QVERIFY(!c.node_details(conv).why);
+    finished.clear();
+    QVERIFY(c.start_tune());
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 120000));
+    QCOMPARE(failed.count(), 0);
+    const collage::Placement& placement = *c.placement();
+
+    std::optional<collage::NodeExplanation> e = c.explain_node(conv);
+    QVERIFY(e.has_value());
+    QVERIFY(!c.explain_node(c.graph()->num_nodes()));
+    QVERIFY(std::find(e->chosen.nodes.begin(), e->chosen.nodes.end(), conv) != e->chosen.nodes.end());
+    QVERIFY(e->chosen_is_candidate);  // an op-level tune places candidates only
+    QVERIFY(std::abs(e->current_ms - placement.predicted_ms) < 1e-9);
+    collage::Pins forbid = c.pins();
+    forbid.forbidden[conv].insert(e->chosen.backend);
+    const double want = search_ms(c, forbid);
+    QVERIFY(e->runner_up.feasible);
+    QVERIFY2(std::abs(e->runner_up.predicted_ms - want) < 1e-9,
+             qPrintable(QString("%1 vs %2").arg(e->runner_up.predicted_ms).arg(want)));
+    QVERIFY(std::abs(e->runner_up.delta_ms - (want - placement.predicted_ms)) < 1e-9);
+    QVERIFY(e->runner_up.backend != e->chosen.backend);
+
+    // The menu's what-ifs: both backends offer a Conv; each Δ is the search with that pin / forbid.
+    std::vector<collage::WhatIf> what_ifs = c.what_ifs(conv);
+    QCOMPARE(what_ifs.size(), size_t{2});
+    for (const collage::WhatIf& w : what_ifs) {
+      collage::Pins run_on = c.pins();
+      run_on.pinned[conv] = w.backend;
+      collage::Pins forbid_it = c.pins();
+      forbid_it.forbidden[conv].insert(w.backend);
+      QVERIFY(std::abs(w.run_on.predicted_ms - search_ms(c, run_on)) < 1e-9);
+      QVERIFY(std::abs(w.forbid.predicted_ms - search_ms(c, forbid_it)) < 1e-9);
+      QString label = collage::what_if_label(w.run_on);
+      QVERIFY2(label.startsWith(QString::asprintf("%+.3f ms", w.run_on.delta_ms)), qPrintable(label));
+    }
+
+    // The inspector: the reason in words, the runner-up with its Δ, a near tie when flagged.
+    QString html = collage::Inspector::html(c.node_details(conv));
+    QVERIFY2(html.contains("Why here"), qPrintable(html));
+    QVERIFY2(html.contains(QString::fromStdString(e->reason_text).toHtmlEscaped()), qPrintable(html));
+    QVERIFY2(html.contains("Runner-up"), qPrintable(html));
+    QVERIFY2(html.contains(QString::asprintf("%+.4f", e->runner_up.delta_ms)), qPrintable(html));
+    QCOMPARE(html.contains("Near tie"), e->runner_up.near_tie);
+    // Flatten runs on native only: no runner-up, and the search's reason.
+    const int flatten = c.node_id("/Flatten");
+    QVERIFY(flatten >= 0);
+    std::optional<collage::NodeExplanation> f = c.explain_node(flatten);
+    QVERIFY(f && !f->runner_up.feasible);
+    QCOMPARE(f->reason, collage::PlacementReason::OnlyBackend);
+    QString flatten_html = collage::Inspector::html(c.node_details(flatten));
+    QVERIFY2(flatten_html.contains("no alternative: " +
+                                   QString::fromStdString(f->runner_up.infeasible_reason).toHtmlEscaped()),
+             qPrintable(flatten_html));
+    QCOMPARE(collage::what_if_label(c.what_ifs(flatten).front().forbid), QString("impossible"));
   }
 
   void stop_cancels_a_tune() {

@@ -141,6 +141,14 @@ class ExplorerTest : public QObject {
     QVERIFY2(gaps.longest_ms < 1000, "the GUI thread blocked while tuning");
     QVERIFY(progress.count() > 0);
     QVERIFY(window.progress_chart()->point_count() > 0);
+    // The charts: measuring to the end, the placement's predicted time per backend as a bar.
+    const QString title = window.progress_chart()->measure_title();
+    QVERIFY2(title.startsWith(QString("Measured %1 kernels in ").arg(c->tuned()->candidates.size())),
+             qPrintable(title));
+    for (const auto& [backend, share] : collage::time_per_backend(*c->placement()))
+      QCOMPARE(window.progress_chart()->bar_ms("op-level", QString::fromStdString(backend)),
+               share.predicted_ms);
+    QCOMPARE(window.progress_chart()->bar_ms("op-level", "no-such-backend"), -1.0);
     // Every candidate kernel is listed with its outcome; none is left pending.
     collage::CostTable* table = window.cost_table();
     const int rows = table->model()->rowCount();
@@ -184,9 +192,16 @@ class ExplorerTest : public QObject {
 
     // Graph-level refinement: generations reach the chart, the result recolours the graph.
     int points = window.progress_chart()->point_count();
+    QSignalSpy best(c, &ExplorerController::best_placement);
     window.start_refine();
     QVERIFY(job.wait(120000));
     QVERIFY(window.progress_chart()->point_count() > points);
+    if (!best.isEmpty()) {  // the refined bar follows the last best placement
+      auto last = best.last().at(0).value<collage::BestPlacement>().placement;
+      for (const auto& [backend, share] : collage::time_per_backend(last))
+        QCOMPARE(window.progress_chart()->bar_ms("refined", QString::fromStdString(backend)),
+                 share.predicted_ms);
+    }
     for (const auto& k : c->placement()->kernels)
       for (collage::NodeId n : k.nodes)
         QCOMPARE(window.graph_view()->node_fill(n),
