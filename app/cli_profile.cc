@@ -26,24 +26,24 @@ int command_profile(const std::vector<std::string>& argv) {
   // Isolated costs were measured at the placement's thread count: run at it unless told otherwise.
   options.threads = args.get_int("--threads", placement.threads, 1, 1024);
   options.repeat = repeat;
-  workflow::ProfileReport r =
+  ProfileReport r =
       workflow::profile(graph, placement, random_inputs(graph, static_cast<uint64_t>(seed)), options);
 
   if (args.has("--trace")) {
     std::string path = args.get("--trace", "");
     std::ofstream out(path, std::ios::trunc);
-    out << workflow::profile_chrome_trace(r) << "\n";
+    out << profile_chrome_trace(r) << "\n";
     if (!out) throw Error(ErrorKind::Io, "cannot write trace '" + path + "'");
     std::fprintf(stderr, "trace written to %s (open it in Perfetto or chrome://tracing)\n", path.c_str());
   }
   if (args.has("--json")) {
-    std::printf("%s\n", workflow::profile_to_json(r).c_str());
+    std::printf("%s\n", profile_to_json(r).c_str());
     return 0;
   }
   std::printf("%4s  %-14s %-32s %10s %12s %10s %6s\n", "#", "backend", "kernel", "in-run ms", "isolated ms",
               "delta ms", "share");
   for (size_t k = 0; k < r.kernels.size(); ++k) {
-    const workflow::KernelProfile& kp = r.kernels[k];
+    const KernelProfile& kp = r.kernels[k];
     std::printf("%4zu  %-14s %-32.32s %10.3f %12.3f %+10.3f %5.1f%%\n", k + 1, kp.backend.c_str(),
                 kp.label.c_str(), kp.in_run_ms, kp.isolated_ms, kp.delta_ms(),
                 r.e2e_median_ms > 0 ? 100 * kp.in_run_ms / r.e2e_median_ms : 0.0);

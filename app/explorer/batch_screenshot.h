@@ -1,7 +1,9 @@
-// Batch mode (`--screenshot PATH [--tune [--refine]]`): drives the controller
-// through load, tune and refine, saves the window as PNG once the last step is
-// shown, and quits: status 0, or 2 with the error on stderr (as the CLI) when a
-// step failed (the picture is still saved).
+// Batch mode (`--screenshot PATH`): drives the window through the steps asked for, in
+// this order: load the model, load `--placement`, `--tune`, `--refine`, `--profile`
+// (the profile dock with the timeline), `--diff OTHER.json` (the diff dock against
+// OTHER, changed nodes highlighted); then saves the window as PNG and quits: status 0,
+// or 2 with the error on stderr (as the CLI) when a step failed (the picture is still
+// saved, and no later step runs).
 #pragma once
 
 #include <QObject>
@@ -13,21 +15,30 @@ class MainWindow;
 struct JobFailure;
 struct JobReport;
 
+struct BatchOptions {
+  QString screenshot;  // PNG path
+  QString placement;   // load after the model (empty: none)
+  bool tune = false;
+  bool refine = false;  // implies tune
+  bool profile = false;
+  QString diff;  // compare the final placement with this file (empty: none)
+};
+
 class BatchScreenshot : public QObject {
   Q_OBJECT
  public:
   // Create after the window (its handlers run first) and before the model is opened.
-  BatchScreenshot(MainWindow* window, const QString& path, bool tune, bool refine);
+  BatchScreenshot(MainWindow* window, BatchOptions options);
 
  private:
   void on_finished(const JobReport& report);
   void on_failed(const JobFailure& failure);
+  void after_placement();  // profile, then diff, then shoot
+  void after_profile();
   void shoot(const QString& failure);
 
   MainWindow* window_;
-  QString path_;
-  bool tune_;
-  bool refine_;
+  BatchOptions options_;
   bool done_ = false;
 };
 

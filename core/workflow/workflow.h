@@ -13,11 +13,11 @@
 
 #include "core/search/artifact_export.h"
 #include "core/search/placement_timing.h"
+#include "core/search/profile_report.h"
 #include "core/search/refine.h"
 #include "core/search/tuner.h"
 #include "core/tuning/cost_db.h"
 #include "core/tuning/progress.h"
-#include "core/workflow/profile_report.h"
 #include "core/workflow/settings.h"
 
 namespace collage::workflow {

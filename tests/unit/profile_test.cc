@@ -57,7 +57,7 @@ TEST(WorkflowProfile, KernelTimesAddUpToTheRunAndTheTraceHasEveryKernelOfEveryRu
   workflow::RunOptions options;
   options.backends = {};
   options.repeat = 5;
-  workflow::ProfileReport r = workflow::profile(g, p, random_inputs(g, 1), options);
+  ProfileReport r = workflow::profile(g, p, random_inputs(g, 1), options);
   ASSERT_EQ(r.kernels.size(), p.kernels.size());
   ASSERT_EQ(r.runs.size(), 5u);
   double isolated = 0, sum = 0;
@@ -84,12 +84,12 @@ TEST(WorkflowProfile, KernelTimesAddUpToTheRunAndTheTraceHasEveryKernelOfEveryRu
   double deltas = 0;
   for (const auto& k : r.kernels) deltas += k.delta_ms();
   EXPECT_NEAR(r.additive_error_ms(), deltas + r.outside_kernels_ms(), 1e-9);
-  for (const workflow::ProfiledRun& run : r.runs) {
+  for (const ProfiledRun& run : r.runs) {
     ASSERT_EQ(run.steps.size(), r.kernels.size());
     EXPECT_LE(run.steps.back().end_ms, run.total_ms);
   }
 
-  nlohmann::json trace = nlohmann::json::parse(workflow::profile_chrome_trace(r));
+  nlohmann::json trace = nlohmann::json::parse(profile_chrome_trace(r));
   ASSERT_TRUE(trace.is_array());
   std::vector<int> per_kernel(r.kernels.size(), 0);
   std::vector<std::pair<double, double>> runs;  // [ts, ts + dur] of each run event
@@ -113,7 +113,7 @@ TEST(WorkflowProfile, KernelTimesAddUpToTheRunAndTheTraceHasEveryKernelOfEveryRu
   }
   for (size_t k = 0; k < per_kernel.size(); ++k) EXPECT_EQ(per_kernel[k], 5) << "kernel " << k;
 
-  nlohmann::json report = nlohmann::json::parse(workflow::profile_to_json(r));
+  nlohmann::json report = nlohmann::json::parse(profile_to_json(r));
   EXPECT_EQ(report.at("kernels").size(), r.kernels.size());
   EXPECT_EQ(report.at("runs"), 5);
 }

@@ -1,4 +1,4 @@
-// The profile of a placement's real run (workflow::profile): each kernel timed inside
+// The profile of a placement's real run (workflow::profile, core/workflow): each kernel timed inside
 // the end-to-end run (Executor::set_profiling) beside its isolated measured cost, and
 // its writers (report JSON, Chrome trace event format). Invariants: `kernels` is in
 // execution order, one per placement kernel (kernels[k] is placement.kernels[k]); every
@@ -12,7 +12,7 @@
 #include "core/ir/graph.h"
 #include "core/runtime/executor.h"
 
-namespace collage::workflow {
+namespace collage {
 
 struct KernelProfile {
   std::string label;  // the kernel's ops ("Conv+Relu"), as its executor step names it
@@ -56,4 +56,4 @@ std::string profile_to_json(const ProfileReport& report);
 // isolated_ms, kernel index), plus process/thread name metadata ("M") events.
 std::string profile_chrome_trace(const ProfileReport& report);
 
-}  // namespace collage::workflow
+}  // namespace collage

@@ -1,8 +1,8 @@
-#include "core/workflow/profile_report.h"
+#include "core/search/profile_report.h"
 
 #include <nlohmann/json.hpp>
 
-namespace collage::workflow {
+namespace collage {
 
 using nlohmann::json;
 
@@ -68,4 +68,4 @@ std::string profile_chrome_trace(const ProfileReport& r) {
   return events.dump();
 }
 
-}  // namespace collage::workflow
+}  // namespace collage
