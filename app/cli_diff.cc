@@ -86,6 +86,9 @@ int command_diff(const std::vector<std::string>& argv) {
   }
   print_side("A", path_a, a);
   print_side("B", path_b, b);
+  if (diff.threads_a != diff.threads_b)
+    std::printf("note: the costs were measured at %d and %d threads: compare them with care\n",
+                diff.threads_a, diff.threads_b);
   if (diff.identical()) {
     std::printf("identical: all %zu kernels have the same nodes and backend\n", diff.unchanged_kernels);
   } else {

@@ -117,6 +117,10 @@ void PlacementDiffPanel::set_diff(const PlacementDiff& d, const Graph* graph, co
                      .arg(b_name)
                      .arg(d.kernels_b)
                      .arg(d.predicted_b_ms, 0, 'f', 3);
+  if (d.threads_a != d.threads_b)
+    text += QString("costs measured at %1 and %2 threads: compare them with care\n")
+                .arg(d.threads_a)
+                .arg(d.threads_b);
   if (d.identical())
     text += QString("identical: all %1 kernels have the same nodes and backend").arg(d.unchanged_kernels);
   else

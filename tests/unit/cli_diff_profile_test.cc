@@ -91,6 +91,16 @@ TEST_F(CliDiffProfileTest, DiffReportsIdenticalAndChangedPlacements) {
   EXPECT_EQ(n["regions"][0]["node_names"][0], graph_.node(2).name);
   CliResult text = cli("diff " + per_node_ + " " + fused_ + " --model " + model_);
   EXPECT_NE(text.out.find("'" + graph_.node(3).name + "'"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("note:"), std::string::npos) << text.out;
+
+  // Costs measured at another thread count: said, not refused.
+  Placement two_threads = native_placement(graph_, {{0}, {1}, {2, 3}});
+  two_threads.threads = 2;
+  CliResult threads =
+      cli("diff " + per_node_ + " " + write("t2.json", placement_to_json(two_threads, graph_)));
+  EXPECT_EQ(threads.exit_code, 0) << threads.err;
+  EXPECT_NE(threads.out.find("note: the costs were measured at 1 and 2 threads"), std::string::npos)
+      << threads.out;
 }
 
 TEST_F(CliDiffProfileTest, DiffBadInputExitsTwo) {
