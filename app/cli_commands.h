@@ -14,5 +14,7 @@ int command_costs(const std::vector<std::string>& argv);
 int command_compare(const std::vector<std::string>& argv);
 int command_export(const std::vector<std::string>& argv);
 int command_explain(const std::vector<std::string>& argv);
+int command_diff(const std::vector<std::string>& argv);
+int command_profile(const std::vector<std::string>& argv);
 
 }  // namespace collage::cli

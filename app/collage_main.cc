@@ -64,6 +64,8 @@ int main(int argc, char** argv) {
     if (command == "compare") return collage::cli::command_compare(args);
     if (command == "export") return collage::cli::command_export(args);
     if (command == "explain") return collage::cli::command_explain(args);
+    if (command == "diff") return collage::cli::command_diff(args);
+    if (command == "profile") return collage::cli::command_profile(args);
     std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const collage::Error& e) {

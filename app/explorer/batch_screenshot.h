@@ -1,9 +1,10 @@
-// Batch mode (`--screenshot PATH [--tune [--refine]] [--select NODE]`): drives the
-// controller through load, tune and refine, selects the node named NODE (the
-// inspector then shows it, "Why here" included once tuned), saves the window as
-// PNG once the last step is shown, and quits: status 0, or 2 with the error on
-// stderr (as the CLI) when a step failed or no node has that name (the picture
-// is still saved).
+// Batch mode (`--screenshot PATH`): drives the window through the steps asked for, in
+// this order: load the model, load `--placement`, `--tune`, `--refine`, `--profile`
+// (the profile dock with the timeline), `--diff OTHER.json` (the diff dock against
+// OTHER, changed nodes highlighted), `--select NODE` (the inspector on that node, "Why
+// here" included once costs are known); then saves the window as PNG and quits: status 0,
+// or 2 with the error on stderr (as the CLI) when a step failed (the picture is still
+// saved, and no later step runs).
 #pragma once
 
 #include <QObject>
@@ -15,23 +16,31 @@ class MainWindow;
 struct JobFailure;
 struct JobReport;
 
+struct BatchOptions {
+  QString screenshot;  // PNG path
+  QString placement;   // load after the model (empty: none)
+  bool tune = false;
+  bool refine = false;  // implies tune
+  bool profile = false;
+  QString diff;    // compare the final placement with this file (empty: none)
+  QString select;  // node name to select last, so the inspector shows it (empty: none)
+};
+
 class BatchScreenshot : public QObject {
   Q_OBJECT
  public:
   // Create after the window (its handlers run first) and before the model is opened.
-  BatchScreenshot(MainWindow* window, const QString& path, bool tune, bool refine,
-                  const QString& select = QString());
+  BatchScreenshot(MainWindow* window, BatchOptions options);
 
  private:
   void on_finished(const JobReport& report);
   void on_failed(const JobFailure& failure);
+  void after_placement();  // profile, then diff, then shoot
+  void after_profile();
   void shoot(const QString& failure);
 
   MainWindow* window_;
-  QString path_;
-  bool tune_;
-  bool refine_;
-  QString select_;  // node name to select before the picture; empty: none
+  BatchOptions options_;
   bool done_ = false;
 };
 

@@ -13,6 +13,7 @@
 #include "core/import/onnx_import.h"
 #include "core/ir/error.h"
 #include "core/ir/graph_analysis.h"
+#include "core/ir/random_inputs.h"
 
 namespace collage {
 
@@ -63,6 +64,7 @@ ExplorerController::ExplorerController(QObject* parent)
   qRegisterMetaType<BestPlacement>();
   qRegisterMetaType<JobReport>();
   qRegisterMetaType<JobFailure>();
+  qRegisterMetaType<ProfileReport>();
   set_backends(all_backends());
 }
 
@@ -137,6 +139,9 @@ bool ExplorerController::open_model(const QString& path) {
       c.layout_ = std::move(*layout);
       c.tuned_.reset();
       c.placement_.reset();
+      c.op_level_.reset();
+      c.refined_.reset();
+      c.profile_.reset();
       c.pins_ = Pins{};
       JobReport r;
       r.summary = QString("%1: %2 nodes (%3 layout)")
@@ -179,6 +184,9 @@ bool ExplorerController::start_tune() {
     return [result, run, previous_ms](ExplorerController& c) {
       c.tuned_ = std::move(*result);
       c.placement_ = c.tuned_->placement;
+      c.op_level_.reset();
+      c.refined_.reset();
+      c.profile_.reset();
       JobReport r;
       r.mismatch = QString::fromStdString(run->verify.mismatch);
       r.summary = tune_summary(*c.tuned_, run->timing.median_ms, previous_ms, run->verify.mismatch);
@@ -232,6 +240,9 @@ bool ExplorerController::start_refine() {
                    .arg(result.generations)
                    .arg(result.evaluations);
       c.placement_ = result.best;
+      c.op_level_ = start;
+      c.refined_ = result.best;
+      c.profile_.reset();
       if (result.cancelled) r.log << "refine stopped: keeping the best placement found so far";
       if (ab->compared) {
         r.log << QString("side by side over %1 alternating runs each: op-level %2 ms, refined %3 ms")
@@ -244,6 +255,44 @@ bool ExplorerController::start_refine() {
         }
       }
       r.summary = QString("refined placement: %1 kernels").arg(c.placement_->kernels.size());
+      return r;
+    };
+  });
+}
+
+bool ExplorerController::start_profile() {
+  if (!graph_ || thread_) return false;
+  if (!placement_) {
+    emit job_failed(JobFailure{Job::Profile, "Tune or load a placement first: Profile runs it.", false});
+    return false;
+  }
+  std::shared_ptr<const Graph> graph = graph_;
+  std::vector<const BackendSpec*> backends = backends_;
+  Placement placement = *placement_;
+  std::vector<Tensor> inputs = tuned_ && !tuned_->inputs.empty() ? tuned_->inputs : std::vector<Tensor>{};
+  emit message(QString("profiling: %1 kernels, %2 runs after a warm-up, %3 thread(s)")
+                   .arg(placement.kernels.size())
+                   .arg(workflow::kSettings.repeat)
+                   .arg(placement.threads));
+  return run(Job::Profile, [=](ProgressObserver&) -> Apply {
+    // The step `collage profile` runs: at the placement's thread count (its costs were measured there).
+    workflow::RunOptions options;
+    options.backends = backends;
+    options.threads = placement.threads;
+    auto report = std::make_shared<ProfileReport>(
+        workflow::profile(*graph, placement, inputs.empty() ? random_inputs(*graph, 1) : inputs, options));
+    return [report](ExplorerController& c) {
+      c.profile_ = *report;
+      emit c.profiled(*report);
+      JobReport r;
+      r.summary =
+          QString(
+              "profile: %1 ms end to end, kernels %2 ms in the run vs %3 ms isolated, outside kernels %4 ms")
+              .arg(report->e2e_median_ms, 0, 'f', 3)
+              .arg(report->kernel_sum_ms, 0, 'f', 3)
+              .arg(report->isolated_sum_ms, 0, 'f', 3)
+              .arg(report->outside_kernels_ms(), 0, 'f', 3);
+      r.log << r.summary;
       return r;
     };
   });
@@ -391,6 +440,9 @@ void ExplorerController::load_placement(const QString& path) {
   if (!graph_) throw Error(ErrorKind::InvalidInput, "open a model first");
   placement_ = workflow::read_placement(path.toStdString(), *graph_);
   pins_ = placement_->pins;  // pins persist with the placement
+  op_level_.reset();
+  refined_.reset();
+  profile_.reset();
   emit message("placement loaded from " + path);
 }
 
@@ -423,6 +475,22 @@ QString ExplorerController::save_artifact(const QString& path) const {
 QString what_if_label(const Alternative& a) {
   if (!a.feasible) return "impossible";
   return QString::asprintf("%+.3f ms", a.delta_ms) + (a.near_tie ? ", near tie" : "");
+}
+
+PlacementComparison ExplorerController::compare_with_file(const QString& path) const {
+  if (!graph_) throw Error(ErrorKind::InvalidInput, "open a model first");
+  if (!placement_)
+    throw Error(ErrorKind::InvalidInput, "tune or load a placement first: it is compared with the file");
+  Placement other = workflow::read_placement(path.toStdString(), *graph_);
+  QString name = QFileInfo(path).fileName();
+  return {"current placement", name,
+          diff_placements(*placement_, other, "the current placement", name.toStdString())};
+}
+
+PlacementComparison ExplorerController::compare_op_level_with_refined() const {
+  if (!op_level_ || !refined_)
+    throw Error(ErrorKind::InvalidInput, "refine first: it compares the op-level and the refined placement");
+  return {"op-level", "refined", diff_placements(*op_level_, *refined_, "op-level", "refined")};
 }
 
 QString tune_summary(const TuneResult& tuned, double measured_ms, double previous_predicted_ms,

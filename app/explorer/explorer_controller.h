@@ -1,5 +1,5 @@
 // The explorer's model and controller: it owns the model state (graph, layout,
-// placement, pins, tune and refine results, settings) and runs the workflow
+// placement, pins, tune and refine results, the last profile, settings) and runs the workflow
 // steps (core/workflow) as jobs on a QThread, one at a time. Progress and
 // results arrive as typed signals on the controller's thread; no widget is
 // needed, so it is unit-tested on its own (tests/gui/controller_test.cc).
@@ -16,6 +16,7 @@
 
 #include "core/ir/graph.h"
 #include "core/search/explain.h"
+#include "core/search/placement_diff.h"
 #include "core/search/tuner.h"
 #include "core/tuning/progress.h"
 #include "core/workflow/workflow.h"
@@ -26,7 +27,7 @@ class QThread;
 
 namespace collage {
 
-enum class Job { Load, Tune, Refine };
+enum class Job { Load, Tune, Refine, Profile };
 
 // Measuring has begun: every candidate kernel, before the first cost lands.
 struct CandidateList {
@@ -54,6 +55,12 @@ struct JobReport {
   double seconds = 0;  // wall time of the job
 };
 
+// Two placements of the model compared (core/search/placement_diff.h): A and B named for people.
+struct PlacementComparison {
+  QString a_name, b_name;
+  PlacementDiff diff;
+};
+
 struct JobFailure {
   Job job = Job::Load;
   QString message;
@@ -70,8 +77,12 @@ class ExplorerController : public QObject {
   // ---- jobs (each refuses to start while another runs: false) ----
   // Import and lay out; a running job is cancelled first.
   bool open_model(const QString& path);
-  bool start_tune();               // measure + search with the settings and pins, then verify and time
-  bool start_refine();             // graph-level search from the current placement, then side by side
+  bool start_tune();    // measure + search with the settings and pins, then verify and time
+  bool start_refine();  // graph-level search from the current placement, then side by side
+  // Times every kernel of the current placement inside the real run (workflow::profile, the
+  // settings' repeat) at the placement's thread count, on the tune's inputs (else seeded random
+  // ones); emits `profiled` and keeps the report (profile()). Refused (false) without a placement.
+  bool start_profile();
   void stop() { cancel_ = true; }  // through ProgressObserver::cancel_requested
   bool busy() const { return thread_ != nullptr; }
 
@@ -92,7 +103,12 @@ class ExplorerController : public QObject {
   const std::optional<Placement>& placement() const { return placement_; }
   const std::optional<TuneResult>& tuned() const { return tuned_; }
   const Pins& pins() const { return pins_; }
-  int node_id(const std::string& name) const;         // -1 if absent
+  // After a refine: the placement it started from (op-level) and the best it found, whether
+  // adopted or reverted by the side-by-side check. Reset by Load, Tune and Load placement.
+  const std::optional<Placement>& op_level_placement() const { return op_level_; }
+  const std::optional<Placement>& refined_placement() const { return refined_; }
+  const std::optional<ProfileReport>& profile() const { return profile_; }  // the last profile
+  int node_id(const std::string& name) const;                               // -1 if absent
   void set_pin(int node, const QString& backend);     // only this backend may cover the node
   void set_forbid(int node, const QString& backend);  // this backend may not
   void clear_pins(int node);
@@ -113,6 +129,10 @@ class ExplorerController : public QObject {
   void save_placement(const QString& path) const;  // throws Error
   // Writes the artifact, reloads it and checks its outputs; returns the log line. Throws Error.
   QString save_artifact(const QString& path) const;
+  // The current placement (A) against a placement file (B), validated against the model. Throws Error.
+  PlacementComparison compare_with_file(const QString& path) const;
+  // The last refine's op-level placement (A) against its refined one (B). Throws Error when none ran.
+  PlacementComparison compare_op_level_with_refined() const;
 
  signals:
   void progress(const collage::ProgressEvent& event);
@@ -120,6 +140,7 @@ class ExplorerController : public QObject {
   void cost_measured(const collage::MeasuredCost& cost);
   void best_placement(const collage::BestPlacement& best);
   void job_finished(const collage::JobReport& report);
+  void profiled(const collage::ProfileReport& report);  // Profile: before its job_finished
   void job_failed(const collage::JobFailure& failure);
   void message(const QString& line);  // a log line (pins, files)
 
@@ -144,6 +165,8 @@ class ExplorerController : public QObject {
   std::optional<TuneResult> tuned_;
   std::optional<Placement> placement_;
   Pins pins_;
+  std::optional<Placement> op_level_, refined_;  // the last refine's start and best
+  std::optional<ProfileReport> profile_;
 
   QThread* thread_ = nullptr;  // the running job, owned (deleted when it ends)
   std::atomic<bool> cancel_{false};
@@ -165,3 +188,4 @@ Q_DECLARE_METATYPE(collage::MeasuredCost)
 Q_DECLARE_METATYPE(collage::BestPlacement)
 Q_DECLARE_METATYPE(collage::JobReport)
 Q_DECLARE_METATYPE(collage::JobFailure)
+Q_DECLARE_METATYPE(collage::ProfileReport)

@@ -1,4 +1,5 @@
-// collage-explorer [MODEL] [--tune [--refine]] [--placement FILE] [--screenshot PATH [--select NODE]]
+// collage-explorer [MODEL] [--tune [--refine]] [--placement FILE]
+//                  [--screenshot PATH [--profile] [--diff OTHER.json] [--select NODE]]
 #include <QApplication>
 #include <QCommandLineParser>
 
@@ -18,20 +19,32 @@ int main(int argc, char** argv) {
   QCommandLineOption refine("refine", "After tuning, run the graph-level search (with --screenshot).");
   QCommandLineOption placement("placement", "Placement JSON to load.", "file");
   QCommandLineOption screenshot("screenshot", "Save the window as PNG when ready, then exit.", "path");
-  QCommandLineOption select("select", "Select this node (by name) before the screenshot (with --screenshot).",
+  QCommandLineOption profile("profile", "With --screenshot: profile the placement and show its timeline.");
+  QCommandLineOption diff("diff", "With --screenshot: show the diff of the placement against this file.",
+                          "file");
+  QCommandLineOption select("select", "With --screenshot: select this node (by name) before the picture.",
                             "node");
-  parser.addOptions({tune, refine, placement, screenshot, select});
+  parser.addOptions({tune, refine, placement, screenshot, profile, diff, select});
   parser.process(app);
   collage::MainWindow window;
   window.show();
   const QStringList args = parser.positionalArguments();
-  if (parser.isSet(screenshot))
-    new collage::BatchScreenshot(&window, parser.value(screenshot), parser.isSet(tune), parser.isSet(refine),
-                                 parser.value(select));
+  const bool batch = parser.isSet(screenshot);
+  if (batch) {
+    collage::BatchOptions options;
+    options.screenshot = parser.value(screenshot);
+    options.placement = parser.value(placement);
+    options.tune = parser.isSet(tune);
+    options.refine = parser.isSet(refine);
+    options.profile = parser.isSet(profile);
+    options.diff = parser.value(diff);
+    options.select = parser.value(select);
+    new collage::BatchScreenshot(&window, options);  // it loads the placement in order
+  }
   if (!args.isEmpty()) {
     window.open_model(args[0]);
-    const bool tune_now = parser.isSet(tune) && !parser.isSet(screenshot);
-    const QString placement_path = parser.isSet(placement) ? parser.value(placement) : QString();
+    const bool tune_now = parser.isSet(tune) && !batch;
+    const QString placement_path = parser.isSet(placement) && !batch ? parser.value(placement) : QString();
     QObject::connect(window.controller(), &collage::ExplorerController::job_finished, &window,
                      [&window, tune_now, placement_path](const collage::JobReport& report) {
                        if (report.job != collage::Job::Load) return;

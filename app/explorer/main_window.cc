@@ -26,6 +26,8 @@
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
 #include "widgets/inspector.h"
+#include "widgets/placement_diff_panel.h"
+#include "widgets/profile_view.h"
 #include "widgets/progress_chart.h"
 
 namespace collage {
@@ -50,10 +52,22 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   resizeDocks({cost_dock}, {460}, Qt::Horizontal);
   chart_ = new ProgressChart(this);
   chart_->setMinimumHeight(180);
-  dock("Search progress", chart_, Qt::BottomDockWidgetArea);
+  QDockWidget* chart_dock = dock("Search progress", chart_, Qt::BottomDockWidgetArea);
   log_ = new QPlainTextEdit(this);
   log_->setReadOnly(true);
   dock("Log", log_, Qt::BottomDockWidgetArea);
+  // Shown when there is something to show, as tabs beside the candidates and the chart: the
+  // diff table is narrow like the candidate table, the timeline wide like the chart.
+  diff_panel_ = new PlacementDiffPanel(this);
+  diff_dock_ = dock("Placement diff", diff_panel_, Qt::RightDockWidgetArea);
+  tabifyDockWidget(cost_dock, diff_dock_);
+  profile_panel_ = new ProfilePanel(this);
+  profile_dock_ = dock("Run profile", profile_panel_, Qt::BottomDockWidgetArea);
+  tabifyDockWidget(chart_dock, profile_dock_);
+  cost_dock->raise();
+  chart_dock->raise();
+  diff_dock_->hide();
+  profile_dock_->hide();
   build_menus_and_toolbar();
   progress_ = new QProgressBar(this);
   progress_->setMaximumWidth(300);
@@ -82,6 +96,15 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   connect(cost_table_, &CostTable::candidate_selected, this,
           [this](size_t id) { view_->highlight(controller_->candidate_nodes(id)); });
   connect(threads_, qOverload<int>(&QSpinBox::valueChanged), c, &ExplorerController::set_threads);
+  connect(diff_panel_, &PlacementDiffPanel::region_selected, this,
+          [this](int row) { view_->highlight(diff_panel_->model()->region(row).nodes); });
+  connect(c, &ExplorerController::profiled, this, [this](const ProfileReport& report) {
+    profile_panel_->set_report(report);
+    profile_dock_->show();
+    profile_dock_->raise();
+  });
+  connect(profile_panel_, &ProfilePanel::kernel_selected, this,
+          [this](int row) { view_->highlight(profile_panel_->model()->kernel(row).nodes); });
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
@@ -101,6 +124,10 @@ void MainWindow::build_menus_and_toolbar() {
     QString path = QFileDialog::getOpenFileName(this, "Load placement", QString(), "JSON (*.json)");
     if (!path.isEmpty()) load_placement(path);
   });
+  file->addAction("&Compare with placement…", this, [this] {
+    QString path = QFileDialog::getOpenFileName(this, "Compare with placement", QString(), "JSON (*.json)");
+    if (!path.isEmpty()) compare_with_placement(path);
+  });
   file->addAction("&Export placement…", this, &MainWindow::export_placement);
   file->addAction("Export &artifact…", this, &MainWindow::export_artifact_dialog);
   file->addAction("Save &view as PNG or SVG…", this, [this] {
@@ -119,6 +146,13 @@ void MainWindow::build_menus_and_toolbar() {
   refine_action_ = bar->addAction("Refine", this, &MainWindow::start_refine);
   refine_action_->setToolTip(
       "graph-level search: offload regions to graph-level backends, judged by measured latency");
+  profile_action_ = bar->addAction("Profile", this, &MainWindow::start_profile);
+  profile_action_->setToolTip(
+      "time every kernel inside the real run: a timeline and in-run vs isolated costs");
+  compare_refined_action_ =
+      bar->addAction("Diff op-level/refined", this, [this] { compare_op_level_with_refined(); });
+  compare_refined_action_->setToolTip("after Refine: which kernels the graph-level search changed");
+  compare_refined_action_->setEnabled(false);
   stop_action_ = bar->addAction("Stop", controller_, &ExplorerController::stop);
   stop_action_->setEnabled(false);
   bar->addAction("Fit", view_, &GraphView::fit);
@@ -186,6 +220,8 @@ void MainWindow::notify(int icon, const QString& title, const QString& text) {
 void MainWindow::set_busy(bool busy, bool stoppable) {
   tune_action_->setEnabled(!busy);
   refine_action_->setEnabled(!busy);
+  profile_action_->setEnabled(!busy);
+  compare_refined_action_->setEnabled(!busy && controller_->op_level_placement().has_value());
   stop_action_->setEnabled(busy && stoppable);
 }
 
@@ -206,6 +242,47 @@ void MainWindow::start_refine() {
   if (!controller_->start_refine()) return;
   chart_->clear_refine();
   set_busy(true, true);
+}
+
+void MainWindow::start_profile() {
+  if (!controller_->start_profile()) return;
+  status_->setText("Profiling…");
+  progress_->setRange(0, 0);
+  set_busy(true, false);
+}
+
+bool MainWindow::compare_with_placement(const QString& path) {
+  try {
+    show_comparison(controller_->compare_with_file(path));
+    return true;
+  } catch (const std::exception& e) {
+    log(QString("compare failed: ") + e.what());
+    notify(QMessageBox::Critical, "Cannot compare placements", e.what());
+    return false;
+  }
+}
+
+bool MainWindow::compare_op_level_with_refined() {
+  try {
+    show_comparison(controller_->compare_op_level_with_refined());
+    return true;
+  } catch (const std::exception& e) {
+    notify(QMessageBox::Information, "Compare op-level and refined", e.what());
+    return false;
+  }
+}
+
+void MainWindow::show_comparison(const PlacementComparison& comparison) {
+  diff_panel_->set_diff(comparison.diff, controller_->graph(), comparison.a_name, comparison.b_name);
+  diff_dock_->show();
+  diff_dock_->raise();
+  view_->highlight(comparison.diff.changed());
+  log(QString("compared %1 with %2: %3")
+          .arg(comparison.a_name, comparison.b_name,
+               comparison.diff.identical() ? QString("identical")
+                                           : QString("%1 nodes changed in %2 regions")
+                                                 .arg(comparison.diff.changed_nodes)
+                                                 .arg(comparison.diff.regions.size())));
 }
 
 void MainWindow::on_progress(const ProgressEvent& e) {
@@ -249,6 +326,8 @@ void MainWindow::on_finished(const JobReport& report) {
       cost_table_->clear();
       chart_->clear();
       inspected_ = -1;
+      diff_panel_->clear();  // both held the previous model's nodes
+      profile_panel_->clear();
       status += QString(", shown in %1 s").arg(report.seconds, 0, 'f', 2);
       log(status);
       setWindowTitle("Collage Explorer — " + controller_->model_path());
@@ -265,6 +344,9 @@ void MainWindow::on_finished(const JobReport& report) {
     }
     case Job::Refine:
       view_->set_placement(&*controller_->placement());  // recolour with the regions
+      break;
+    case Job::Profile:  // the `profiled` signal filled the dock
+      progress_->setRange(0, 1);
       break;
   }
   for (const QString& line : report.log) log(line);
@@ -284,8 +366,9 @@ void MainWindow::on_failed(const JobFailure& f) {
       notify(QMessageBox::Critical, "Cannot open model", f.message);
       return;
     case Job::Tune:
-    case Job::Refine: {
-      QString what = f.job == Job::Tune ? "Tune" : "Refine";
+    case Job::Refine:
+    case Job::Profile: {
+      QString what = f.job == Job::Tune ? "Tune" : f.job == Job::Refine ? "Refine" : "Profile";
       log(what.toLower() + " stopped: " + f.message);
       status_->setText(what + " stopped: " + f.message);
       if (!f.cancelled) notify(QMessageBox::Warning, what + " failed", f.message);
@@ -353,12 +436,16 @@ bool MainWindow::save_artifact(const QString& path, QString* error) {
   }
 }
 
-void MainWindow::load_placement(const QString& path) {
+bool MainWindow::load_placement(const QString& path) {
   try {
     controller_->load_placement(path);
     view_->set_placement(&*controller_->placement());
+    compare_refined_action_->setEnabled(false);
+    return true;
   } catch (const std::exception& e) {
+    log(QString("placement not loaded: ") + e.what());
     notify(QMessageBox::Critical, "Cannot load placement", e.what());
+    return false;
   }
 }
 

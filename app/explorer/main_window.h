@@ -1,6 +1,7 @@
 // The explorer's main window: widgets and their wiring only. The graph view,
-// the candidate table, the inspector, the live search chart and the log show
-// what the ExplorerController (the model state and the jobs) reports.
+// the candidate table, the inspector, the live search chart, the log, the
+// placement diff and the run profile show what the ExplorerController (the
+// model state and the jobs) reports.
 #pragma once
 
 #include <QMainWindow>
@@ -15,12 +16,15 @@ class QAction;
 class QSpinBox;
 class QLineEdit;
 class QMenu;
+class QDockWidget;
 
 namespace collage {
 
 class CostTable;
 class GraphView;
 class Inspector;
+class PlacementDiffPanel;
+class ProfilePanel;
 class ProgressChart;
 
 class MainWindow : public QMainWindow {
@@ -31,10 +35,15 @@ class MainWindow : public QMainWindow {
 
   // The user's actions; errors become dialogs (none in batch mode).
   void open_model(const QString& path);
-  void load_placement(const QString& path);
+  bool load_placement(const QString& path);  // false (and a dialog) on failure
   void start_tune();
   void start_refine();  // graph-level search from the current placement (fitness measured)
   bool save_placement(const QString& path);  // false (and a logged reason) on failure
+  // Opens the diff dock (all changed nodes highlighted): the current placement against a file,
+  // or the last refine's op-level placement against its refined one. False (a dialog) on failure.
+  bool compare_with_placement(const QString& path);
+  bool compare_op_level_with_refined();
+  void start_profile();  // times each kernel inside the real run; the profile dock shows it
   // Writes the compiled artifact for the current placement, reloads it and checks its
   // outputs against the in-process run; false with `error` set on failure.
   bool save_artifact(const QString& path, QString* error = nullptr);
@@ -47,6 +56,8 @@ class MainWindow : public QMainWindow {
   GraphView* graph_view() const { return view_; }
   ProgressChart* progress_chart() const { return chart_; }
   CostTable* cost_table() const { return cost_table_; }
+  PlacementDiffPanel* diff_panel() const { return diff_panel_; }
+  ProfilePanel* profile_panel() const { return profile_panel_; }
 
  private:
   void build_menus_and_toolbar();
@@ -55,6 +66,7 @@ class MainWindow : public QMainWindow {
   void on_failed(const JobFailure& failure);
   void set_busy(bool busy, bool stoppable);
   void show_node(int node);
+  void show_comparison(const PlacementComparison& comparison);
   void export_placement();
   void export_artifact_dialog();
   void log(const QString& line);
@@ -73,6 +85,10 @@ class MainWindow : public QMainWindow {
   ProgressChart* chart_;
   CostTable* cost_table_;
   Inspector* inspector_;
+  PlacementDiffPanel* diff_panel_;
+  QDockWidget* diff_dock_;
+  ProfilePanel* profile_panel_;
+  QDockWidget* profile_dock_;
   QPlainTextEdit* log_;
   QProgressBar* progress_;
   QLabel* status_;
@@ -80,6 +96,8 @@ class MainWindow : public QMainWindow {
   QAction* tune_action_;
   QAction* stop_action_;
   QAction* refine_action_;
+  QAction* profile_action_;
+  QAction* compare_refined_action_;
   std::vector<QAction*> backend_actions_;
   QLineEdit* find_box_;
   std::vector<NodeId> find_hits_;

@@ -223,12 +223,24 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
     slots[static_cast<size_t>(graph_.inputs[i])] = inputs[i];
   }
   std::vector<const Tensor*> args;
+  using Clock = std::chrono::steady_clock;
+  const bool profiling = profiling_;
+  Clock::time_point run_start;
+  if (profiling) {
+    step_times_.assign(steps_.size(), StepTime{});
+    run_start = Clock::now();
+  }
+  auto since_start = [&run_start] {
+    return std::chrono::duration<double, std::milli>(Clock::now() - run_start).count();
+  };
   for (size_t s = 0; s < steps_.size(); ++s) {
     ExecStep& step = steps_[s];
     args.clear();
     for (ValueId in : step.inputs) args.push_back(in == kNoValue ? nullptr : &slots[static_cast<size_t>(in)]);
     alloc.begin_step(static_cast<int>(s));
+    if (profiling) step_times_[s].start_ms = since_start();
     std::vector<Tensor> outs = step.kernel->run(args, alloc);
+    if (profiling) step_times_[s].end_ms = since_start();
     if (outs.size() < step.outputs.size())
       throw Error(ErrorKind::Internal, step.label + " returned " + std::to_string(outs.size()) +
                                            " outputs, expected " + std::to_string(step.outputs.size()));

@@ -1,8 +1,10 @@
 // Runs a graph as a sequence of kernels (one per node now; one per fused
 // sub-graph once placements exist) with a memory plan: a buffer returns to a
 // pool when its last consumer has run and is reused by later allocations.
+// Profiling (off by default) records each step's start and end in every run.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +23,12 @@ struct ExecStep {
   std::vector<ValueId> inputs;   // kNoValue for omitted optional inputs
   std::vector<ValueId> outputs;  // kNoValue for outputs nobody reads
   std::string label;             // for errors and profiles
+};
+
+// When one step ran inside a profiled run: steady_clock offsets from the run's start.
+struct StepTime {
+  double start_ms = 0;
+  double end_ms = 0;
 };
 
 struct MemoryStats {
@@ -49,6 +57,12 @@ class Executor {
   // Turns buffer reuse off (to measure what the memory plan saves).
   void set_reuse_buffers(bool reuse) { reuse_ = reuse; }
 
+  // Profiling: every run records when each step's kernel started and ended (one branch per
+  // step when off). step_times() is the last run's, one entry per step, in step order.
+  void set_profiling(bool on) { profiling_ = on; }
+  const std::vector<StepTime>& step_times() const { return step_times_; }
+  const std::vector<ExecStep>& steps() const { return steps_; }
+
   // Runs once on `inputs`, recording every allocation's size and lifetime.
   std::vector<BufferLifetime> trace_buffers(const std::vector<Tensor>& inputs);
   // From now on every run serves its allocations from one arena laid out by `plan`
@@ -67,6 +81,8 @@ class Executor {
   std::vector<int> last_use_;  // per value: index of the last step reading it, -1 if none
   MemoryStats stats_;
   bool reuse_ = true;
+  bool profiling_ = false;
+  std::vector<StepTime> step_times_;
   std::unique_ptr<PoolAllocator> pool_;  // kept across runs
   std::optional<MemoryPlan> plan_;
   std::shared_ptr<Storage> arena_;

@@ -1,6 +1,9 @@
 #include "core/search/placement.h"
 
+#include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/backend_api/kernel_signature.h"
 #include "core/search/search.h"
@@ -52,56 +55,90 @@ std::string placement_to_json(const Placement& p, const Graph& graph) {
   return doc.dump(1);
 }
 
-Placement placement_from_json(const std::string& text, const Graph& graph,
-                              const std::vector<const BackendSpec*>& backends) {
-  auto bad = [](const std::string& what) { return Error(ErrorKind::InvalidInput, "placement: " + what); };
-  Placement p;
+namespace {
+
+Error bad_placement(const std::string& what) { return Error(ErrorKind::InvalidInput, "placement: " + what); }
+
+json parse_placement_document(const std::string& text) {
   json doc;
   try {
     doc = json::parse(text);
   } catch (const json::exception& e) {
-    throw bad(std::string("malformed JSON: ") + e.what());
+    throw bad_placement(std::string("malformed JSON: ") + e.what());
   }
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != "collage-placement")
+    throw bad_placement("not a placement file (missing \"format\": \"collage-placement\")");
+  return doc;
+}
+
+// The one reader of the format: settings and kernels in file order. With `graph`, the
+// fingerprint must be its model's and node ids must exist (errors name the node);
+// without it only the structure is checked. Pins need the graph (they name nodes).
+Placement read_structure(const json& doc, const Graph* graph) {
+  Placement p;
   try {
-    if (!doc.is_object() || doc.value("format", "") != "collage-placement")
-      throw bad("not a placement file (missing \"format\": \"collage-placement\")");
     int version = doc.at("version").get<int>();
     if (version > Placement::kFormatVersion)
-      throw bad("format version " + std::to_string(version) + " is newer than this build reads (" +
-                std::to_string(Placement::kFormatVersion) + ")");
+      throw bad_placement("format version " + std::to_string(version) + " is newer than this build reads (" +
+                          std::to_string(Placement::kFormatVersion) + ")");
     p.model_fingerprint = doc.at("model_fingerprint").get<std::string>();
-    if (p.model_fingerprint != model_fingerprint(graph))
-      throw bad("it was made for a different model (fingerprint " + p.model_fingerprint + ", this model " +
-                model_fingerprint(graph) + ")");
+    if (graph && p.model_fingerprint != model_fingerprint(*graph))
+      throw bad_placement("it was made for a different model (fingerprint " + p.model_fingerprint +
+                          ", this model " + model_fingerprint(*graph) + ")");
     p.backend_versions = doc.value("backend_versions", std::map<std::string, std::string>{});
     p.threads = doc.value("threads", 1);
     p.device = doc.value("device", "");
     p.epsilon_ms = doc.value("epsilon_ms", 0.0);
     p.predicted_ms = doc.value("predicted_ms", 0.0);
-    IndexSet covered(graph.nodes.size());
+    std::set<int64_t> covered;
+    auto describe = [graph](int64_t n) {
+      std::string text = "node " + std::to_string(n);
+      if (graph) text += " ('" + graph->node(static_cast<NodeId>(n)).name + "')";
+      return text;
+    };
     for (const json& k : doc.at("kernels")) {
       PlacedKernel pk;
       pk.backend = k.at("backend").get<std::string>();
       pk.label = k.value("label", "");
       pk.cost_ms = k.value("cost_ms", 0.0);
-      if (!find_spec(backends, pk.backend)) throw bad("unknown backend '" + pk.backend + "'");
       for (const json& id : k.at("nodes")) {
         int64_t n = id.get<int64_t>();
-        if (n < 0 || n >= graph.num_nodes()) throw bad("unknown node id " + std::to_string(n));
-        if (covered.contains(static_cast<size_t>(n)))
-          throw bad("node " + std::to_string(n) + " ('" + graph.node(static_cast<NodeId>(n)).name +
-                    "') is covered by two kernels");
-        covered.add(static_cast<size_t>(n));
+        if (n < 0 || n > std::numeric_limits<NodeId>::max() || (graph && n >= graph->num_nodes()))
+          throw bad_placement("unknown node id " + std::to_string(n));
+        if (!covered.insert(n).second) throw bad_placement(describe(n) + " is covered by two kernels");
         pk.nodes.push_back(static_cast<NodeId>(n));
       }
-      if (pk.nodes.empty()) throw bad("a kernel with no nodes");
+      if (pk.nodes.empty()) throw bad_placement("a kernel with no nodes");
       std::sort(pk.nodes.begin(), pk.nodes.end());
       p.kernels.push_back(std::move(pk));
     }
-    size_t missing = covered.first_outside();
-    if (missing < graph.nodes.size())
-      throw bad("node " + std::to_string(missing) + " ('" + graph.node(static_cast<NodeId>(missing)).name +
-                "') is not covered by any kernel");
+  } catch (const json::exception& e) {
+    throw bad_placement(std::string("missing or mistyped field: ") + e.what());
+  }
+  return p;
+}
+
+}  // namespace
+
+Placement placement_structure_from_json(const std::string& text) {
+  return read_structure(parse_placement_document(text), nullptr);
+}
+
+Placement placement_from_json(const std::string& text, const Graph& graph,
+                              const std::vector<const BackendSpec*>& backends) {
+  auto bad = bad_placement;
+  json doc = parse_placement_document(text);
+  Placement p = read_structure(doc, &graph);
+  IndexSet covered(graph.nodes.size());
+  for (const PlacedKernel& k : p.kernels) {
+    if (!find_spec(backends, k.backend)) throw bad("unknown backend '" + k.backend + "'");
+    for (NodeId n : k.nodes) covered.add(static_cast<size_t>(n));
+  }
+  size_t missing = covered.first_outside();
+  if (missing < graph.nodes.size())
+    throw bad("node " + std::to_string(missing) + " ('" + graph.node(static_cast<NodeId>(missing)).name +
+              "') is not covered by any kernel");
+  try {
     for (const json& pin : doc.value("pins", json::array())) {
       std::string name = pin.at("node").get<std::string>();
       NodeId id = kNoNode;

@@ -41,6 +41,11 @@ struct BackendShare {
 std::map<std::string, BackendShare> time_per_backend(const Placement& placement);
 
 std::string placement_to_json(const Placement& placement, const Graph& graph);
+// The file's structure without the model (`collage diff` without --model): format, version,
+// fingerprint, settings and kernels in file order (node ids >= 0 and ascending, none in two
+// kernels, none empty); backends, coverage and pins (which name nodes) are not checked.
+// InvalidInput naming the problem. The same reader as placement_from_json.
+Placement placement_structure_from_json(const std::string& text);
 // Validates against `graph` and `backends`: unknown node ids, fingerprint mismatch,
 // overlapping or missing coverage, unknown backend, cyclic kernel order — each an
 // InvalidInput error naming the problem.

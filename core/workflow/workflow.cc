@@ -30,6 +30,14 @@ const std::vector<const BackendSpec*>& or_all(const std::vector<const BackendSpe
   return backends.empty() ? all_backends() : backends;
 }
 
+// The placement compiled for a run at `options.threads` (the libraries' pool set first):
+// verify, time_placement, verify_and_time and profile all start here.
+Executor compile_placement(const Graph& graph, const Placement& placement, const RunOptions& options) {
+  set_backend_threads(options.threads);
+  return Executor(
+      graph, placement_steps(graph, placement, or_all(options.backends), compile_options(options.threads)));
+}
+
 VerifyReport verify_outputs(const Graph& graph, std::vector<Tensor> got, const std::vector<Tensor>& inputs,
                             const Tolerance& tolerance) {
   VerifyReport r;
@@ -131,29 +139,71 @@ TuneResult cached_costs(const Graph& graph, const TuneStepOptions& options, Cost
 
 VerifyReport verify(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
                     const RunOptions& options) {
-  set_backend_threads(options.threads);
-  Executor placed(
-      graph, placement_steps(graph, placement, or_all(options.backends), compile_options(options.threads)));
+  Executor placed = compile_placement(graph, placement, options);
   return verify_outputs(graph, placed.run(inputs), inputs, options.tolerance);
 }
 
 TimingReport time_placement(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
                             const RunOptions& options) {
-  set_backend_threads(options.threads);
-  Executor placed(
-      graph, placement_steps(graph, placement, or_all(options.backends), compile_options(options.threads)));
+  Executor placed = compile_placement(graph, placement, options);
   placed.run(inputs);  // warm-up
   return time_runs(placed, inputs, options.repeat);
 }
 
 PlacementRunReport verify_and_time(const Graph& graph, const Placement& placement,
                                    const std::vector<Tensor>& inputs, const RunOptions& options) {
-  set_backend_threads(options.threads);
-  Executor placed(
-      graph, placement_steps(graph, placement, or_all(options.backends), compile_options(options.threads)));
+  Executor placed = compile_placement(graph, placement, options);
   PlacementRunReport r;
   r.verify = verify_outputs(graph, placed.run(inputs), inputs, options.tolerance);  // also the warm-up
   r.timing = time_runs(placed, inputs, options.repeat);
+  return r;
+}
+
+ProfileReport profile(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
+                      const RunOptions& options) {
+  if (options.repeat < 1)
+    throw Error(ErrorKind::InvalidInput,
+                "profile: repeat must be at least 1, got " + std::to_string(options.repeat));
+  Executor placed = compile_placement(graph, placement, options);
+  placed.run(inputs);  // warm-up, not profiled
+  placed.set_profiling(true);
+  ProfileReport r;
+  r.threads = options.threads;
+  r.predicted_ms = placement.predicted_ms;
+  std::vector<double> totals;
+  Clock::time_point first = Clock::now();
+  for (int i = 0; i < options.repeat; ++i) {
+    ProfiledRun run;
+    auto t0 = Clock::now();
+    placed.run(inputs);
+    run.total_ms = ms_since(t0);
+    run.start_ms = std::chrono::duration<double, std::milli>(t0 - first).count();
+    run.steps = placed.step_times();
+    totals.push_back(run.total_ms);
+    r.runs.push_back(std::move(run));
+  }
+  r.e2e_median_ms = median_ms(totals);
+  const std::vector<ExecStep>& steps = placed.steps();
+  for (size_t k = 0; k < placement.kernels.size(); ++k) {
+    const PlacedKernel& placed_kernel = placement.kernels[k];
+    KernelProfile kp;
+    kp.backend = placed_kernel.backend;
+    kp.nodes = placed_kernel.nodes;
+    kp.isolated_ms = placed_kernel.cost_ms;
+    const std::string& step_label = steps[k].label;  // "backend:ops" (placement_steps)
+    kp.label =
+        step_label.rfind(kp.backend + ":", 0) == 0 ? step_label.substr(kp.backend.size() + 1) : step_label;
+    std::vector<double> durations, starts;
+    for (const ProfiledRun& run : r.runs) {
+      durations.push_back(run.steps[k].end_ms - run.steps[k].start_ms);
+      starts.push_back(run.steps[k].start_ms);
+    }
+    kp.in_run_ms = median_ms(durations);
+    kp.start_ms = median_ms(starts);
+    r.kernel_sum_ms += kp.in_run_ms;
+    r.isolated_sum_ms += kp.isolated_ms;
+    r.kernels.push_back(std::move(kp));
+  }
   return r;
 }
 

@@ -1,6 +1,6 @@
 // The workflow both front ends run, written once:
-//   tune -> verify against the native reference -> time end to end -> refine
-//   -> compare side by side (keep or revert) -> export.
+//   tune -> verify against the native reference -> time end to end (or profile kernel
+//   by kernel) -> refine -> compare side by side (keep or revert) -> export.
 // Each step takes an options struct whose defaults are kSettings (settings.h) and
 // returns a report of plain data; long steps report progress and are cancelled
 // through the ProgressObserver. No Qt: the CLI prints the reports, the explorer
@@ -13,6 +13,7 @@
 
 #include "core/search/artifact_export.h"
 #include "core/search/placement_timing.h"
+#include "core/search/profile_report.h"
 #include "core/search/refine.h"
 #include "core/search/tuner.h"
 #include "core/tuning/cost_db.h"
@@ -86,6 +87,14 @@ TimingReport time_placement(const Graph& graph, const Placement& placement, cons
 // Both with one compilation: the warm-up run is the one verified.
 PlacementRunReport verify_and_time(const Graph& graph, const Placement& placement,
                                    const std::vector<Tensor>& inputs, const RunOptions& options);
+
+// ---- profile: every kernel timed inside the real run ----
+// Compiled and threaded as time_placement (one warm-up run), then `options.repeat` runs
+// with the executor's per-step timing on: per kernel its median in-run time and start
+// offset beside its isolated cost (placement.kernels[k].cost_ms), and the end-to-end
+// median. InvalidInput when options.repeat < 1.
+ProfileReport profile(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
+                      const RunOptions& options);
 
 // ---- refine: graph-level search with the measured fitness, cached in the cost DB ----
 struct RefineStepOptions {

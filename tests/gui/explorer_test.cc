@@ -21,6 +21,7 @@
 #include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
+#include "widgets/placement_diff_panel.h"
 #include "widgets/progress_chart.h"
 
 #ifndef COLLAGE_SAMPLE_MODEL
@@ -206,6 +207,26 @@ class ExplorerTest : public QObject {
       for (collage::NodeId n : k.nodes)
         QCOMPARE(window.graph_view()->node_fill(n),
                  collage::backend_color(QString::fromStdString(k.backend)));
+
+    // The refine's op-level placement is kept beside its refined one; the diff dock compares them
+    // and highlights the nodes whose kernel (nodes or backend) differs, found here node by node.
+    QVERIFY(c->op_level_placement().has_value() && c->refined_placement().has_value());
+    QVERIFY(window.compare_op_level_with_refined());
+    auto kernel_of = [](const collage::Placement& p, collage::NodeId n) {
+      for (const auto& k : p.kernels)
+        if (std::find(k.nodes.begin(), k.nodes.end(), n) != k.nodes.end()) return k;
+      return collage::PlacedKernel{};
+    };
+    std::vector<collage::NodeId> moved;
+    for (collage::NodeId n = 0; n < c->graph()->num_nodes(); ++n) {
+      collage::PlacedKernel before = kernel_of(*c->op_level_placement(), n);
+      collage::PlacedKernel after = kernel_of(*c->refined_placement(), n);
+      if (before.nodes != after.nodes || before.backend != after.backend) moved.push_back(n);
+    }
+    std::vector<collage::NodeId> highlighted = window.graph_view()->selected_nodes();
+    std::sort(highlighted.begin(), highlighted.end());
+    QCOMPARE(highlighted, moved);
+    QCOMPARE(window.diff_panel()->model()->diff().changed(), moved);
 
     // Pin the first conv to BLAS and re-search: the placement honours it.
     int conv = c->node_id("/conv1/Conv");

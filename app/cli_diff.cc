@@ -1,0 +1,119 @@
+// `collage diff A.json B.json [--model MODEL] [--json]`: what changed between two placements of
+// one model (core/search/placement_diff.h). Without --model the files are read structurally;
+// with it both are validated against the model and nodes are printed by name.
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "app/cli_args.h"
+#include "app/cli_commands.h"
+#include "app/model_loading.h"
+#include "backends/registry.h"
+#include "core/search/placement_diff.h"
+
+namespace collage::cli {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Errors name the file: "b.json: placement: malformed JSON ...".
+template <class Read>
+Placement read_named(const std::string& path, const std::string& text, Read read) {
+  try {
+    return read(text);
+  } catch (const Error& e) {
+    throw Error(e.kind(), path + ": " + e.what());
+  }
+}
+
+// "3-5,8" (ids) or "'a', 'b', 'c' … (7 nodes)" (names, with the model).
+std::string nodes_text(const std::vector<NodeId>& nodes, const Graph* graph) {
+  std::string text;
+  if (graph) {
+    for (size_t i = 0; i < nodes.size() && i < 3; ++i)
+      text += (i ? ", '" : "'") + graph->node(nodes[i]).name + "'";
+    if (nodes.size() > 3) text += " … (" + std::to_string(nodes.size()) + " nodes)";
+    return text;
+  }
+  for (size_t i = 0; i < nodes.size();) {
+    size_t j = i;
+    while (j + 1 < nodes.size() && nodes[j + 1] == nodes[j] + 1) ++j;
+    text += (text.empty() ? "" : ",") + std::to_string(nodes[i]) +
+            (j > i ? "-" + std::to_string(nodes[j]) : std::string());
+    i = j + 1;
+  }
+  return text;
+}
+
+void print_side(const char* side, const std::string& path, const Placement& p) {
+  std::printf("%s: %s: %zu kernels, predicted %.3f ms, %d thread%s\n", side, path.c_str(), p.kernels.size(),
+              p.predicted_ms, p.threads, p.threads == 1 ? "" : "s");
+}
+
+}  // namespace
+
+int command_diff(const std::vector<std::string>& argv) {
+  Args args = parse_args(argv, {"--model", "--dim"}, {"--json"});
+  if (args.positional.size() != 2)
+    throw Error(ErrorKind::InvalidInput, "usage: collage diff A.json B.json [--model MODEL] [--json]");
+  const std::string& path_a = args.positional[0];
+  const std::string& path_b = args.positional[1];
+  std::string text_a = read_text(path_a), text_b = read_text(path_b);
+  Placement a = read_named(path_a, text_a, placement_structure_from_json);
+  Placement b = read_named(path_b, text_b, placement_structure_from_json);
+  PlacementDiff diff = diff_placements(a, b, path_a, path_b);  // different models: refused here
+  std::optional<Graph> graph;
+  if (args.has("--model")) {
+    graph = load_model(args.get("--model", ""), parse_dims(args.all("--dim")));
+    auto validated = [&](const std::string& text) {
+      return placement_from_json(text, *graph, all_backends());
+    };
+    a = read_named(path_a, text_a, validated);
+    b = read_named(path_b, text_b, validated);
+    diff = diff_placements(a, b, path_a, path_b);
+  }
+  const Graph* g = graph ? &*graph : nullptr;
+  if (args.has("--json")) {
+    std::printf("%s\n", placement_diff_to_json(diff, g).c_str());
+    return 0;
+  }
+  print_side("A", path_a, a);
+  print_side("B", path_b, b);
+  if (diff.threads_a != diff.threads_b)
+    std::printf("note: the costs were measured at %d and %d threads: compare them with care\n",
+                diff.threads_a, diff.threads_b);
+  if (diff.identical()) {
+    std::printf("identical: all %zu kernels have the same nodes and backend\n", diff.unchanged_kernels);
+  } else {
+    std::printf("%zu kernel%s unchanged; %zu node%s changed in %zu region%s:\n", diff.unchanged_kernels,
+                diff.unchanged_kernels == 1 ? "" : "s", diff.changed_nodes,
+                diff.changed_nodes == 1 ? "" : "s", diff.regions.size(), diff.regions.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < diff.regions.size(); ++i) {
+      const DiffRegion& r = diff.regions[i];
+      std::printf("region %zu: %zu node%s, %s -> %s: A %.3f ms, B %.3f ms, delta %+.3f ms\n", i + 1,
+                  r.nodes.size(), r.nodes.size() == 1 ? "" : "s", backend_summary(r.a).c_str(),
+                  backend_summary(r.b).c_str(), r.a_ms, r.b_ms, r.delta_ms());
+      for (const auto& [side, kernels] : {std::pair{"A", &r.a}, std::pair{"B", &r.b}})
+        for (const PlacedKernel& k : *kernels)
+          std::printf("  %s %-14s %-28s %8.3f ms  nodes %s\n", side, k.backend.c_str(), k.label.c_str(),
+                      k.cost_ms, nodes_text(k.nodes, g).c_str());
+    }
+  }
+  std::string per_backend;
+  for (const auto& [backend, n] : diff.nodes_per_backend)
+    per_backend += (per_backend.empty() ? "" : ", ") + backend + " " + std::to_string(n.a) + " -> " +
+                   std::to_string(n.b);
+  std::printf("nodes per backend (A -> B): %s\n", per_backend.c_str());
+  std::printf("predicted: A %.3f ms, B %.3f ms, delta %+.3f ms\n", diff.predicted_a_ms, diff.predicted_b_ms,
+              diff.predicted_delta_ms());
+  return 0;
+}
+
+}  // namespace collage::cli
