@@ -1,7 +1,8 @@
-// Batch mode (`--screenshot PATH [--tune [--refine]]`): drives the controller
-// through load, tune and refine, saves the window as PNG once the last step is
-// shown, and quits: status 0, or 2 with the error on stderr (as the CLI) when a
-// step failed (the picture is still saved).
+// Batch mode (`--screenshot PATH [--placement P] [--tune [--refine]] [--collapse-depth N]`):
+// drives the controller through load, the placement and its costs from the cost DB,
+// tune and refine, collapses the graph's name scopes to depth N (after the view's
+// relayout), saves the window as PNG once the last step is shown, and quits: status 0,
+// or 2 with the error on stderr (as the CLI) when a step failed (the picture is still saved).
 #pragma once
 
 #include <QObject>
@@ -17,17 +18,23 @@ class BatchScreenshot : public QObject {
   Q_OBJECT
  public:
   // Create after the window (its handlers run first) and before the model is opened.
-  BatchScreenshot(MainWindow* window, const QString& path, bool tune, bool refine);
+  struct Steps {
+    QString placement;        // loaded after the model when not empty
+    bool tune = false;        // then tuned
+    bool refine = false;      // then refined (implies tune)
+    int collapse_depth = -1;  // >= 1: scopes of this depth collapsed before the shot
+  };
+  BatchScreenshot(MainWindow* window, const QString& path, Steps steps);
 
  private:
   void on_finished(const JobReport& report);
   void on_failed(const JobFailure& failure);
   void shoot(const QString& failure);
+  void save(bool failed);
 
   MainWindow* window_;
   QString path_;
-  bool tune_;
-  bool refine_;
+  Steps steps_;
   bool done_ = false;
 };
 

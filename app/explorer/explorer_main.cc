@@ -1,4 +1,4 @@
-// collage-explorer [MODEL] [--tune [--refine]] [--placement FILE] [--screenshot PATH]
+// collage-explorer [MODEL] [--tune [--refine]] [--placement FILE] [--screenshot PATH [--collapse-depth N]]
 #include <QApplication>
 #include <QCommandLineParser>
 
@@ -18,17 +18,26 @@ int main(int argc, char** argv) {
   QCommandLineOption refine("refine", "After tuning, run the graph-level search (with --screenshot).");
   QCommandLineOption placement("placement", "Placement JSON to load.", "file");
   QCommandLineOption screenshot("screenshot", "Save the window as PNG when ready, then exit.", "path");
-  parser.addOptions({tune, refine, placement, screenshot});
+  QCommandLineOption collapse_depth(
+      "collapse-depth", "With --screenshot: collapse the name scopes of this depth (1 = top level).", "N");
+  parser.addOptions({tune, refine, placement, screenshot, collapse_depth});
   parser.process(app);
   collage::MainWindow window;
   window.show();
   const QStringList args = parser.positionalArguments();
-  if (parser.isSet(screenshot))
-    new collage::BatchScreenshot(&window, parser.value(screenshot), parser.isSet(tune), parser.isSet(refine));
+  const bool batch = parser.isSet(screenshot);
+  if (batch) {
+    collage::BatchScreenshot::Steps steps;
+    steps.placement = parser.value(placement);
+    steps.tune = parser.isSet(tune);
+    steps.refine = parser.isSet(refine);
+    steps.collapse_depth = parser.isSet(collapse_depth) ? parser.value(collapse_depth).toInt() : -1;
+    new collage::BatchScreenshot(&window, parser.value(screenshot), steps);
+  }
   if (!args.isEmpty()) {
     window.open_model(args[0]);
-    const bool tune_now = parser.isSet(tune) && !parser.isSet(screenshot);
-    const QString placement_path = parser.isSet(placement) ? parser.value(placement) : QString();
+    const bool tune_now = parser.isSet(tune) && !batch;
+    const QString placement_path = parser.isSet(placement) && !batch ? parser.value(placement) : QString();
     QObject::connect(window.controller(), &collage::ExplorerController::job_finished, &window,
                      [&window, tune_now, placement_path](const collage::JobReport& report) {
                        if (report.job != collage::Job::Load) return;

@@ -165,6 +165,7 @@ class ExplorerTest : public QObject {
     auto saved = fs::temp_directory_path() / "explorer_test_placement.json";
     QVERIFY(window.save_placement(QString::fromStdString(saved.string())));
     auto before = placement.kernels;
+    const collage::TuneResult tuned = *c->tuned();
     window.load_placement(QString::fromStdString(saved.string()));
     QCOMPARE(c->placement()->kernels.size(), before.size());
     for (size_t i = 0; i < before.size(); ++i) {
@@ -172,6 +173,16 @@ class ExplorerTest : public QObject {
       QCOMPARE(c->placement()->kernels[i].backend, before[i].backend);
     }
     fs::remove(saved);
+    // The candidate table refills from the cost DB the tune filled: one row per candidate,
+    // each with the tune's outcome (from the DB now), none "not measured".
+    table->clear();
+    QVERIFY(job.wait(60000));
+    QCOMPARE(table->model()->rowCount(), static_cast<int>(tuned.candidates.size()));
+    QCOMPARE(count(table, CandidateStatus::NotMeasured), 0);
+    int valid = 0;
+    for (const auto& m : tuned.costs) valid += m.cost.valid();
+    QCOMPARE(count(table, CandidateStatus::Cached), valid);
+    QCOMPARE(count(table, CandidateStatus::Invalid), static_cast<int>(tuned.costs.size()) - valid);
 
     // Export the compiled artifact: it loads and reports the model's inputs.
     auto artifact = fs::temp_directory_path() / "explorer_test.collage";
