@@ -59,8 +59,9 @@ QRectF NodeItem::boundingRect() const { return rect_.adjusted(-3, -3, 3, 3); }
 
 void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
   const double lod = lod_of(painter, option);
+  // Far out a box is under a pixel: a cosmetic (1 px) outline in its colour keeps it visible.
   painter->setPen(pinned_      ? QPen(Qt::black, 3)
-                  : lod < 0.15 ? QPen(Qt::NoPen)
+                  : lod < 0.15 ? QPen(fill_ == Qt::white ? QColor(0x77, 0x77, 0x77) : fill_.darker(130), 0)
                                : QPen(QColor(0x33, 0x33, 0x33)));
   painter->setBrush(fill_);
   painter->drawRect(rect_);

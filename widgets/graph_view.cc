@@ -31,7 +31,7 @@ struct GraphView::Shown {
 namespace {
 
 constexpr double kScopeBoxWidth = 280, kScopeBoxHeight = 58;
-constexpr double kMaxZoom = 8, kMaxSelectionZoom = 2;
+constexpr double kMaxZoom = 8, kMaxSelectionZoom = 2, kMaxFitZoom = 1.25;
 
 QString tensor_text(const Graph& g, ValueId v) {
   const Value& value = g.value(v);
@@ -119,7 +119,7 @@ GraphView::~GraphView() {
 }  // items die with the scene: no selection signals then; a running relayout's result is dropped
 
 void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
-  ++generation_;  // a relayout still running is for the previous graph
+  shown_generation_ = ++generation_;  // a relayout still running is for the previous graph
   graph_ = graph;
   placement_ = nullptr;
   labels_.clear();
@@ -143,6 +143,12 @@ void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
   auto_fit_ = true;
   fit();
   emit layout_changed();
+  // Fitted, thousands of nodes are a hairline: open such graphs with their scopes collapsed
+  // to the deepest level that still shows a readable number of boxes.
+  if (graph_ && graph_->num_nodes() > kAutoCollapseNodes) {
+    const int depth = tree_->deepest_depth_within(kAutoCollapseUnits);
+    if (depth > 0) collapse_to_depth(depth);
+  }
 }
 
 void GraphView::build_scene() {
@@ -343,6 +349,10 @@ void GraphView::fit() {
   QRectF r = scene()->sceneRect();
   if (r.isEmpty()) return;
   fitInView(r, Qt::KeepAspectRatio);
+  if (zoom() > kMaxFitZoom) {  // a small graph is shown whole, not blown up
+    scale(kMaxFitZoom / zoom(), kMaxFitZoom / zoom());
+    centerOn(r.center());
+  }
   place_minimap();
   minimap_->update();
 }
@@ -511,14 +521,14 @@ void GraphView::relayout(std::vector<bool> collapsed, NodeId focus) {
     request.sizes.push_back(unit.node != kNoNode ? std::make_pair(kNodeBoxWidth, kNodeBoxHeight)
                                                  : std::make_pair(kScopeBoxWidth, kScopeBoxHeight));
   for (const CollapsedGraph::Edge& e : shown->graph.edges) request.edges.emplace_back(e.from, e.to);
-  ++pending_;
   const unsigned generation = ++generation_;
   auto* watcher = new QFutureWatcher<std::shared_ptr<Shown>>(this);
   connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, focus] {
-    --pending_;
     std::shared_ptr<Shown> result = watcher->result();
     watcher->deleteLater();
-    if (generation == generation_) show_layout(std::move(result), focus);  // else superseded
+    if (generation != generation_) return;  // superseded
+    shown_generation_ = generation;
+    show_layout(std::move(result), focus);
   });
   watcher->setFuture(QtConcurrent::run([shown, request = std::move(request)] {
     shown->layout = layout_dag(request);  // graphviz or layered, off the GUI thread

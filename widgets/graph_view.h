@@ -7,7 +7,7 @@
 // collapsed scopes is laid out again off the GUI thread (layout_changed() when
 // shown). Navigation: the wheel zooms around the cursor, dragging pans, F fits
 // the whole graph (the view opens fitted and stays fitted while resized until the
-// user moves it), Z zooms to the selection, the minimap in the corner moves the
+// user moves it; large graphs open collapsed), Z zooms to the selection, the minimap in the corner moves the
 // view. Invariant: node_items_[n] is the item of node n, or null while n is
 // inside a collapsed scope; items are rebuilt only on a new graph or layout.
 #pragma once
@@ -37,11 +37,15 @@ class GraphView : public QGraphicsView {
 
  public:
   enum class Coloring { Backend, CostHeatmap };
+  // A graph of more nodes opens with its scopes collapsed to the deepest depth showing at
+  // most kAutoCollapseUnits boxes and nodes (when its names have scopes).
+  static constexpr int kAutoCollapseNodes = 1500, kAutoCollapseUnits = 60;
 
   explicit GraphView(QWidget* parent = nullptr);
   ~GraphView() override;
   // `graph` must outlive the view (or the next set_graph); `layout` is the graph's own
-  // (every scope expanded). Clears the placement.
+  // (every scope expanded), shown at once; beyond kAutoCollapseNodes a collapsed relayout
+  // follows (layout_changed() twice). Clears the placement.
   void set_graph(const Graph* graph, const GraphLayout& layout);
   void set_placement(const Placement* placement);  // nullptr: uncoloured; must outlive its use
   void set_coloring(Coloring coloring);
@@ -64,7 +68,7 @@ class GraphView : public QGraphicsView {
   void expand_scope(int scope);    // opens one level: its children are shown collapsed
   void collapse_scope(int scope);  // its nodes (and inner scopes) become one box
   bool is_collapsed(int scope) const;
-  bool layout_pending() const { return pending_ != 0; }
+  bool layout_pending() const { return shown_generation_ != generation_; }  // a relayout is running
 
   // ---- what is shown (for tests and tools) ----
   int node_count() const;  // nodes shown as themselves
@@ -131,8 +135,8 @@ class GraphView : public QGraphicsView {
   bool minimap_refresh_pending_ = false;
   bool auto_fit_ = true;  // fitted and not moved by the user since: refit on resize
   QFutureWatcher<std::shared_ptr<Shown>>* watcher_ = nullptr;
-  unsigned pending_ = 0;     // relayouts requested and not yet shown
-  unsigned generation_ = 0;  // of the newest relayout request
+  unsigned generation_ = 0;        // of the newest graph or relayout request
+  unsigned shown_generation_ = 0;  // of what is shown
 };
 
 }  // namespace collage

@@ -28,7 +28,7 @@ void Minimap::refresh() {
   // Keep the scene's aspect within the maximum box; very tall graphs become a narrow strip.
   double scale = std::min((kMaxWidth - 2.0 * kPad) / scene_rect_.width(),
                           (kMaxHeight - 2.0 * kPad) / scene_rect_.height());
-  QSizeF size = scene_rect_.size() * scale;
+  QSizeF size = (scene_rect_.size() * scale).expandedTo(QSizeF(2, 2));  // a hairline graph stays paintable
   resize(std::max(kMinSide, static_cast<int>(size.width()) + 2 * kPad),
          std::max(kMinSide, static_cast<int>(size.height()) + 2 * kPad));
   target_ = QRectF(QPointF((width() - size.width()) / 2, (height() - size.height()) / 2), size);

@@ -46,24 +46,29 @@ void BatchScreenshot::on_failed(const JobFailure& failure) {
 void BatchScreenshot::shoot(const QString& failure) {
   if (done_) return;
   done_ = true;
+  failed_ = !failure.isEmpty();
   // The picture is still saved, but a failure is the exit status (2), as in the CLI.
-  if (!failure.isEmpty()) std::fprintf(stderr, "error: %s\n", failure.toStdString().c_str());
+  if (failed_) std::fprintf(stderr, "error: %s\n", failure.toStdString().c_str());
   GraphView* view = window_->graph_view();
-  if (steps_.collapse_depth >= 1 && view->scope_tree()) {  // shoot once the collapsed graph is laid out
-    connect(view, &GraphView::layout_changed, this, [this, failed = !failure.isEmpty()] { save(failed); });
-    view->collapse_to_depth(steps_.collapse_depth);
-    return;
-  }
-  save(!failure.isEmpty());
+  connect(view, &GraphView::layout_changed, this, &BatchScreenshot::laid_out);
+  if (steps_.collapse_depth >= 1 && view->scope_tree())
+    view->collapse_to_depth(steps_.collapse_depth);  // supersedes a running relayout
+  laid_out();
 }
 
-void BatchScreenshot::save(bool failed) {
-  window_->graph_view()->fit();                   // the whole graph, coloured by the final placement
-  QTimer::singleShot(200, this, [this, failed] {  // let the last repaint land
+void BatchScreenshot::laid_out() {
+  if (!window_->graph_view()->layout_pending()) save();  // else the next layout_changed()
+}
+
+void BatchScreenshot::save() {
+  if (saving_) return;
+  saving_ = true;
+  window_->graph_view()->fit();           // the whole graph, coloured by the final placement
+  QTimer::singleShot(200, this, [this] {  // let the last repaint land
     bool ok = window_->grab().save(path_, "PNG");
     std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to",
                  path_.toStdString().c_str());
-    QApplication::exit(ok && !failed ? 0 : 2);
+    QApplication::exit(ok && !failed_ ? 0 : 2);
   });
 }
 

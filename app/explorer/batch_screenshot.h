@@ -30,12 +30,15 @@ class BatchScreenshot : public QObject {
   void on_finished(const JobReport& report);
   void on_failed(const JobFailure& failure);
   void shoot(const QString& failure);
-  void save(bool failed);
+  void laid_out();  // the graph view showed a new layout
+  void save();
 
   MainWindow* window_;
   QString path_;
   Steps steps_;
-  bool done_ = false;
+  bool done_ = false;    // shoot() ran
+  bool failed_ = false;  // a step failed: exit status 2
+  bool saving_ = false;
 };
 
 }  // namespace collage

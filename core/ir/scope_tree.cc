@@ -131,6 +131,20 @@ ScopeCost ScopeTree::cost(int scope, const std::vector<NodeShare>& shares) const
   return c;
 }
 
+int ScopeTree::units_at_depth(int depth) const {
+  int units = 0;
+  for (size_t s = 1; s < scopes_.size(); ++s) units += scopes_[s].depth == depth;
+  for (int innermost : innermost_) units += scopes_[static_cast<size_t>(innermost)].depth < depth;
+  return units;
+}
+
+int ScopeTree::deepest_depth_within(int max_units) const {
+  int best = 0;
+  for (int d = 1; d <= max_depth(); ++d)
+    if (units_at_depth(d) <= max_units) best = d;
+  return best;
+}
+
 std::vector<bool> ScopeTree::collapsed_at_depth(int depth) const {
   std::vector<bool> collapsed(scopes_.size(), false);
   for (size_t s = 1; s < scopes_.size(); ++s) collapsed[s] = scopes_[s].depth == depth;

@@ -65,6 +65,11 @@ class ScopeTree {
   int max_depth() const;
   ScopeCost cost(int scope, const std::vector<NodeShare>& shares) const;
 
+  // Boxes and nodes shown with every scope of `depth` collapsed.
+  int units_at_depth(int depth) const;
+  // The deepest depth >= 1 whose collapsed graph shows at most `max_units` (0: none does).
+  int deepest_depth_within(int max_units) const;
+
   // Collapse states are one flag per scope (the root's is ignored).
   // Every scope of depth `depth` collapsed (depth < 1: none, all expanded).
   std::vector<bool> collapsed_at_depth(int depth) const;

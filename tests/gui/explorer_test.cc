@@ -345,6 +345,21 @@ class ExplorerTest : public QObject {
           seconds, gaps.longest_ms);
     QVERIFY(window.graph_view()->node_count() >= 5000);
     QVERIFY2(gaps.longest_ms < 3000, "the GUI thread blocked while laying out");
+    // So many nodes open collapsed: the relayout runs off the GUI thread too, and every node
+    // is then shown either itself or inside one box.
+    collage::GraphView* view = window.graph_view();
+    QSignalSpy relaid(view, &collage::GraphView::layout_changed);
+    QVERIFY(view->layout_pending());
+    QVERIFY(relaid.wait(60000));
+    qInfo("collapsed: %d boxes, %d nodes; longest event-loop gap %.1f ms", view->scope_box_count(),
+          view->node_count(), gaps.longest_ms);
+    QVERIFY(view->scope_box_count() > 0);
+    QVERIFY(view->scope_box_count() + view->node_count() <= collage::GraphView::kAutoCollapseUnits);
+    int inside = 0;
+    for (int s = 1; s < view->scope_tree()->size(); ++s)
+      if (view->scope_item(s)) inside += static_cast<int>(view->scope_tree()->scope(s).nodes.size());
+    QCOMPARE(inside + view->node_count(), window.controller()->graph()->num_nodes());
+    QVERIFY2(gaps.longest_ms < 3000, "the GUI thread blocked while relaying out");
     fs::remove(path);
   }
 };

@@ -64,6 +64,20 @@ TEST(ScopeTree, CollapseAndExpand) {
   EXPECT_EQ(t.collapsed_at_depth(0), std::vector<bool>(static_cast<size_t>(t.size()), false));
 }
 
+TEST(ScopeTree, UnitsPerDepthMatchTheCollapsedGraph) {
+  ScopeTree t(kNames);
+  NodeEdges e;
+  e.preds.resize(kNames.size());
+  e.succs.resize(kNames.size());
+  for (int d = 1; d <= t.max_depth(); ++d)
+    EXPECT_EQ(t.units_at_depth(d), static_cast<int>(collapse(t, e, t.collapsed_at_depth(d)).units.size()));
+  EXPECT_EQ(t.units_at_depth(1), 4);  // 0, /layer1, 7, 8
+  EXPECT_EQ(t.units_at_depth(2), 5);  // 0, /layer1/layer1.0, /layer1/layer1.1, 7, 8
+  EXPECT_EQ(t.deepest_depth_within(4), 1);
+  EXPECT_EQ(t.deepest_depth_within(5), 2);
+  EXPECT_EQ(t.deepest_depth_within(3), 0);
+}
+
 // A chain 0 -> 1 -> ... -> 8 plus a skip 1 -> 4.
 NodeEdges chain_edges() {
   NodeEdges e;
