@@ -1,6 +1,7 @@
 // collage-explorer [MODEL] [--tune [--refine]] [--placement FILE] [--screenshot PATH [--collapse-depth N]]
 #include <QApplication>
 #include <QCommandLineParser>
+#include <memory>
 
 #include "app/explorer/batch_screenshot.h"
 #include "app/explorer/main_window.h"
@@ -38,12 +39,21 @@ int main(int argc, char** argv) {
     window.open_model(args[0]);
     const bool tune_now = parser.isSet(tune) && !batch;
     const QString placement_path = parser.isSet(placement) && !batch ? parser.value(placement) : QString();
-    QObject::connect(window.controller(), &collage::ExplorerController::job_finished, &window,
-                     [&window, tune_now, placement_path](const collage::JobReport& report) {
-                       if (report.job != collage::Job::Load) return;
-                       if (!placement_path.isEmpty()) window.load_placement(placement_path);
-                       if (tune_now) window.start_tune();
-                     });
+    // Once, for the model given on the command line: its placement (whose costs load as a
+    // job of their own), then the tune.
+    auto started = std::make_shared<bool>(false);
+    QObject::connect(
+        window.controller(), &collage::ExplorerController::job_finished, &window,
+        [&window, tune_now, placement_path, started](const collage::JobReport& report) {
+          if (*started) return;
+          if (report.job == collage::Job::Load && !placement_path.isEmpty()) {
+            window.load_placement(placement_path);
+            if (!tune_now) *started = true;
+          } else if (report.job == collage::Job::Load || report.job == collage::Job::PlacementCosts) {
+            *started = true;
+            if (tune_now) window.start_tune();
+          }
+        });
   }
   return app.exec();
 }
