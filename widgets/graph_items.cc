@@ -55,6 +55,12 @@ void NodeItem::set_pinned(bool pinned) {
   update();
 }
 
+void NodeItem::set_detail(const QString& detail) {
+  if (detail == detail_) return;
+  detail_ = detail;
+  update();
+}
+
 QRectF NodeItem::boundingRect() const { return rect_.adjusted(-3, -3, 3, 3); }
 
 void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
@@ -74,8 +80,17 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
   QFont font = small_font(8);
   painter->setFont(font);
   painter->setPen(text_color_on(fill_));
-  QString text = QFontMetricsF(font).elidedText(label_, Qt::ElideRight, rect_.width() - 6);
-  painter->drawText(rect_, Qt::AlignCenter, text);
+  const double width = rect_.width() - 6;
+  if (detail_.isEmpty()) {
+    painter->drawText(rect_, Qt::AlignCenter, QFontMetricsF(font).elidedText(label_, Qt::ElideRight, width));
+    return;
+  }
+  const QRectF top(rect_.left(), rect_.top() + 1, rect_.width(), rect_.height() * 0.55);
+  const QRectF bottom(rect_.left(), top.bottom() - 2, rect_.width(), rect_.bottom() - top.bottom() + 1);
+  painter->drawText(top, Qt::AlignCenter, QFontMetricsF(font).elidedText(label_, Qt::ElideRight, width));
+  QFont small = small_font(6.5);
+  painter->setFont(small);
+  painter->drawText(bottom, Qt::AlignCenter, QFontMetricsF(small).elidedText(detail_, Qt::ElideRight, width));
 }
 
 // ---- ScopeItem ----

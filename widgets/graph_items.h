@@ -2,8 +2,9 @@
 // a zoom threshold text is skipped (a 10k-node graph zoomed out paints boxes
 // only). NodeItem: one node (fill, op label, pinned border). ScopeItem: one
 // collapsed name scope (path, node count, total kernel time and share, a bar of
-// its backend mix proportional to time). KernelItem: one placed kernel's label
-// ("onednn 0.412 ms · 3.1%"), with a dashed outline when it spans several nodes.
+// its backend mix proportional to time). KernelItem: a multi-node kernel's dashed
+// outline and label ("onednn 0.412 ms · 3.1%"); a one-node kernel's label is the
+// NodeItem's second line.
 // Edges are plain QGraphicsPathItems. Items know no graph: the view sets what
 // they show.
 #pragma once
@@ -35,6 +36,8 @@ class NodeItem : public QGraphicsItem {
   const QString& label() const { return label_; }
   void set_fill(const QColor& fill);
   void set_pinned(bool pinned);
+  void set_detail(const QString& detail);  // a second, smaller line ("" none): its kernel's cost
+  const QString& detail() const { return detail_; }
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
@@ -42,6 +45,7 @@ class NodeItem : public QGraphicsItem {
   NodeId node_;
   QRectF rect_;
   QString label_;
+  QString detail_;
   QColor fill_ = Qt::white;
   bool pinned_ = false;
 };

@@ -156,6 +156,7 @@ void GraphView::build_scene() {
   scope_items_.clear();
   edge_items_.clear();
   kernel_items_.clear();
+  kernel_labels_.clear();
   scene()->blockSignals(true);
   scene()->clear();
   scene()->blockSignals(false);
@@ -223,6 +224,7 @@ void GraphView::set_coloring(Coloring coloring) {
 void GraphView::recolor() {
   for (KernelItem* item : kernel_items_) delete item;
   kernel_items_.clear();
+  kernel_labels_.clear();
   shares_.clear();
   max_kernel_ms_ = 0;
   if (!graph_ || !shown_) return;
@@ -244,6 +246,7 @@ void GraphView::recolor() {
     if (item) {
       item->set_fill(Qt::white);
       item->set_pinned(false);
+      item->set_detail(QString());
     }
   if (placement_) {
     for (size_t ki = 0; ki < placement_->kernels.size(); ++ki) {
@@ -261,22 +264,27 @@ void GraphView::recolor() {
         box = box.united(item->rect());
       }
       KernelItem* kernel = nullptr;
+      QString label;
       if (all_shown && !box.isNull()) {  // a kernel inside a collapsed box counts in the box
-        QString label = QString::fromStdString(k.backend);
+        label = QString::fromStdString(k.backend);
         label += k.cost_ms > 0 ? QString(" %1 ms · %2%")
                                      .arg(k.cost_ms, 0, 'f', 3)
                                      .arg(total > 0 ? 100 * k.cost_ms / total : 0.0, 0, 'f', 1)
                                : QString(" · no cost");
-        const QColor outline = backend_color(QString::fromStdString(k.backend));
-        kernel = new KernelItem(box, k.nodes.size() > 1, label, outline);
-        kernel->setToolTip(
-            QString("<b>%1</b> kernel %2<br>%3 nodes")
-                .arg(QString::fromStdString(k.backend), QString::fromStdString(k.label).toHtmlEscaped())
-                .arg(k.nodes.size()) +
-            "<br>" + label.toHtmlEscaped());
-        scene()->addItem(kernel);
+        if (k.nodes.size() > 1) {  // outlined, labelled at its right
+          kernel = new KernelItem(box, true, label, backend_color(QString::fromStdString(k.backend)));
+          kernel->setToolTip(
+              QString("<b>%1</b> kernel %2<br>%3 nodes")
+                  .arg(QString::fromStdString(k.backend), QString::fromStdString(k.label).toHtmlEscaped())
+                  .arg(k.nodes.size()) +
+              "<br>" + label.toHtmlEscaped());
+          scene()->addItem(kernel);
+        } else {  // one node: the label is the node box's second line (nothing to overlap)
+          node_items_[static_cast<size_t>(k.nodes[0])]->set_detail(label);
+        }
       }
       kernel_items_.push_back(kernel);
+      kernel_labels_.push_back(label);
     }
     for (const auto& [node, backend] : placement_->pins.pinned)
       if (node >= 0 && node < graph_->num_nodes() && node_items_[static_cast<size_t>(node)])
@@ -562,8 +570,8 @@ int GraphView::node_count() const {
 }
 
 int GraphView::group_count() const {
-  return static_cast<int>(std::count_if(kernel_items_.begin(), kernel_items_.end(),
-                                        [](KernelItem* k) { return k && k->outlined(); }));
+  return static_cast<int>(
+      std::count_if(kernel_items_.begin(), kernel_items_.end(), [](KernelItem* k) { return k != nullptr; }));
 }
 
 int GraphView::scope_box_count() const {
@@ -597,7 +605,7 @@ QString GraphView::node_label(NodeId node) const {
 }
 
 QString GraphView::kernel_label(size_t kernel) const {
-  return kernel < kernel_items_.size() && kernel_items_[kernel] ? kernel_items_[kernel]->label() : QString();
+  return kernel < kernel_labels_.size() ? kernel_labels_[kernel] : QString();
 }
 
 const CollapsedGraph::Edge* GraphView::shown_edge(NodeId from, NodeId to) const {

@@ -1,7 +1,8 @@
 // The dataflow graph: nodes labelled by op and its shape-defining attributes
 // ("Conv 3×3 /2 · 64"), coloured by assigned backend or a cost heatmap (with a
 // legend in ms), each placed kernel labelled with backend, ms and share of the
-// total (outlined when it spans several nodes), edges between kernels of
+// total (outlined and labelled at its right when it spans several nodes, else on
+// the node's second line), edges between kernels of
 // different backends dashed and thick. Name scopes (core/ir/scope_tree.h) collapse
 // into one box each with their total kernel time and backend mix; the graph with
 // collapsed scopes is laid out again off the GUI thread (layout_changed() when
@@ -127,7 +128,8 @@ class GraphView : public QGraphicsView {
   std::vector<NodeItem*> node_items_;           // by node; null inside a collapsed box
   std::vector<ScopeItem*> scope_items_;         // by scope; null unless collapsed and shown
   std::vector<QGraphicsPathItem*> edge_items_;  // aligned with shown_->graph.edges
-  std::vector<KernelItem*> kernel_items_;       // by placement kernel; null when not drawn
+  std::vector<KernelItem*> kernel_items_;       // by placement kernel; the outlines of multi-node kernels
+  std::vector<QString> kernel_labels_;          // by placement kernel; "" inside a collapsed box
   std::vector<NodeShare> shares_;               // by node, from the placement
   double max_kernel_ms_ = 0;
   Minimap* minimap_;

@@ -19,6 +19,7 @@
 #include "core/import/onnx_import.h"
 #include "core/ir/graph_analysis.h"
 #include "resources/samples/zoo.h"
+#include "widgets/graph_items.h"
 #include "widgets/graph_layout.h"
 #include "widgets/minimap.h"
 
@@ -201,6 +202,8 @@ class GraphViewTest : public QObject {
       QVERIFY2(label.contains(QString::number(kernel.cost_ms, 'f', 3) + " ms"), qPrintable(label));
       QVERIFY2(label.contains(QString::number(100 * kernel.cost_ms / total, 'f', 1) + "%"),
                qPrintable(label));
+      if (kernel.nodes.size() == 1)  // drawn as the node's second line
+        QCOMPARE(static_cast<collage::NodeItem*>(view.node_item(kernel.nodes[0]))->detail(), label);
     }
     QCOMPARE(view.group_count(), outlined);
     // Marked exactly where producer and consumer kernels run on different backends.
