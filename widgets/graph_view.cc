@@ -193,7 +193,8 @@ void GraphView::build_scene() {
     QRectF rect = box_of(layout.nodes[u]);
     if (unit.node != kNoNode) {
       auto* item = new NodeItem(unit.node, rect, labels_[static_cast<size_t>(unit.node)]);
-      item->setToolTip(node_tooltip(*graph_, unit.node, labels_[static_cast<size_t>(unit.node)]));
+      item->setData(0, node_tooltip(*graph_, unit.node, labels_[static_cast<size_t>(unit.node)]));
+      item->setToolTip(item->data(0).toString());  // recolor() adds its kernel
       scene()->addItem(item);
       node_items_[static_cast<size_t>(unit.node)] = item;
     } else {
@@ -247,6 +248,7 @@ void GraphView::recolor() {
       item->set_fill(Qt::white);
       item->set_pinned(false);
       item->set_detail(QString());
+      item->setToolTip(item->data(0).toString());
     }
   if (placement_) {
     for (size_t ki = 0; ki < placement_->kernels.size(); ++ki) {
@@ -261,6 +263,11 @@ void GraphView::recolor() {
           continue;
         }
         item->set_fill(fill);
+        item->setToolTip(item->data(0).toString() + QString("kernel: <b>%1</b> %2, %3 ms for %4 node(s)")
+                                                        .arg(QString::fromStdString(k.backend),
+                                                             QString::fromStdString(k.label).toHtmlEscaped())
+                                                        .arg(k.cost_ms, 0, 'f', 3)
+                                                        .arg(k.nodes.size()));
         box = box.united(item->rect());
       }
       KernelItem* kernel = nullptr;
