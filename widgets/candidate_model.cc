@@ -23,9 +23,10 @@ void CandidateModel::set_pending(const std::vector<Candidate>& candidates) {
 }
 
 void CandidateModel::apply(Row& row, const MeasuredCandidate& result) {
-  row.status = !result.cost.valid() ? CandidateStatus::Invalid
-               : result.from_cache  ? CandidateStatus::Cached
-                                    : CandidateStatus::Measured;
+  row.status = result.cost.invalid_reason == kNotMeasured ? CandidateStatus::NotMeasured
+               : !result.cost.valid()                     ? CandidateStatus::Invalid
+               : result.from_cache                        ? CandidateStatus::Cached
+                                                          : CandidateStatus::Measured;
   row.median_ms = result.cost.median_ms;
   row.samples = result.cost.samples;
   row.reason = QString::fromStdString(result.cost.invalid_reason);
@@ -75,6 +76,8 @@ QString CandidateModel::status_name(CandidateStatus status) {
       return "cached";
     case CandidateStatus::Invalid:
       return "invalid";
+    case CandidateStatus::NotMeasured:
+      return "not measured";
   }
   return {};
 }

@@ -15,7 +15,8 @@
 
 namespace collage {
 
-enum class CandidateStatus { Pending, Measured, Cached, Invalid };
+// NotMeasured: the cost DB has no cost for it (a placement was loaded, nothing measured).
+enum class CandidateStatus { Pending, Measured, Cached, Invalid, NotMeasured };
 
 class CandidateModel : public QAbstractTableModel {
   Q_OBJECT
@@ -43,7 +44,8 @@ class CandidateModel : public QAbstractTableModel {
   int row_of(size_t id) const;              // -1 if absent
   int count(CandidateStatus status) const;  // rows whose StatusRole is `status`
   bool covers(int row, int node) const;
-  static QString status_name(CandidateStatus status);  // "pending", "measured", "cached", "invalid"
+  // "pending", "measured", "cached", "invalid", "not measured"
+  static QString status_name(CandidateStatus status);
 
   int rowCount(const QModelIndex& parent = QModelIndex()) const override;
   int columnCount(const QModelIndex& parent = QModelIndex()) const override;

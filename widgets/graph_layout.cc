@@ -12,32 +12,47 @@ namespace collage {
 
 namespace {
 
-constexpr double kNodeWidth = 110, kNodeHeight = 32;
-
-GraphLayout layered(const Graph& g) {
+// Ranks by longest path from the sources in id order (an edge to a lower id, a cycle
+// through collapsed boxes, is ignored for ranking), each rank a centred row.
+GraphLayout layered(const LayoutRequest& request) {
+  constexpr double kGapX = 20, kGapY = 40, kMargin = 20;
   GraphLayout l;
   l.engine = "layered";
-  NodeEdges e = node_edges(g);
-  std::vector<int> rank(g.nodes.size(), 0);
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (NodeId p : e.preds[n]) rank[n] = std::max(rank[n], rank[static_cast<size_t>(p)] + 1);
-  std::vector<int> slot(g.nodes.size(), 0), used;
-  l.nodes.resize(g.nodes.size());
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    size_t r = static_cast<size_t>(rank[n]);
-    if (used.size() <= r) used.resize(r + 1, 0);
-    slot[n] = used[r]++;
-    l.nodes[n] = {60 + slot[n] * (kNodeWidth + 20), 30 + rank[n] * (kNodeHeight + 40), kNodeWidth,
-                  kNodeHeight};
-    l.width = std::max(l.width, l.nodes[n].x + kNodeWidth);
-    l.height = std::max(l.height, l.nodes[n].y + kNodeHeight);
+  const size_t n = request.sizes.size();
+  std::vector<std::vector<int>> preds(n);
+  for (auto [from, to] : request.edges)
+    if (from < to) preds[static_cast<size_t>(to)].push_back(from);
+  std::vector<int> rank(n, 0);
+  int ranks = n ? 1 : 0;
+  for (size_t v = 0; v < n; ++v) {
+    for (int p : preds[v]) rank[v] = std::max(rank[v], rank[static_cast<size_t>(p)] + 1);
+    ranks = std::max(ranks, rank[v] + 1);
   }
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (NodeId s : e.succs[n]) {
-      const LayoutNode &a = l.nodes[n], &b = l.nodes[static_cast<size_t>(s)];
-      l.edges.push_back(
-          {static_cast<NodeId>(n), s, {{a.x, a.y + a.height / 2}, {b.x, b.y - b.height / 2}}, false});
-    }
+  std::vector<double> row_width(static_cast<size_t>(ranks), 0), row_height(static_cast<size_t>(ranks), 0);
+  for (size_t v = 0; v < n; ++v) {
+    size_t r = static_cast<size_t>(rank[v]);
+    row_width[r] += request.sizes[v].first + (row_width[r] > 0 ? kGapX : 0);
+    row_height[r] = std::max(row_height[r], request.sizes[v].second);
+  }
+  const double width = ranks ? *std::max_element(row_width.begin(), row_width.end()) : 0;
+  std::vector<double> row_y(static_cast<size_t>(ranks), kMargin), next_x(static_cast<size_t>(ranks));
+  for (size_t r = 0; r < row_y.size(); ++r) {
+    if (r > 0) row_y[r] = row_y[r - 1] + row_height[r - 1] + kGapY;
+    next_x[r] = kMargin + (width - row_width[r]) / 2;
+  }
+  l.nodes.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    size_t r = static_cast<size_t>(rank[v]);
+    auto [w, h] = request.sizes[v];
+    l.nodes[v] = {next_x[r] + w / 2, row_y[r] + row_height[r] / 2, w, h};
+    next_x[r] += w + kGapX;
+  }
+  l.width = width + 2 * kMargin;
+  l.height = ranks ? row_y.back() + row_height.back() + kMargin : 0;
+  for (auto [from, to] : request.edges) {
+    const LayoutNode &a = l.nodes[static_cast<size_t>(from)], &b = l.nodes[static_cast<size_t>(to)];
+    l.edges.push_back({from, to, {{a.x, a.y + a.height / 2}, {b.x, b.y - b.height / 2}}, false});
+  }
   return l;
 }
 
@@ -50,28 +65,33 @@ GVC_t* graphviz_context() {
   return gvc;
 }
 
+char* text(const char* s) { return const_cast<char*>(s); }
+
 }  // namespace
 
-GraphLayout layout_graph(const Graph& g, int dot_limit) {
-  if (g.num_nodes() > dot_limit) return layered(g);
+GraphLayout layout_dag(const LayoutRequest& request, int dot_limit) {
+  if (static_cast<int>(request.sizes.size()) > dot_limit) return layered(request);
   std::lock_guard<std::mutex> lock(graphviz_mutex);
   GVC_t* gvc = graphviz_context();
-  Agraph_t* ag = agopen(const_cast<char*>("g"), Agdirected, nullptr);
-  agattr(ag, AGRAPH, const_cast<char*>("rankdir"), const_cast<char*>("TB"));
-  agattr(ag, AGRAPH, const_cast<char*>("nodesep"), const_cast<char*>("0.25"));
-  agattr(ag, AGRAPH, const_cast<char*>("ranksep"), const_cast<char*>("0.35"));
-  agattr(ag, AGNODE, const_cast<char*>("shape"), const_cast<char*>("box"));
-  agattr(ag, AGNODE, const_cast<char*>("label"),
-         const_cast<char*>(""));  // the view draws labels; no font work here
-  agattr(ag, AGNODE, const_cast<char*>("fixedsize"), const_cast<char*>("true"));
-  agattr(ag, AGNODE, const_cast<char*>("width"), const_cast<char*>("1.5"));
-  agattr(ag, AGNODE, const_cast<char*>("height"), const_cast<char*>("0.45"));
+  Agraph_t* ag = agopen(text("g"), Agdirected, nullptr);
+  agattr(ag, AGRAPH, text("rankdir"), text("TB"));
+  agattr(ag, AGRAPH, text("nodesep"), text("0.25"));
+  agattr(ag, AGRAPH, text("ranksep"), text("0.35"));
+  agattr(ag, AGNODE, text("shape"), text("box"));
+  agattr(ag, AGNODE, text("label"), text(""));  // the view draws labels; no font work here
+  agattr(ag, AGNODE, text("fixedsize"), text("true"));
+  Agsym_t* width = agattr(ag, AGNODE, text("width"), text("1.7"));
+  Agsym_t* height = agattr(ag, AGNODE, text("height"), text("0.45"));
   std::vector<Agnode_t*> nodes;
-  for (NodeId n = 0; n < g.num_nodes(); ++n)
-    nodes.push_back(agnode(ag, const_cast<char*>(std::to_string(n).c_str()), 1));
-  NodeEdges e = node_edges(g);
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (NodeId s : e.succs[n]) agedge(ag, nodes[n], nodes[static_cast<size_t>(s)], nullptr, 1);
+  for (size_t v = 0; v < request.sizes.size(); ++v) {
+    Agnode_t* node = agnode(ag, text(std::to_string(v).c_str()), 1);
+    agxset(node, width, text(std::to_string(request.sizes[v].first / 72).c_str()));  // inches
+    agxset(node, height, text(std::to_string(request.sizes[v].second / 72).c_str()));
+    nodes.push_back(node);
+  }
+  std::vector<Agedge_t*> edges;
+  for (auto [from, to] : request.edges)
+    edges.push_back(agedge(ag, nodes[static_cast<size_t>(from)], nodes[static_cast<size_t>(to)], nullptr, 1));
   gvLayout(gvc, ag, "dot");
   GraphLayout l;
   l.engine = "dot";
@@ -81,26 +101,34 @@ GraphLayout layout_graph(const Graph& g, int dot_limit) {
   auto flip = [&](pointf p) {
     return std::make_pair(p.x - bb.LL.x, bb.UR.y - p.y);
   };  // graphviz y grows upwards
-  l.nodes.resize(g.nodes.size());
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    auto [x, y] = flip(ND_coord(nodes[n]));
-    l.nodes[n] = {x, y, ND_width(nodes[n]) * 72, ND_height(nodes[n]) * 72};
+  l.nodes.resize(nodes.size());
+  for (size_t v = 0; v < nodes.size(); ++v) {
+    auto [x, y] = flip(ND_coord(nodes[v]));
+    l.nodes[v] = {x, y, ND_width(nodes[v]) * 72, ND_height(nodes[v]) * 72};
   }
-  for (size_t n = 0; n < nodes.size(); ++n)
-    for (Agedge_t* edge = agfstout(ag, nodes[n]); edge; edge = agnxtout(ag, edge)) {
-      LayoutEdge le;
-      le.from = static_cast<NodeId>(n);
-      le.to = static_cast<NodeId>(std::stoi(agnameof(aghead(edge))));
-      if (ED_spl(edge) && ED_spl(edge)->size > 0) {
-        const bezier& bz = ED_spl(edge)->list[0];
-        for (int i = 0; i < bz.size; ++i) le.points.push_back(flip(bz.list[i]));
-        le.bezier = (bz.size - 1) % 3 == 0;
-      }
-      l.edges.push_back(std::move(le));
+  for (size_t e = 0; e < edges.size(); ++e) {
+    LayoutEdge le;
+    le.from = request.edges[e].first;
+    le.to = request.edges[e].second;
+    if (ED_spl(edges[e]) && ED_spl(edges[e])->size > 0) {
+      const bezier& bz = ED_spl(edges[e])->list[0];
+      for (int i = 0; i < bz.size; ++i) le.points.push_back(flip(bz.list[i]));
+      le.bezier = (bz.size - 1) % 3 == 0;
     }
+    l.edges.push_back(std::move(le));
+  }
   gvFreeLayout(gvc, ag);
   agclose(ag);
   return l;
+}
+
+GraphLayout layout_graph(const Graph& g, int dot_limit) {
+  LayoutRequest request;
+  request.sizes.assign(g.nodes.size(), {kNodeBoxWidth, kNodeBoxHeight});
+  NodeEdges e = node_edges(g);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (NodeId s : e.succs[n]) request.edges.emplace_back(static_cast<int>(n), s);
+  return layout_dag(request, dot_limit);
 }
 
 }  // namespace collage

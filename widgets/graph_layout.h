@@ -1,6 +1,8 @@
 // Graph layout for the explorer: graphviz `dot` (top to bottom) for graphs up
 // to a few thousand nodes, a fast layered layout beyond, computed off the GUI
-// thread. Plain structs: no Qt, no graphviz types leak out.
+// thread. Plain structs: no Qt, no graphviz types leak out. `layout_dag` lays out
+// any boxes and edges (the graph with collapsed scopes: boxes of two sizes, edges
+// that may form cycles); `layout_graph` is it on a graph's nodes.
 #pragma once
 
 #include <string>
@@ -28,7 +30,18 @@ struct GraphLayout {
   std::string engine;  // "dot" or "layered"
 };
 
-// dot up to `dot_limit` nodes, layered beyond (dot is superlinear on large graphs).
+// The size of a node box in points (the view draws labels inside it).
+constexpr double kNodeBoxWidth = 122, kNodeBoxHeight = 32;
+
+struct LayoutRequest {
+  std::vector<std::pair<double, double>> sizes;  // width, height of each box, points
+  std::vector<std::pair<int, int>> edges;        // from, to (box indices); ids ascending ≈ topological
+};
+
+// dot up to `dot_limit` boxes, layered beyond (dot is superlinear on large graphs).
+// The result's nodes are by box index, its edges in request order (from/to are box indices).
+GraphLayout layout_dag(const LayoutRequest& request, int dot_limit = 1500);
+// The graph's nodes as boxes of kNodeBox size, one edge per producer-consumer pair.
 GraphLayout layout_graph(const Graph& graph, int dot_limit = 1500);
 
 }  // namespace collage

@@ -2,36 +2,92 @@
 
 #include <QContextMenuEvent>
 #include <QGraphicsPathItem>
-#include <QGraphicsRectItem>
-#include <QGraphicsSimpleTextItem>
 #include <QImage>
 #include <QKeyEvent>
+#include <QLinearGradient>
 #include <QPainter>
+#include <QScrollBar>
 #include <QSvgGenerator>
+#include <QTimer>
 #include <QWheelEvent>
+#include <QtConcurrent>
 #include <algorithm>
+#include <map>
+#include <set>
 
+#include "core/ir/op_label.h"
 #include "widgets/backend_colors.h"
+#include "widgets/graph_items.h"
+#include "widgets/minimap.h"
 
 namespace collage {
 
+struct GraphView::Shown {
+  std::vector<bool> collapsed;  // by scope
+  CollapsedGraph graph;
+  GraphLayout layout;  // by unit; edges in any order
+};
+
 namespace {
-QString node_tooltip(const Graph& g, NodeId id) {
+
+constexpr double kScopeBoxWidth = 280, kScopeBoxHeight = 58;
+constexpr double kMaxZoom = 8, kMaxSelectionZoom = 2, kMaxFitZoom = 1.25;
+
+QString tensor_text(const Graph& g, ValueId v) {
+  const Value& value = g.value(v);
+  return QString("%1: %2 %3")
+      .arg(QString::fromStdString(value.name).toHtmlEscaped(), dtype_name(value.dtype),
+           QString::fromStdString(shape_to_string(value.shape)));
+}
+
+QString node_tooltip(const Graph& g, NodeId id, const QString& label) {
   const Node& n = g.node(id);
-  QString tip = QString("<b>%1</b> (%2)<br>")
-                    .arg(QString::fromStdString(n.name).toHtmlEscaped(), QString::fromStdString(n.op_type));
+  QString tip = QString("<b>%1</b><br>%2<br>")
+                    .arg(QString::fromStdString(n.name).toHtmlEscaped(), label.toHtmlEscaped());
   for (ValueId v : n.inputs)
-    if (v != kNoValue)
-      tip += QString("in: %1 %2<br>")
-                 .arg(QString::fromStdString(g.value(v).name).toHtmlEscaped(),
-                      QString::fromStdString(shape_to_string(g.value(v).shape)));
+    if (v != kNoValue) tip += "in " + tensor_text(g, v) + "<br>";
   for (ValueId v : n.outputs)
-    if (v != kNoValue)
-      tip += QString("out: %1 %2<br>")
-                 .arg(QString::fromStdString(g.value(v).name).toHtmlEscaped(),
-                      QString::fromStdString(shape_to_string(g.value(v).shape)));
+    if (v != kNoValue) tip += "out " + tensor_text(g, v) + "<br>";
   return tip;
 }
+
+// The tensors an edge carries: every value a producer hands to a consumer of the edge.
+QString edge_tensors(const Graph& g, const CollapsedGraph::Edge& edge) {
+  std::set<ValueId> values;
+  for (auto [from, to] : edge.members)
+    for (ValueId v : g.node(from).outputs)
+      if (v != kNoValue)
+        for (NodeId c : g.value(v).consumers)
+          if (c == to) values.insert(v);
+  QString tip;
+  int shown = 0;
+  for (ValueId v : values) {
+    if (++shown > 6) {
+      tip += QString("… %1 more<br>").arg(values.size() - 6);
+      break;
+    }
+    tip += tensor_text(g, v) + "<br>";
+  }
+  return tip;
+}
+
+QPainterPath edge_path(const LayoutEdge& e) {
+  QPainterPath path(QPointF(e.points[0].first, e.points[0].second));
+  if (e.bezier) {
+    for (size_t i = 1; i + 2 < e.points.size(); i += 3)
+      path.cubicTo(QPointF(e.points[i].first, e.points[i].second),
+                   QPointF(e.points[i + 1].first, e.points[i + 1].second),
+                   QPointF(e.points[i + 2].first, e.points[i + 2].second));
+  } else {
+    for (size_t i = 1; i < e.points.size(); ++i) path.lineTo(QPointF(e.points[i].first, e.points[i].second));
+  }
+  return path;
+}
+
+QRectF box_of(const LayoutNode& n) {
+  return QRectF(n.x - n.width / 2, n.y - n.height / 2, n.width, n.height);
+}
+
 }  // namespace
 
 GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
@@ -39,11 +95,20 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
   setRenderHint(QPainter::Antialiasing);
   setDragMode(QGraphicsView::ScrollHandDrag);  // Ctrl+click adds nodes to the selection
   setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+  setResizeAnchor(QGraphicsView::AnchorViewCenter);
+  // No scroll bars: dragging and the minimap move the view, and Fit needs the whole viewport.
+  setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  setOptimizationFlags(QGraphicsView::DontSavePainterState);
+  setViewportUpdateMode(QGraphicsView::SmartViewportUpdate);
   setBackgroundBrush(QColor(0xfa, 0xfa, 0xfa));
+  minimap_ = new Minimap(this, this);
+  minimap_->hide();
+  connect(minimap_, &Minimap::navigated, this, [this] { auto_fit_ = false; });
   connect(scene(), &QGraphicsScene::selectionChanged, this, [this] {
-    for (int i = 0; i < static_cast<int>(node_items_.size()); ++i)
-      if (node_items_[static_cast<size_t>(i)]->isSelected()) {
-        emit node_selected(i);
+    for (NodeItem* item : node_items_)
+      if (item && item->isSelected()) {
+        emit node_selected(item->node());
         return;
       }
   });
@@ -51,63 +116,99 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
 
 GraphView::~GraphView() {
   scene()->blockSignals(true);
-}  // items die with the scene: no selection signals then
+}  // items die with the scene: no selection signals then; a running relayout's result is dropped
 
 void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
+  shown_generation_ = ++generation_;  // a relayout still running is for the previous graph
+  graph_ = graph;
+  placement_ = nullptr;
+  labels_.clear();
+  tree_.reset();
+  shown_.reset();
+  if (graph_) {
+    tree_ = std::make_unique<ScopeTree>(ScopeTree::of(*graph_));
+    node_edges_ = node_edges(*graph_);
+    for (NodeId n = 0; n < graph_->num_nodes(); ++n)
+      labels_.push_back(QString::fromStdString(op_label(*graph_, n)));
+    shown_ = std::make_shared<Shown>();
+    shown_->collapsed.assign(static_cast<size_t>(tree_->size()), false);
+    shown_->graph = collapse(*tree_, node_edges_, shown_->collapsed);
+    shown_->layout = layout;
+    collapsed_ = shown_->collapsed;
+  } else {
+    node_edges_ = NodeEdges{};
+    collapsed_.clear();
+  }
+  build_scene();
+  auto_fit_ = true;
+  fit();
+  emit layout_changed();
+  // Fitted, thousands of nodes are a hairline: open such graphs with their scopes collapsed
+  // to the deepest level that still shows a readable number of boxes.
+  if (graph_ && graph_->num_nodes() > kAutoCollapseNodes) {
+    const int depth = tree_->deepest_depth_within(kAutoCollapseUnits);
+    if (depth > 0) collapse_to_depth(depth);
+  }
+}
+
+void GraphView::build_scene() {
   node_items_.clear();  // before clear(): deleting selected items emits selectionChanged
+  scope_items_.clear();
+  edge_items_.clear();
+  kernel_items_.clear();
+  kernel_labels_.clear();
   scene()->blockSignals(true);
   scene()->clear();
   scene()->blockSignals(false);
-  node_items_.clear();
-  group_items_.clear();
-  edge_count_ = 0;
-  graph_ = graph;
-  layout_ = layout;
-  placement_ = nullptr;
-  if (!graph_) return;
+  if (!graph_ || !shown_) {
+    scene()->setSceneRect(QRectF());
+    schedule_minimap_refresh();
+    return;
+  }
+  const CollapsedGraph& g = shown_->graph;
+  const GraphLayout& layout = shown_->layout;
+  std::map<std::pair<int, int>, const LayoutEdge*> routed;
+  for (const LayoutEdge& e : layout.edges) routed[{e.from, e.to}] = &e;
   QPen edge_pen(QColor(0x60, 0x60, 0x60), 1.2);
-  for (const LayoutEdge& e : layout_.edges) {
-    if (e.points.size() < 2) continue;
-    QPainterPath path(QPointF(e.points[0].first, e.points[0].second));
-    if (e.bezier) {
-      for (size_t i = 1; i + 2 < e.points.size(); i += 3)
-        path.cubicTo(QPointF(e.points[i].first, e.points[i].second),
-                     QPointF(e.points[i + 1].first, e.points[i + 1].second),
-                     QPointF(e.points[i + 2].first, e.points[i + 2].second));
-    } else {
-      for (size_t i = 1; i < e.points.size(); ++i)
-        path.lineTo(QPointF(e.points[i].first, e.points[i].second));
+  for (const CollapsedGraph::Edge& e : g.edges) {
+    auto it = routed.find({e.from, e.to});
+    QPainterPath path;
+    if (it != routed.end() && it->second->points.size() >= 2) {
+      path = edge_path(*it->second);
+    } else {  // not routed by the layout: a straight line
+      const LayoutNode &a = layout.nodes[static_cast<size_t>(e.from)],
+                       &b = layout.nodes[static_cast<size_t>(e.to)];
+      path.moveTo(a.x, a.y + a.height / 2);
+      path.lineTo(b.x, b.y - b.height / 2);
     }
     auto* item = scene()->addPath(path, edge_pen);
     item->setZValue(0);
-    QString tip;  // the tensors flowing along this edge, for hover
-    for (ValueId v : graph_->node(e.from).outputs)
-      if (v != kNoValue)
-        for (NodeId c : graph_->value(v).consumers)
-          if (c == e.to)
-            tip += QString("%1 %2 %3<br>")
-                       .arg(QString::fromStdString(graph_->value(v).name).toHtmlEscaped(),
-                            dtype_name(graph_->value(v).dtype),
-                            QString::fromStdString(shape_to_string(graph_->value(v).shape)));
-    item->setToolTip(tip);
-    ++edge_count_;
+    item->setData(0, edge_tensors(*graph_, e));  // the tensors; recolor() adds the boundary
+    edge_items_.push_back(item);
   }
-  QFont font;
-  font.setPointSizeF(8);
-  for (NodeId id = 0; id < graph_->num_nodes(); ++id) {
-    const LayoutNode& ln = layout_.nodes[static_cast<size_t>(id)];
-    auto* rect = scene()->addRect(QRectF(ln.x - ln.width / 2, ln.y - ln.height / 2, ln.width, ln.height),
-                                  QPen(QColor(0x33, 0x33, 0x33)), QBrush(Qt::white));
-    rect->setZValue(2);
-    rect->setFlag(QGraphicsItem::ItemIsSelectable);
-    rect->setToolTip(node_tooltip(*graph_, id));
-    auto* text = new QGraphicsSimpleTextItem(QString::fromStdString(graph_->node(id).op_type), rect);
-    text->setFont(font);
-    QRectF tb = text->boundingRect();
-    text->setPos(ln.x - tb.width() / 2, ln.y - tb.height() / 2);
-    node_items_.push_back(rect);
+  node_items_.assign(static_cast<size_t>(graph_->num_nodes()), nullptr);
+  scope_items_.assign(static_cast<size_t>(tree_->size()), nullptr);
+  for (size_t u = 0; u < g.units.size(); ++u) {
+    const CollapsedGraph::Unit& unit = g.units[u];
+    QRectF rect = box_of(layout.nodes[u]);
+    if (unit.node != kNoNode) {
+      auto* item = new NodeItem(unit.node, rect, labels_[static_cast<size_t>(unit.node)]);
+      item->setData(0, node_tooltip(*graph_, unit.node, labels_[static_cast<size_t>(unit.node)]));
+      item->setToolTip(item->data(0).toString());  // recolor() adds its kernel
+      scene()->addItem(item);
+      node_items_[static_cast<size_t>(unit.node)] = item;
+    } else {
+      const ScopeTree::Scope& s = tree_->scope(unit.scope);
+      auto* item =
+          new ScopeItem(unit.scope, rect, QString::fromStdString(s.path), static_cast<int>(s.nodes.size()));
+      item->setToolTip(QString("<b>%1</b><br>%2 nodes, collapsed: double-click to expand")
+                           .arg(QString::fromStdString(s.path).toHtmlEscaped())
+                           .arg(s.nodes.size()));
+      scene()->addItem(item);
+      scope_items_[static_cast<size_t>(unit.scope)] = item;
+    }
   }
-  scene()->setSceneRect(QRectF(-20, -20, layout_.width + 40, layout_.height + 40));
+  scene()->setSceneRect(QRectF(-20, -20, layout.width + 40, layout.height + 40));
   recolor();
 }
 
@@ -122,75 +223,424 @@ void GraphView::set_coloring(Coloring coloring) {
 }
 
 void GraphView::recolor() {
-  for (QGraphicsItem* item : group_items_) delete item;
-  group_items_.clear();
-  // The op label stays readable on the dark graph-level colours.
-  auto fill_node = [](QGraphicsRectItem* item, const QColor& fill) {
-    item->setBrush(fill);
-    for (QGraphicsItem* child : item->childItems())
-      if (auto* text = dynamic_cast<QGraphicsSimpleTextItem*>(child))
-        text->setBrush(fill.lightness() < 110 ? Qt::white : Qt::black);
-  };
-  for (auto* item : node_items_) fill_node(item, Qt::white);
-  if (!graph_ || !placement_) return;
+  for (KernelItem* item : kernel_items_) delete item;
+  kernel_items_.clear();
+  kernel_labels_.clear();
+  shares_.clear();
+  max_kernel_ms_ = 0;
+  if (!graph_ || !shown_) return;
   double total = 0;
-  for (const PlacedKernel& k : placement_->kernels) total += std::max(0.0, k.cost_ms);
-  for (const PlacedKernel& k : placement_->kernels) {
-    QColor fill = backend_color(QString::fromStdString(k.backend));
-    if (coloring_ == Coloring::CostHeatmap) {
-      double share = total > 0 ? std::max(0.0, k.cost_ms) / total : 0;
-      fill = QColor::fromHsvF(0.0, std::min(1.0, 0.1 + 4 * share), 1.0);
+  if (placement_) {
+    std::vector<KernelTime> times;
+    for (const PlacedKernel& k : placement_->kernels) {
+      times.push_back({k.nodes, k.backend, std::max(0.0, k.cost_ms)});
+      total += std::max(0.0, k.cost_ms);
+      max_kernel_ms_ = std::max(max_kernel_ms_, k.cost_ms);
     }
-    QRectF box;
-    for (NodeId n : k.nodes) {
-      if (n < 0 || n >= static_cast<NodeId>(node_items_.size())) continue;
-      fill_node(node_items_[static_cast<size_t>(n)], fill);
-      box = box.united(node_items_[static_cast<size_t>(n)]->rect());
-    }
-    if (k.nodes.size() > 1) {  // outline each fused kernel as one group
-      auto* outline =
-          scene()->addRect(box.adjusted(-6, -6, 6, 6), QPen(fill.darker(160), 2, Qt::DashLine), Qt::NoBrush);
-      outline->setZValue(1);
-      auto* label = scene()->addSimpleText(QString::fromStdString(k.label));
-      label->setBrush(fill.darker(200));
-      QFont f = label->font();
-      f.setPointSizeF(7);
-      label->setFont(f);
-      label->setPos(box.right() + 8, box.top() - 4);
-      label->setZValue(3);
-      group_items_.push_back(outline);
-      group_items_.push_back(label);
-    }
+    shares_ = split_evenly(graph_->num_nodes(), times);
   }
-  for (const auto& [node, backend] : placement_->pins.pinned)
-    if (node >= 0 && node < static_cast<NodeId>(node_items_.size()))
-      node_items_[static_cast<size_t>(node)]->setPen(QPen(Qt::black, 3));
+  auto fill_of = [&](const PlacedKernel& k) {
+    return coloring_ == Coloring::CostHeatmap ? heat_color(k.cost_ms, max_kernel_ms_)
+                                              : backend_color(QString::fromStdString(k.backend));
+  };
+  for (NodeItem* item : node_items_)
+    if (item) {
+      item->set_fill(Qt::white);
+      item->set_pinned(false);
+      item->set_detail(QString());
+      item->setToolTip(item->data(0).toString());
+    }
+  if (placement_) {
+    for (size_t ki = 0; ki < placement_->kernels.size(); ++ki) {
+      const PlacedKernel& k = placement_->kernels[ki];
+      const QColor fill = fill_of(k);
+      QRectF box;
+      bool all_shown = true;
+      for (NodeId n : k.nodes) {
+        NodeItem* item = n >= 0 && n < graph_->num_nodes() ? node_items_[static_cast<size_t>(n)] : nullptr;
+        if (!item) {
+          all_shown = false;
+          continue;
+        }
+        item->set_fill(fill);
+        item->setToolTip(item->data(0).toString() + QString("kernel: <b>%1</b> %2, %3 ms for %4 node(s)")
+                                                        .arg(QString::fromStdString(k.backend),
+                                                             QString::fromStdString(k.label).toHtmlEscaped())
+                                                        .arg(k.cost_ms, 0, 'f', 3)
+                                                        .arg(k.nodes.size()));
+        box = box.united(item->rect());
+      }
+      KernelItem* kernel = nullptr;
+      QString label;
+      if (all_shown && !box.isNull()) {  // a kernel inside a collapsed box counts in the box
+        label = QString::fromStdString(k.backend);
+        label += k.cost_ms > 0 ? QString(" %1 ms · %2%")
+                                     .arg(k.cost_ms, 0, 'f', 3)
+                                     .arg(total > 0 ? 100 * k.cost_ms / total : 0.0, 0, 'f', 1)
+                               : QString(" · no cost");
+        if (k.nodes.size() > 1) {  // outlined, labelled at its right
+          kernel = new KernelItem(box, true, label, backend_color(QString::fromStdString(k.backend)));
+          kernel->setToolTip(
+              QString("<b>%1</b> kernel %2<br>%3 nodes")
+                  .arg(QString::fromStdString(k.backend), QString::fromStdString(k.label).toHtmlEscaped())
+                  .arg(k.nodes.size()) +
+              "<br>" + label.toHtmlEscaped());
+          scene()->addItem(kernel);
+        } else {  // one node: the label is the node box's second line (nothing to overlap)
+          node_items_[static_cast<size_t>(k.nodes[0])]->set_detail(label);
+        }
+      }
+      kernel_items_.push_back(kernel);
+      kernel_labels_.push_back(label);
+    }
+    for (const auto& [node, backend] : placement_->pins.pinned)
+      if (node >= 0 && node < graph_->num_nodes() && node_items_[static_cast<size_t>(node)])
+        node_items_[static_cast<size_t>(node)]->set_pinned(true);
+  }
+  // Collapsed boxes: total time (even split of each kernel over its nodes) and backend mix.
+  for (ScopeItem* item : scope_items_) {
+    if (!item) continue;
+    if (!placement_) {
+      item->set_cost(0, 0, 0, {});
+      continue;
+    }
+    ScopeCost cost = tree_->cost(item->scope(), shares_);
+    std::vector<std::pair<QString, double>> mix;
+    for (const auto& [backend, ms] : cost.backend_ms) mix.emplace_back(QString::fromStdString(backend), ms);
+    std::sort(mix.begin(), mix.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    item->set_cost(cost.ms, total > 0 ? cost.ms / total : 0, cost.kernels, std::move(mix));
+    QString tip = QString("<b>%1</b><br>")
+                      .arg(QString::fromStdString(tree_->scope(item->scope()).path).toHtmlEscaped());
+    tip += QString(
+               "%1 ms (%2% of the placement), %3 kernels; a kernel's time is split evenly over its nodes<br>")
+               .arg(cost.ms, 0, 'f', 3)
+               .arg(total > 0 ? 100 * cost.ms / total : 0.0, 0, 'f', 1)
+               .arg(cost.kernels);
+    for (const auto& [backend, ms] : mix)
+      tip += QString("%1: %2 ms<br>").arg(backend.isEmpty() ? "unplaced" : backend).arg(ms, 0, 'f', 3);
+    item->setToolTip(tip + "double-click to expand");
+  }
+  // Edges from one backend's kernel into another's: a layout/library boundary.
+  const QPen plain(QColor(0x60, 0x60, 0x60), 1.2);
+  const QPen boundary(QColor(0xd8, 0x1b, 0x60), 2.6, Qt::DashLine);
+  for (size_t e = 0; e < edge_items_.size(); ++e) {
+    std::set<std::pair<std::string, std::string>> crossings;
+    if (!shares_.empty())
+      for (auto [from, to] : shown_->graph.edges[e].members) {
+        const NodeShare &a = shares_[static_cast<size_t>(from)], &b = shares_[static_cast<size_t>(to)];
+        if (a.kernel >= 0 && b.kernel >= 0 && a.backend != b.backend)
+          crossings.insert({a.backend, b.backend});
+      }
+    QString tip = edge_items_[e]->data(0).toString();
+    for (const auto& [a, b] : crossings)
+      tip += QString("<b>%1 → %2</b>: layout/library boundary<br>")
+                 .arg(QString::fromStdString(a), QString::fromStdString(b));
+    edge_items_[e]->setPen(crossings.empty() ? plain : boundary);
+    edge_items_[e]->setData(1, !crossings.empty());
+    edge_items_[e]->setToolTip(tip);
+  }
+  viewport()->update();  // the heatmap legend
+  schedule_minimap_refresh();
 }
 
 void GraphView::highlight(const std::vector<NodeId>& nodes) {
   scene()->clearSelection();
-  for (NodeId n : nodes)
-    if (n >= 0 && n < static_cast<NodeId>(node_items_.size()))
-      node_items_[static_cast<size_t>(n)]->setSelected(true);
-  if (!nodes.empty() && nodes[0] >= 0 && nodes[0] < static_cast<NodeId>(node_items_.size()))
-    centerOn(node_items_[static_cast<size_t>(nodes[0])]);
+  QGraphicsItem* first = nullptr;
+  for (NodeId n : nodes) {
+    QGraphicsItem* item = node_item(n);
+    if (!item && graph_ && tree_ && n >= 0 && n < graph_->num_nodes())  // inside a collapsed box
+      item = scope_item(tree_->collapsed_owner(n, collapsed_));
+    if (!item) continue;
+    item->setSelected(true);
+    if (!first) first = item;
+  }
+  if (first) centerOn(first);
+}
+
+// ---- navigation ----
+
+void GraphView::fit() {
+  auto_fit_ = true;
+  QRectF r = scene()->sceneRect();
+  if (r.isEmpty()) return;
+  fitInView(r, Qt::KeepAspectRatio);
+  if (zoom() > kMaxFitZoom) {  // a small graph is shown whole, not blown up
+    scale(kMaxFitZoom / zoom(), kMaxFitZoom / zoom());
+    centerOn(r.center());
+  }
+  place_minimap();
+  minimap_->update();
+}
+
+double GraphView::zoom() const { return transform().m11(); }
+
+QRectF GraphView::visible_scene_rect() const { return mapToScene(viewport()->rect()).boundingRect(); }
+
+void GraphView::zoom_by(double factor) {
+  QRectF r = scene()->sceneRect();
+  if (r.isEmpty()) return;
+  const double fit_scale = std::min(viewport()->width() / r.width(), viewport()->height() / r.height());
+  const double target = std::clamp(zoom() * factor, std::min(0.5 * fit_scale, 1.0), kMaxZoom);
+  auto_fit_ = false;
+  scale(target / zoom(), target / zoom());
+  place_minimap();
+  minimap_->update();
+}
+
+void GraphView::zoom_to_selection() {
+  QRectF area;
+  for (QGraphicsItem* item : scene()->selectedItems()) area = area.united(item->sceneBoundingRect());
+  if (area.isNull()) return;
+  const QPointF centre = area.center();
+  fitInView(area.adjusted(-40, -40, 40, 40), Qt::KeepAspectRatio);
+  if (zoom() > kMaxSelectionZoom) scale(kMaxSelectionZoom / zoom(), kMaxSelectionZoom / zoom());
+  centerOn(centre);
+  auto_fit_ = false;
+  place_minimap();
+  minimap_->update();
+}
+
+void GraphView::set_minimap_visible(bool visible) {
+  minimap_wanted_ = visible;
+  place_minimap();
+}
+
+void GraphView::place_minimap() {
+  // Shown while part of the graph is out of view: when all of it is visible it adds nothing.
+  const QRectF scene_rect = scene()->sceneRect().adjusted(10, 10, -10, -10);
+  minimap_->setVisible(minimap_wanted_ && graph_ && !scene_rect.isEmpty() &&
+                       !visible_scene_rect().contains(scene_rect));
+  const QRect vp = viewport()->geometry();
+  minimap_->move(vp.right() - minimap_->width() - 8, vp.bottom() - minimap_->height() - 8);
+  minimap_->raise();
+}
+
+void GraphView::schedule_minimap_refresh() {
+  if (minimap_refresh_pending_) return;
+  minimap_refresh_pending_ = true;
+  QTimer::singleShot(0, this, [this] {  // once per burst of changes
+    minimap_refresh_pending_ = false;
+    minimap_->refresh();
+    place_minimap();
+  });
+}
+
+void GraphView::wheelEvent(QWheelEvent* event) {
+  // Around the cursor: the scene point under it stays under it.
+  const QPoint cursor = event->position().toPoint();
+  const QPointF before = mapToScene(cursor);
+  const ViewportAnchor anchor = transformationAnchor();
+  setTransformationAnchor(NoAnchor);
+  zoom_by(event->angleDelta().y() > 0 ? 1.2 : 1 / 1.2);
+  setTransformationAnchor(anchor);
+  const QPointF moved = mapToScene(cursor) - before;
+  centerOn(mapToScene(viewport()->rect().center()) - moved);
+  event->accept();
+}
+
+void GraphView::mouseMoveEvent(QMouseEvent* event) {
+  if (event->buttons() & Qt::LeftButton) auto_fit_ = false;  // dragging pans
+  QGraphicsView::mouseMoveEvent(event);
+}
+
+void GraphView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  if (auto_fit_) fit();
+  place_minimap();
+}
+
+void GraphView::scrollContentsBy(int dx, int dy) {
+  QGraphicsView::scrollContentsBy(dx, dy);
+  minimap_->update();
+}
+
+void GraphView::keyPressEvent(QKeyEvent* event) {
+  if (event->key() == Qt::Key_Plus || event->key() == Qt::Key_Equal)
+    zoom_by(1.2);
+  else if (event->key() == Qt::Key_Minus)
+    zoom_by(1 / 1.2);
+  else if (event->key() == Qt::Key_F)
+    fit();
+  else if (event->key() == Qt::Key_Z)
+    zoom_to_selection();
+  else
+    QGraphicsView::keyPressEvent(event);
+}
+
+void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
+  QGraphicsView::drawForeground(painter, rect);
+  if (coloring_ != Coloring::CostHeatmap || !placement_ || max_kernel_ms_ <= 0) return;
+  // The heatmap's scale, fixed in the top-left corner of the viewport.
+  painter->save();
+  painter->resetTransform();
+  const QRectF panel(10, 10, 230, 50);
+  painter->setPen(QColor(0x99, 0x99, 0x99));
+  painter->setBrush(QColor(255, 255, 255, 235));
+  painter->drawRect(panel);
+  const QRectF bar(panel.left() + 10, panel.top() + 20, panel.width() - 20, 10);
+  QLinearGradient gradient(bar.topLeft(), bar.topRight());
+  for (int i = 0; i <= 10; ++i)
+    gradient.setColorAt(i / 10.0, heat_color(max_kernel_ms_ * i / 10.0, max_kernel_ms_));
+  painter->setPen(Qt::NoPen);
+  painter->setBrush(gradient);
+  painter->drawRect(bar);
+  QFont font = painter->font();
+  font.setPointSizeF(7.5);
+  painter->setFont(font);
+  painter->setPen(Qt::black);
+  painter->drawText(QRectF(panel.left() + 10, panel.top() + 3, bar.width(), 16), Qt::AlignLeft,
+                    "kernel time (ms)");
+  for (int i = 0; i <= 2; ++i) {
+    const double x = bar.left() + bar.width() * i / 2;
+    painter->drawLine(QPointF(x, bar.bottom()), QPointF(x, bar.bottom() + 3));
+    const Qt::Alignment align = i == 0 ? Qt::AlignLeft : i == 1 ? Qt::AlignHCenter : Qt::AlignRight;
+    const QRectF label(i == 0 ? x : i == 1 ? x - 40 : x - 80, bar.bottom() + 3, 80, 14);
+    painter->drawText(label, align, QString::number(max_kernel_ms_ * i / 2, 'f', 3));
+  }
+  painter->restore();
+}
+
+// ---- scopes ----
+
+void GraphView::collapse_to_depth(int depth) {
+  if (!tree_) return;
+  relayout(tree_->collapsed_at_depth(depth), kNoNode);
+}
+
+void GraphView::expand_scope(int scope) {
+  if (!tree_ || scope <= 0 || scope >= tree_->size()) return;
+  std::vector<bool> collapsed = shown_->collapsed;
+  tree_->expand(collapsed, scope);
+  relayout(std::move(collapsed), tree_->scope(scope).nodes.front());
+}
+
+void GraphView::collapse_scope(int scope) {
+  if (!tree_ || scope <= 0 || scope >= tree_->size()) return;
+  std::vector<bool> collapsed = shown_->collapsed;
+  collapsed[static_cast<size_t>(scope)] = true;
+  relayout(std::move(collapsed), tree_->scope(scope).nodes.front());
+}
+
+bool GraphView::is_collapsed(int scope) const {
+  return scope >= 0 && static_cast<size_t>(scope) < collapsed_.size() &&
+         collapsed_[static_cast<size_t>(scope)];
+}
+
+void GraphView::relayout(std::vector<bool> collapsed, NodeId focus) {
+  if (!graph_) return;
+  auto shown = std::make_shared<Shown>();
+  shown->collapsed = std::move(collapsed);
+  shown->graph = collapse(*tree_, node_edges_, shown->collapsed);
+  LayoutRequest request;
+  for (const CollapsedGraph::Unit& unit : shown->graph.units)
+    request.sizes.push_back(unit.node != kNoNode ? std::make_pair(kNodeBoxWidth, kNodeBoxHeight)
+                                                 : std::make_pair(kScopeBoxWidth, kScopeBoxHeight));
+  for (const CollapsedGraph::Edge& e : shown->graph.edges) request.edges.emplace_back(e.from, e.to);
+  const unsigned generation = ++generation_;
+  auto* watcher = new QFutureWatcher<std::shared_ptr<Shown>>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, focus] {
+    std::shared_ptr<Shown> result = watcher->result();
+    watcher->deleteLater();
+    if (generation != generation_) return;  // superseded
+    shown_generation_ = generation;
+    show_layout(std::move(result), focus);
+  });
+  watcher->setFuture(QtConcurrent::run([shown, request = std::move(request)] {
+    shown->layout = layout_dag(request);  // graphviz or layered, off the GUI thread
+    return shown;
+  }));
+}
+
+void GraphView::show_layout(std::shared_ptr<Shown> shown, NodeId focus) {
+  shown_ = std::move(shown);
+  collapsed_ = shown_->collapsed;
+  build_scene();
+  QGraphicsItem* item =
+      focus != kNoNode ? unit_item(shown_->graph.unit_of[static_cast<size_t>(focus)]) : nullptr;
+  if (item && !auto_fit_)
+    centerOn(item);  // the scope just opened or closed stays where the user looks
+  else
+    fit();
+  emit layout_changed();
+}
+
+QGraphicsItem* GraphView::unit_item(int unit) const {
+  if (!shown_ || unit < 0 || static_cast<size_t>(unit) >= shown_->graph.units.size()) return nullptr;
+  const CollapsedGraph::Unit& u = shown_->graph.units[static_cast<size_t>(unit)];
+  return u.node != kNoNode ? node_item(u.node) : scope_item(u.scope);
+}
+
+// ---- what is shown ----
+
+int GraphView::node_count() const {
+  return static_cast<int>(std::count_if(node_items_.begin(), node_items_.end(), [](auto* i) { return i; }));
 }
 
 int GraphView::group_count() const {
-  return static_cast<int>(group_items_.size() / 2);
-}  // outline + label each
+  return static_cast<int>(
+      std::count_if(kernel_items_.begin(), kernel_items_.end(), [](KernelItem* k) { return k != nullptr; }));
+}
+
+int GraphView::scope_box_count() const {
+  return static_cast<int>(std::count_if(scope_items_.begin(), scope_items_.end(), [](auto* i) { return i; }));
+}
+
+QGraphicsItem* GraphView::node_item(NodeId node) const {
+  return node >= 0 && static_cast<size_t>(node) < node_items_.size() ? node_items_[static_cast<size_t>(node)]
+                                                                     : nullptr;
+}
+
+QGraphicsItem* GraphView::scope_item(int scope) const {
+  return scope >= 0 && static_cast<size_t>(scope) < scope_items_.size()
+             ? scope_items_[static_cast<size_t>(scope)]
+             : nullptr;
+}
 
 QColor GraphView::node_fill(NodeId node) const {
-  return node >= 0 && node < static_cast<NodeId>(node_items_.size())
-             ? node_items_[static_cast<size_t>(node)]->brush().color()
-             : QColor();
+  auto* item = static_cast<NodeItem*>(node_item(node));
+  return item ? item->fill() : QColor();
+}
+
+QString GraphView::scope_text(int scope) const {
+  auto* item = static_cast<ScopeItem*>(scope_item(scope));
+  return item ? item->text() : QString();
+}
+
+QString GraphView::node_label(NodeId node) const {
+  return node >= 0 && static_cast<size_t>(node) < labels_.size() ? labels_[static_cast<size_t>(node)]
+                                                                 : QString();
+}
+
+QString GraphView::kernel_label(size_t kernel) const {
+  return kernel < kernel_labels_.size() ? kernel_labels_[kernel] : QString();
+}
+
+const CollapsedGraph::Edge* GraphView::shown_edge(NodeId from, NodeId to) const {
+  if (!shown_) return nullptr;
+  for (const CollapsedGraph::Edge& e : shown_->graph.edges)
+    for (auto member : e.members)
+      if (member.first == from && member.second == to) return &e;
+  return nullptr;
+}
+
+bool GraphView::edge_marked(NodeId from, NodeId to) const {
+  const CollapsedGraph::Edge* e = shown_edge(from, to);
+  return e && edge_items_[static_cast<size_t>(e - shown_->graph.edges.data())]->data(1).toBool();
+}
+
+QString GraphView::edge_tooltip(NodeId from, NodeId to) const {
+  const CollapsedGraph::Edge* e = shown_edge(from, to);
+  return e ? edge_items_[static_cast<size_t>(e - shown_->graph.edges.data())]->toolTip() : QString();
 }
 
 std::vector<NodeId> GraphView::selected_nodes() const {
-  std::vector<NodeId> out;
-  for (size_t i = 0; i < node_items_.size(); ++i)
-    if (node_items_[i]->isSelected()) out.push_back(static_cast<NodeId>(i));
-  return out;
+  std::set<NodeId> out;
+  for (QGraphicsItem* item : scene()->selectedItems()) {
+    if (item->type() == NodeItem::Type) out.insert(static_cast<NodeItem*>(item)->node());
+    if (item->type() == ScopeItem::Type)
+      for (NodeId n : tree_->scope(static_cast<ScopeItem*>(item)->scope()).nodes) out.insert(n);
+  }
+  return {out.begin(), out.end()};
 }
 
 std::vector<NodeId> GraphView::find(const QString& text) const {
@@ -227,40 +677,34 @@ bool GraphView::save_image(const QString& path) {
   return image.save(path);
 }
 
+// ---- mouse: menus and double-click ----
+
 void GraphView::contextMenuEvent(QContextMenuEvent* event) {
-  QGraphicsItem* item = itemAt(event->pos());
-  while (item && item->parentItem()) item = item->parentItem();
-  for (int i = 0; i < static_cast<int>(node_items_.size()); ++i)
-    if (node_items_[static_cast<size_t>(i)] == item) {
-      emit node_context_menu(i, event->globalPos());
+  for (QGraphicsItem* item : items(event->pos())) {
+    if (item->type() == NodeItem::Type) {
+      emit node_context_menu(static_cast<NodeItem*>(item)->node(), event->globalPos());
       return;
     }
+    if (item->type() == ScopeItem::Type) {
+      emit scope_context_menu(static_cast<ScopeItem*>(item)->scope(), event->globalPos());
+      return;
+    }
+  }
 }
 
-void GraphView::fit() {
-  QRectF r = scene()->sceneRect();
-  // Deep graphs (transformers) are thousands of ranks tall: show their top at a
-  // readable scale instead of a hairline, and let the user scroll.
-  double aspect = viewport()->height() > 0 ? double(viewport()->width()) / viewport()->height() : 1.0;
-  double max_height = std::max(r.width(), 400.0) / aspect * 1.5;
-  if (r.height() > max_height) r.setHeight(max_height);
-  fitInView(r, Qt::KeepAspectRatio);
-}
-
-void GraphView::wheelEvent(QWheelEvent* event) {
-  double factor = event->angleDelta().y() > 0 ? 1.2 : 1 / 1.2;
-  scale(factor, factor);
-}
-
-void GraphView::keyPressEvent(QKeyEvent* event) {
-  if (event->key() == Qt::Key_Plus || event->key() == Qt::Key_Equal)
-    scale(1.2, 1.2);
-  else if (event->key() == Qt::Key_Minus)
-    scale(1 / 1.2, 1 / 1.2);
-  else if (event->key() == Qt::Key_F)
-    fit();
-  else
-    QGraphicsView::keyPressEvent(event);
+void GraphView::mouseDoubleClickEvent(QMouseEvent* event) {
+  for (QGraphicsItem* item : items(event->pos())) {
+    if (item->type() == ScopeItem::Type) {
+      expand_scope(static_cast<ScopeItem*>(item)->scope());
+      return;
+    }
+    if (item->type() == NodeItem::Type) {  // closes the node's innermost scope
+      int scope = tree_->innermost(static_cast<NodeItem*>(item)->node());
+      if (scope > 0) collapse_scope(scope);
+      return;
+    }
+  }
+  QGraphicsView::mouseDoubleClickEvent(event);
 }
 
 }  // namespace collage

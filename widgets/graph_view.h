@@ -1,37 +1,91 @@
-// The dataflow graph: nodes labelled by op type, coloured by assigned backend
-// (or a cost heatmap), each placed kernel outlined as one group. Zoom with the
-// wheel or +/-, pan by dragging, F fits the window.
+// The dataflow graph: nodes labelled by op and its shape-defining attributes
+// ("Conv 3×3 /2 · 64"), coloured by assigned backend or a cost heatmap (with a
+// legend in ms), each placed kernel labelled with backend, ms and share of the
+// total (outlined and labelled at its right when it spans several nodes, else on
+// the node's second line), edges between kernels of
+// different backends dashed and thick. Name scopes (core/ir/scope_tree.h) collapse
+// into one box each with their total kernel time and backend mix; the graph with
+// collapsed scopes is laid out again off the GUI thread (layout_changed() when
+// shown). Navigation: the wheel zooms around the cursor, dragging pans, F fits
+// the whole graph (the view opens fitted and stays fitted while resized until the
+// user moves it; large graphs open collapsed), Z zooms to the selection, the minimap in the corner moves the
+// view. Invariant: node_items_[n] is the item of node n, or null while n is
+// inside a collapsed scope; items are rebuilt only on a new graph or layout.
 #pragma once
 
+#include <QFutureWatcher>
 #include <QGraphicsView>
-#include <map>
+#include <memory>
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "core/ir/graph_analysis.h"
+#include "core/ir/scope_tree.h"
 #include "core/search/placement.h"
 #include "widgets/graph_layout.h"
 
+class QGraphicsPathItem;
+
 namespace collage {
+
+class KernelItem;
+class Minimap;
+class NodeItem;
+class ScopeItem;
 
 class GraphView : public QGraphicsView {
   Q_OBJECT
 
  public:
   enum class Coloring { Backend, CostHeatmap };
+  // A graph of more nodes opens with its scopes collapsed to the deepest depth showing at
+  // most kAutoCollapseUnits boxes and nodes (when its names have scopes).
+  static constexpr int kAutoCollapseNodes = 1500, kAutoCollapseUnits = 60;
 
   explicit GraphView(QWidget* parent = nullptr);
   ~GraphView() override;
-  // `graph` must outlive the view (or the next set_graph).
+  // `graph` must outlive the view (or the next set_graph); `layout` is the graph's own
+  // (every scope expanded), shown at once; beyond kAutoCollapseNodes a collapsed relayout
+  // follows (layout_changed() twice). Clears the placement.
   void set_graph(const Graph* graph, const GraphLayout& layout);
-  void set_placement(const Placement* placement);  // nullptr: uncoloured
+  void set_placement(const Placement* placement);  // nullptr: uncoloured; must outlive its use
   void set_coloring(Coloring coloring);
+  Coloring coloring() const { return coloring_; }
   void highlight(const std::vector<NodeId>& nodes);  // selection from elsewhere (tables, find)
-  void fit();
-  int node_count() const { return static_cast<int>(node_items_.size()); }
-  int edge_count() const { return edge_count_; }
+
+  // ---- navigation ----
+  void fit();                // the whole graph
+  void zoom_to_selection();  // the selected items, at most 2× magnified
+  void zoom_by(double factor);
+  double zoom() const;  // the view's scale (1 = 1 scene point per pixel)
+  QRectF visible_scene_rect() const;
+  Minimap* minimap() const { return minimap_; }
+  void set_minimap_visible(bool visible);
+
+  // ---- scopes: each call relays out off the GUI thread, then emits layout_changed() ----
+  const ScopeTree* scope_tree() const { return tree_.get(); }
+  void collapse_to_depth(int depth);  // every scope of that depth collapsed; < 1 expands all
+  void expand_all() { collapse_to_depth(0); }
+  void expand_scope(int scope);    // opens one level: its children are shown collapsed
+  void collapse_scope(int scope);  // its nodes (and inner scopes) become one box
+  bool is_collapsed(int scope) const;
+  bool layout_pending() const { return shown_generation_ != generation_; }  // a relayout is running
+
+  // ---- what is shown (for tests and tools) ----
+  int node_count() const;  // nodes shown as themselves
+  int edge_count() const { return static_cast<int>(edge_items_.size()); }
   int group_count() const;  // outlined multi-node kernels
-  QColor node_fill(NodeId node) const;
-  std::vector<NodeId> selected_nodes() const;
+  int scope_box_count() const;
+  QColor node_fill(NodeId node) const;  // invalid when the node is inside a collapsed box
+  QGraphicsItem* node_item(NodeId node) const;
+  QGraphicsItem* scope_item(int scope) const;  // null unless collapsed and shown
+  QString scope_text(int scope) const;         // the box's text in one line ("" if not shown)
+  QString node_label(NodeId node) const;       // the label a node box shows
+  QString kernel_label(size_t kernel) const;   // "" when the kernel is inside a collapsed box
+  // Whether the shown edge carrying node edge from -> to is marked as a backend boundary.
+  bool edge_marked(NodeId from, NodeId to) const;
+  QString edge_tooltip(NodeId from, NodeId to) const;
+  std::vector<NodeId> selected_nodes() const;  // nodes selected, and those of selected boxes
   // Nodes whose name or op type contains `text` (case-insensitive), in id order.
   std::vector<NodeId> find(const QString& text) const;
   bool save_image(const QString& path);  // the whole scene; SVG if the name ends in .svg, else PNG
@@ -39,21 +93,52 @@ class GraphView : public QGraphicsView {
  signals:
   void node_selected(int node);
   void node_context_menu(int node, QPoint global_pos);
+  void scope_context_menu(int scope, QPoint global_pos);
+  void layout_changed();  // a new graph or a relayout after collapse/expand is shown
 
  protected:
   void wheelEvent(QWheelEvent* event) override;
   void keyPressEvent(QKeyEvent* event) override;
   void contextMenuEvent(QContextMenuEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void scrollContentsBy(int dx, int dy) override;
+  void drawForeground(QPainter* painter, const QRectF& rect) override;
 
  private:
+  struct Shown;  // the collapsed graph and its layout, built off the GUI thread
+  void relayout(std::vector<bool> collapsed, NodeId focus);
+  void show_layout(std::shared_ptr<Shown> shown, NodeId focus);
+  void build_scene();
   void recolor();
+  void place_minimap();
+  void schedule_minimap_refresh();
+  QGraphicsItem* unit_item(int unit) const;
+  const CollapsedGraph::Edge* shown_edge(NodeId from, NodeId to) const;
+
   const Graph* graph_ = nullptr;
   const Placement* placement_ = nullptr;
   Coloring coloring_ = Coloring::Backend;
-  std::vector<class QGraphicsRectItem*> node_items_;
-  std::vector<class QGraphicsItem*> group_items_;
-  GraphLayout layout_;
-  int edge_count_ = 0;
+  std::unique_ptr<ScopeTree> tree_;
+  NodeEdges node_edges_;
+  std::vector<QString> labels_;  // by node
+  std::vector<bool> collapsed_;  // by scope, as shown
+  std::shared_ptr<Shown> shown_;
+  std::vector<NodeItem*> node_items_;           // by node; null inside a collapsed box
+  std::vector<ScopeItem*> scope_items_;         // by scope; null unless collapsed and shown
+  std::vector<QGraphicsPathItem*> edge_items_;  // aligned with shown_->graph.edges
+  std::vector<KernelItem*> kernel_items_;       // by placement kernel; the outlines of multi-node kernels
+  std::vector<QString> kernel_labels_;          // by placement kernel; "" inside a collapsed box
+  std::vector<NodeShare> shares_;               // by node, from the placement
+  double max_kernel_ms_ = 0;
+  Minimap* minimap_;
+  bool minimap_wanted_ = true;
+  bool minimap_refresh_pending_ = false;
+  bool auto_fit_ = true;  // fitted and not moved by the user since: refit on resize
+  QFutureWatcher<std::shared_ptr<Shown>>* watcher_ = nullptr;
+  unsigned generation_ = 0;        // of the newest graph or relayout request
+  unsigned shown_generation_ = 0;  // of what is shown
 };
 
 }  // namespace collage

@@ -20,10 +20,12 @@ BatchScreenshot::BatchScreenshot(MainWindow* window, BatchOptions options)
 void BatchScreenshot::on_finished(const JobReport& report) {
   switch (report.job) {
     case Job::Load:
-      if (!options_.placement.isEmpty() && !window_->load_placement(options_.placement))
-        return shoot("cannot load placement " + options_.placement);
-      if (options_.tune) return window_->start_tune();
-      return after_placement();
+      if (options_.placement.isEmpty()) return after_costs();
+      // Its costs follow as a PlacementCosts job.
+      if (!window_->load_placement(options_.placement)) shoot("cannot load placement " + options_.placement);
+      return;
+    case Job::PlacementCosts:
+      return after_costs();
     case Job::Tune:
       if (options_.refine) return window_->start_refine();  // a refusal arrives as job_failed
       return after_placement();
@@ -32,6 +34,11 @@ void BatchScreenshot::on_finished(const JobReport& report) {
     case Job::Profile:
       return after_profile();
   }
+}
+
+void BatchScreenshot::after_costs() {
+  if (options_.tune) return window_->start_tune();
+  after_placement();
 }
 
 void BatchScreenshot::after_placement() {
@@ -46,10 +53,24 @@ void BatchScreenshot::after_profile() {
 }
 
 void BatchScreenshot::on_failed(const JobFailure& failure) {
-  const char* step = failure.job == Job::Load     ? "cannot open model"
-                     : failure.job == Job::Tune   ? "tune failed"
-                     : failure.job == Job::Refine ? "refine failed"
-                                                  : "profile failed";
+  const char* step = "";
+  switch (failure.job) {
+    case Job::Load:
+      step = "cannot open model";
+      break;
+    case Job::PlacementCosts:
+      step = "cannot read the placement's costs";
+      break;
+    case Job::Tune:
+      step = "tune failed";
+      break;
+    case Job::Refine:
+      step = "refine failed";
+      break;
+    case Job::Profile:
+      step = "profile failed";
+      break;
+  }
   shoot(QString("%1: %2").arg(step, failure.message));
 }
 
@@ -57,7 +78,6 @@ void BatchScreenshot::shoot(const QString& failed_step) {
   if (done_) return;
   done_ = true;
   QString failure = failed_step;
-  window_->graph_view()->fit();  // the whole graph, coloured by the final placement
   if (!options_.select.isEmpty() && window_->controller()->graph()) {
     int node = window_->controller()->node_id(options_.select.toStdString());
     if (node >= 0)
@@ -65,13 +85,29 @@ void BatchScreenshot::shoot(const QString& failed_step) {
     else if (failure.isEmpty())
       failure = QString("--select %1: the model has no node with that name").arg(options_.select);
   }
+  failed_ = !failure.isEmpty();
   // The picture is still saved, but a failure is the exit status (2), as in the CLI.
-  if (!failure.isEmpty()) std::fprintf(stderr, "error: %s\n", failure.toStdString().c_str());
-  QTimer::singleShot(200, this, [this, failed = !failure.isEmpty()] {  // let the last repaint land
+  if (failed_) std::fprintf(stderr, "error: %s\n", failure.toStdString().c_str());
+  GraphView* view = window_->graph_view();
+  connect(view, &GraphView::layout_changed, this, &BatchScreenshot::laid_out);
+  if (options_.collapse_depth >= 1 && view->scope_tree())
+    view->collapse_to_depth(options_.collapse_depth);  // supersedes a running relayout
+  laid_out();
+}
+
+void BatchScreenshot::laid_out() {
+  if (!window_->graph_view()->layout_pending()) save();  // else the next layout_changed()
+}
+
+void BatchScreenshot::save() {
+  if (saving_) return;
+  saving_ = true;
+  window_->graph_view()->fit();           // the whole graph, coloured by the final placement
+  QTimer::singleShot(200, this, [this] {  // let the last repaint land
     bool ok = window_->grab().save(options_.screenshot, "PNG");
     std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to",
                  options_.screenshot.toStdString().c_str());
-    QApplication::exit(ok && !failed ? 0 : 2);
+    QApplication::exit(ok && !failed_ ? 0 : 2);
   });
 }
 

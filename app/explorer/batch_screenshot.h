@@ -1,10 +1,11 @@
 // Batch mode (`--screenshot PATH`): drives the window through the steps asked for, in
-// this order: load the model, load `--placement`, `--tune`, `--refine`, `--profile`
-// (the profile dock with the timeline), `--diff OTHER.json` (the diff dock against
-// OTHER, changed nodes highlighted), `--select NODE` (the inspector on that node, "Why
-// here" included once costs are known); then saves the window as PNG and quits: status 0,
-// or 2 with the error on stderr (as the CLI) when a step failed (the picture is still
-// saved, and no later step runs).
+// this order: load the model, load `--placement` (and its costs from the cost DB),
+// `--tune`, `--refine`, `--profile` (the profile dock with the timeline), `--diff
+// OTHER.json` (the diff dock against OTHER, changed nodes highlighted), `--select NODE`
+// (the inspector on that node, "Why here" included once costs are known),
+// `--collapse-depth N` (name scopes of depth N collapsed, after the view's relayout);
+// then saves the window as PNG and quits: status 0, or 2 with the error on stderr (as
+// the CLI) when a step failed (the picture is still saved, and no later job runs).
 #pragma once
 
 #include <QObject>
@@ -22,8 +23,9 @@ struct BatchOptions {
   bool tune = false;
   bool refine = false;  // implies tune
   bool profile = false;
-  QString diff;    // compare the final placement with this file (empty: none)
-  QString select;  // node name to select last, so the inspector shows it (empty: none)
+  QString diff;             // compare the final placement with this file (empty: none)
+  QString select;           // node name to select last, so the inspector shows it (empty: none)
+  int collapse_depth = -1;  // >= 1: scopes of this depth collapsed before the shot
 };
 
 class BatchScreenshot : public QObject {
@@ -35,13 +37,18 @@ class BatchScreenshot : public QObject {
  private:
   void on_finished(const JobReport& report);
   void on_failed(const JobFailure& failure);
+  void after_costs();      // tune, else the later steps
   void after_placement();  // profile, then diff, then shoot
   void after_profile();
   void shoot(const QString& failure);
+  void laid_out();  // the graph view showed a new layout
+  void save();
 
   MainWindow* window_;
   BatchOptions options_;
-  bool done_ = false;
+  bool done_ = false;    // shoot() ran
+  bool failed_ = false;  // a step failed: exit status 2
+  bool saving_ = false;
 };
 
 }  // namespace collage

@@ -438,12 +438,49 @@ std::vector<WhatIf> ExplorerController::what_ifs(int node) const {
 
 void ExplorerController::load_placement(const QString& path) {
   if (!graph_) throw Error(ErrorKind::InvalidInput, "open a model first");
-  placement_ = workflow::read_placement(path.toStdString(), *graph_);
+  Placement loaded = workflow::read_placement(path.toStdString(), *graph_);
+  wait_for_job();
+  placement_ = std::move(loaded);
   pins_ = placement_->pins;  // pins persist with the placement
   op_level_.reset();
   refined_.reset();
   profile_.reset();
+  tuned_.reset();
   emit message("placement loaded from " + path);
+  std::shared_ptr<const Graph> graph = graph_;
+  workflow::TuneStepOptions options;
+  options.backends = backends_;
+  options.threads = placement_->threads;
+  options.pins = pins_;
+  std::string db_path = cost_db_path_.toStdString();
+  run(Job::PlacementCosts, [=](ProgressObserver&) -> Apply {
+    CostDb db(db_path);
+    auto result = std::make_shared<TuneResult>(workflow::cached_costs(*graph, options, &db));
+    result->inputs = random_inputs(*graph, TuneOptions{}.input_seed);  // what a tune measures on (Refine)
+    return [result, path](ExplorerController& c) {
+      c.tuned_ = std::move(*result);
+      c.tuned_->placement = *c.placement_;
+      emit c.candidates_listed(CandidateList{c.tuned_->candidates});
+      size_t not_measured = 0;
+      for (size_t i = 0; i < c.tuned_->costs.size(); ++i) {
+        not_measured += c.tuned_->costs[i].cost.invalid_reason == kNotMeasured;
+        emit c.cost_measured(MeasuredCost{i, c.tuned_->costs[i]});
+      }
+      JobReport r;
+      r.summary = QString(
+                      "placement %1: %2 kernels, predicted %3 ms; %4 candidates, %5 costs from the cost DB, "
+                      "%6 not measured, %7 invalid")
+                      .arg(path)
+                      .arg(c.placement_->kernels.size())
+                      .arg(c.placement_->predicted_ms, 0, 'f', 3)
+                      .arg(c.tuned_->candidates.size())
+                      .arg(c.tuned_->from_cache)
+                      .arg(not_measured)
+                      .arg(c.tuned_->invalid - not_measured);
+      r.log << r.summary;
+      return r;
+    };
+  });
 }
 
 void ExplorerController::save_placement(const QString& path) const {

@@ -27,7 +27,8 @@ class QThread;
 
 namespace collage {
 
-enum class Job { Load, Tune, Refine, Profile };
+// PlacementCosts: after load_placement, the candidates and their costs from the cost DB (nothing measured).
+enum class Job { Load, Tune, Refine, Profile, PlacementCosts };
 
 // Measuring has begun: every candidate kernel, before the first cost lands.
 struct CandidateList {
@@ -125,7 +126,12 @@ class ExplorerController : public QObject {
   std::vector<WhatIf> what_ifs(int node) const;
 
   // ---- files (synchronous; errors as exceptions for the caller's dialog) ----
-  void load_placement(const QString& path);        // throws Error
+  // Reads and validates the placement (throws Error; then nothing changes), adopts it and
+  // its pins at once, then fills `tuned()` as a tune would (candidates of the current
+  // backends and their costs at the placement's threads) from the cost DB alone in a
+  // PlacementCosts job: candidates_listed, one cost_measured per candidate, job_finished.
+  // Candidates the DB lacks get the invalid cost kNotMeasured. A running job is cancelled.
+  void load_placement(const QString& path);
   void save_placement(const QString& path) const;  // throws Error
   // Writes the artifact, reloads it and checks its outputs; returns the log line. Throws Error.
   QString save_artifact(const QString& path) const;
@@ -162,8 +168,11 @@ class ExplorerController : public QObject {
   QString model_path_;
   std::shared_ptr<const Graph> graph_;
   GraphLayout layout_;
+  // The last tune's result, or after load_placement the cost DB's candidates and costs
+  // (then `tuned_->placement` is the loaded placement, `inputs` the tune's seeded random
+  // inputs, `search` empty).
   std::optional<TuneResult> tuned_;
-  std::optional<Placement> placement_;
+  std::optional<Placement> placement_;  // in force: tuned, refined or loaded
   Pins pins_;
   std::optional<Placement> op_level_, refined_;  // the last refine's start and best
   std::optional<ProfileReport> profile_;

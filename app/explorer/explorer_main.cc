@@ -1,7 +1,8 @@
 // collage-explorer [MODEL] [--tune [--refine]] [--placement FILE]
-//                  [--screenshot PATH [--profile] [--diff OTHER.json] [--select NODE]]
+//                  [--screenshot PATH [--profile] [--diff OTHER.json] [--select NODE] [--collapse-depth N]]
 #include <QApplication>
 #include <QCommandLineParser>
+#include <memory>
 
 #include "app/explorer/batch_screenshot.h"
 #include "app/explorer/main_window.h"
@@ -24,7 +25,9 @@ int main(int argc, char** argv) {
                           "file");
   QCommandLineOption select("select", "With --screenshot: select this node (by name) before the picture.",
                             "node");
-  parser.addOptions({tune, refine, placement, screenshot, profile, diff, select});
+  QCommandLineOption collapse_depth(
+      "collapse-depth", "With --screenshot: collapse the name scopes of this depth (1 = top level).", "N");
+  parser.addOptions({tune, refine, placement, screenshot, profile, diff, select, collapse_depth});
   parser.process(app);
   collage::MainWindow window;
   window.show();
@@ -39,18 +42,28 @@ int main(int argc, char** argv) {
     options.profile = parser.isSet(profile);
     options.diff = parser.value(diff);
     options.select = parser.value(select);
+    options.collapse_depth = parser.isSet(collapse_depth) ? parser.value(collapse_depth).toInt() : -1;
     new collage::BatchScreenshot(&window, options);  // it loads the placement in order
   }
   if (!args.isEmpty()) {
     window.open_model(args[0]);
     const bool tune_now = parser.isSet(tune) && !batch;
     const QString placement_path = parser.isSet(placement) && !batch ? parser.value(placement) : QString();
-    QObject::connect(window.controller(), &collage::ExplorerController::job_finished, &window,
-                     [&window, tune_now, placement_path](const collage::JobReport& report) {
-                       if (report.job != collage::Job::Load) return;
-                       if (!placement_path.isEmpty()) window.load_placement(placement_path);
-                       if (tune_now) window.start_tune();
-                     });
+    // Once, for the model given on the command line: its placement (whose costs load as a
+    // job of their own), then the tune.
+    auto started = std::make_shared<bool>(false);
+    QObject::connect(
+        window.controller(), &collage::ExplorerController::job_finished, &window,
+        [&window, tune_now, placement_path, started](const collage::JobReport& report) {
+          if (*started) return;
+          if (report.job == collage::Job::Load && !placement_path.isEmpty()) {
+            window.load_placement(placement_path);
+            if (!tune_now) *started = true;
+          } else if (report.job == collage::Job::Load || report.job == collage::Job::PlacementCosts) {
+            *started = true;
+            if (tune_now) window.start_tune();
+          }
+        });
   }
   return app.exec();
 }

@@ -93,6 +93,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   connect(c, &ExplorerController::message, this, &MainWindow::log);
   connect(view_, &GraphView::node_selected, this, &MainWindow::show_node);
   connect(view_, &GraphView::node_context_menu, this, &MainWindow::node_menu);
+  connect(view_, &GraphView::scope_context_menu, this, &MainWindow::scope_menu);
   connect(cost_table_, &CostTable::candidate_selected, this,
           [this](size_t id) { view_->highlight(controller_->candidate_nodes(id)); });
   connect(threads_, qOverload<int>(&QSpinBox::valueChanged), c, &ExplorerController::set_threads);
@@ -136,6 +137,23 @@ void MainWindow::build_menus_and_toolbar() {
       notify(QMessageBox::Critical, "Save view", "Cannot write " + path);
   });
   file->addAction("&Quit", this, &QWidget::close, QKeySequence::Quit);
+  QMenu* view = menuBar()->addMenu("&View");
+  view->addAction("&Fit whole graph (F)", view_, &GraphView::fit);
+  view->addAction("&Zoom to selection (Z)", view_, &GraphView::zoom_to_selection);
+  QAction* minimap = view->addAction("&Overview minimap");
+  minimap->setCheckable(true);
+  minimap->setChecked(true);
+  connect(minimap, &QAction::toggled, view_, &GraphView::set_minimap_visible);
+  view->addSeparator();
+  QMenu* depth = view->addMenu("&Collapse all to depth");
+  connect(depth, &QMenu::aboutToShow, this, [this, depth] {  // the depths this model's scopes have
+    depth->clear();
+    const int max_depth = view_->scope_tree() ? view_->scope_tree()->max_depth() : 0;
+    for (int d = 1; d <= max_depth; ++d)
+      depth->addAction(QString::number(d), this, [this, d] { view_->collapse_to_depth(d); });
+    if (max_depth == 0) depth->addAction("(no name scopes in this model)")->setEnabled(false);
+  });
+  view->addAction("&Expand all", view_, &GraphView::expand_all);
   rebuild_recent_menu();
   setAcceptDrops(true);
 
@@ -155,7 +173,8 @@ void MainWindow::build_menus_and_toolbar() {
   compare_refined_action_->setEnabled(false);
   stop_action_ = bar->addAction("Stop", controller_, &ExplorerController::stop);
   stop_action_->setEnabled(false);
-  bar->addAction("Fit", view_, &GraphView::fit);
+  bar->addAction("Fit", view_, &GraphView::fit)->setToolTip("show the whole graph (F)");
+  bar->addAction("Zoom to selection", view_, &GraphView::zoom_to_selection)->setToolTip("Z");
   bar->addAction("Heatmap", this,
                  [this](bool on) {
                    view_->set_coloring(on ? GraphView::Coloring::CostHeatmap : GraphView::Coloring::Backend);
@@ -321,8 +340,7 @@ void MainWindow::on_finished(const JobReport& report) {
   switch (report.job) {
     case Job::Load:
       progress_->setRange(0, 1);
-      view_->set_graph(controller_->graph(), controller_->layout());
-      view_->fit();
+      view_->set_graph(controller_->graph(), controller_->layout());  // opens fitted
       cost_table_->clear();
       chart_->clear();
       inspected_ = -1;
@@ -348,6 +366,11 @@ void MainWindow::on_finished(const JobReport& report) {
     case Job::Profile:  // the `profiled` signal filled the dock
       progress_->setRange(0, 1);
       break;
+    case Job::PlacementCosts:
+      progress_->setRange(0, 1);
+      cost_table_->finish(controller_->tuned()->candidates, controller_->tuned()->costs);
+      view_->set_placement(&*controller_->placement());
+      break;
   }
   for (const QString& line : report.log) log(line);
   status_->setText(status);
@@ -364,6 +387,10 @@ void MainWindow::on_failed(const JobFailure& f) {
       status_->setText("Import failed");
       log("error: " + f.message);
       notify(QMessageBox::Critical, "Cannot open model", f.message);
+      return;
+    case Job::PlacementCosts:
+      status_->setText("Costs not loaded");
+      log("costs of the placement's candidates not loaded: " + f.message);
       return;
     case Job::Tune:
     case Job::Refine:
@@ -438,8 +465,12 @@ bool MainWindow::save_artifact(const QString& path, QString* error) {
 
 bool MainWindow::load_placement(const QString& path) {
   try {
-    controller_->load_placement(path);
+    controller_->load_placement(path);  // then the candidates' costs from the cost DB, as a job
     view_->set_placement(&*controller_->placement());
+    cost_table_->clear();
+    status_->setText("Reading the candidates' costs from the cost DB…");
+    progress_->setRange(0, 0);
+    set_busy(true, false);
     compare_refined_action_->setEnabled(false);
     return true;
   } catch (const std::exception& e) {
@@ -506,6 +537,25 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
   });
   menu.addSeparator();
   menu.addAction("Re-search with pins", this, &MainWindow::start_tune);
+  if (const ScopeTree* tree = view_->scope_tree()) {  // the node's enclosing name scopes, innermost first
+    menu.addSeparator();
+    for (int s = tree->innermost(node); s > 0; s = tree->scope(s).parent)
+      menu.addAction("Collapse " + QString::fromStdString(tree->scope(s).path), view_,
+                     [this, s] { view_->collapse_scope(s); });
+  }
+  menu.exec(global_pos);
+}
+
+void MainWindow::scope_menu(int scope, QPoint global_pos) {
+  const ScopeTree* tree = view_->scope_tree();
+  if (!tree) return;
+  QMenu menu(this);
+  menu.addSection(QString::fromStdString(tree->scope(scope).path));
+  menu.addAction("Expand", view_, [this, scope] { view_->expand_scope(scope); });
+  if (tree->scope(scope).parent > 0)
+    menu.addAction("Collapse " + QString::fromStdString(tree->scope(tree->scope(scope).parent).path), view_,
+                   [this, parent = tree->scope(scope).parent] { view_->collapse_scope(parent); });
+  menu.addAction("Expand all", view_, &GraphView::expand_all);
   menu.exec(global_pos);
 }
 

@@ -72,6 +72,7 @@ class MainWindow : public QMainWindow {
   void log(const QString& line);
   void notify(int icon, const QString& title, const QString& text);
   void node_menu(int node, QPoint global_pos);
+  void scope_menu(int scope, QPoint global_pos);
   void find_step(int direction);  // +1 next, -1 previous; the first call highlights all matches
   void add_recent(const QString& path);
   void rebuild_recent_menu();

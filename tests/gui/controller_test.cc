@@ -7,6 +7,7 @@
 #include <QtTest>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "app/explorer/explorer_controller.h"
@@ -247,6 +248,76 @@ class ControllerTest : public QObject {
     QVERIFY(pin_honoured);
     QCOMPARE(from_cli.predicted_ms, from_explorer.predicted_ms);
     fs::remove(out.toStdString());
+  }
+
+  // Loading a placement fills the candidates and their costs from the cost DB, measuring
+  // nothing: what the tune stored comes back, a backend the tune did not use is "not measured".
+  void load_placement_reads_costs_from_the_cost_db() {
+    QString db = fresh_db("controller_test_load.sqlite");
+    QString saved =
+        QString::fromStdString((fs::temp_directory_path() / "controller_test_load.json").string());
+    std::optional<collage::TuneResult> tuned;
+    {
+      ExplorerController c;
+      c.set_cost_db_path(db);
+      c.set_backends({collage::find_backend("xnnpack")});
+      QSignalSpy finished(&c, &ExplorerController::job_finished);
+      QSignalSpy failed(&c, &ExplorerController::job_failed);
+      c.open_model(COLLAGE_SAMPLE_MODEL);
+      QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
+      finished.clear();
+      QVERIFY(c.start_tune());
+      QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 120000));
+      QCOMPARE(failed.count(), 0);
+      tuned = c.tuned();
+      c.save_placement(saved);
+    }
+    ExplorerController c;
+    c.set_cost_db_path(db);
+    c.set_backends({collage::find_backend("xnnpack"), collage::find_backend("blas")});
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    QSignalSpy listed(&c, &ExplorerController::candidates_listed);
+    QSignalSpy measured(&c, &ExplorerController::cost_measured);
+    QSignalSpy progress(&c, &ExplorerController::progress);
+    c.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
+    finished.clear();
+    c.load_placement(saved);
+    QVERIFY(c.placement().has_value());  // adopted at once
+    QCOMPARE(c.placement()->kernels.size(), tuned->placement.kernels.size());
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 60000));
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(finished.takeFirst().at(0).value<collage::JobReport>().job, Job::PlacementCosts);
+    QVERIFY(c.tuned().has_value());
+    const auto& loaded = *c.tuned();
+    QCOMPARE(loaded.placement.kernels.size(), c.placement()->kernels.size());
+    QCOMPARE(listed.count(), 1);
+    QCOMPARE(listed.at(0).at(0).value<collage::CandidateList>().candidates.size(), loaded.candidates.size());
+    QCOMPARE(measured.count(), static_cast<int>(loaded.candidates.size()));
+    QCOMPARE(progress.count(), 0);  // nothing measured
+    int from_tune = 0, not_measured = 0;
+    for (size_t i = 0; i < loaded.candidates.size(); ++i) {
+      const collage::Candidate& cand = loaded.candidates[i];
+      const collage::Cost& cost = loaded.costs[i].cost;
+      if (cand.backend == "blas") {
+        QCOMPARE(cost.invalid_reason, std::string(collage::kNotMeasured));
+        ++not_measured;
+        continue;
+      }
+      // The same candidate in the tune: the same cost (or the same reason it has none).
+      auto same = std::find_if(tuned->candidates.begin(), tuned->candidates.end(), [&](const auto& t) {
+        return t.backend == cand.backend && t.nodes == cand.nodes && t.label == cand.label;
+      });
+      QVERIFY(same != tuned->candidates.end());
+      const collage::Cost& want = tuned->costs[static_cast<size_t>(same - tuned->candidates.begin())].cost;
+      QCOMPARE(cost.valid(), want.valid());
+      if (want.valid()) QCOMPARE(cost.median_ms, want.median_ms);
+      ++from_tune;
+    }
+    QCOMPARE(from_tune, static_cast<int>(tuned->candidates.size()));
+    QVERIFY(not_measured > 0);
+    fs::remove(saved.toStdString());
   }
 
   void a_bad_model_is_a_failure_with_the_message() {

@@ -144,6 +144,9 @@ class DiffProfileTest : public QObject {
     p.kernels.erase(p.kernels.begin() + 1, p.kernels.begin() + 3);
     p.kernels[0].nodes = {0, 1, 2};
     QVERIFY(window.load_placement(write_placement(p, g, "diff_profile_p.json")));
+    // Loading reads the candidates' costs from the cost DB as a job of its own: one job at a time.
+    QVERIFY(collage::testing::wait_for_job_end(c, finished, failed, 60000));
+    QCOMPARE(finished.takeFirst().at(0).value<collage::JobReport>().job, Job::PlacementCosts);
     window.start_profile();
     QVERIFY(c->busy());
     QVERIFY(collage::testing::wait_for_job_end(c, finished, failed, 60000));

@@ -174,6 +174,7 @@ class ExplorerTest : public QObject {
     auto saved = fs::temp_directory_path() / "explorer_test_placement.json";
     QVERIFY(window.save_placement(QString::fromStdString(saved.string())));
     auto before = placement.kernels;
+    const collage::TuneResult tuned = *c->tuned();
     window.load_placement(QString::fromStdString(saved.string()));
     QCOMPARE(c->placement()->kernels.size(), before.size());
     for (size_t i = 0; i < before.size(); ++i) {
@@ -181,6 +182,16 @@ class ExplorerTest : public QObject {
       QCOMPARE(c->placement()->kernels[i].backend, before[i].backend);
     }
     fs::remove(saved);
+    // The candidate table refills from the cost DB the tune filled: one row per candidate,
+    // each with the tune's outcome (from the DB now), none "not measured".
+    table->clear();
+    QVERIFY(job.wait(60000));
+    QCOMPARE(table->model()->rowCount(), static_cast<int>(tuned.candidates.size()));
+    QCOMPARE(count(table, CandidateStatus::NotMeasured), 0);
+    int valid = 0;
+    for (const auto& m : tuned.costs) valid += m.cost.valid();
+    QCOMPARE(count(table, CandidateStatus::Cached), valid);
+    QCOMPARE(count(table, CandidateStatus::Invalid), static_cast<int>(tuned.costs.size()) - valid);
 
     // Export the compiled artifact: it loads and reports the model's inputs.
     auto artifact = fs::temp_directory_path() / "explorer_test.collage";
@@ -370,6 +381,21 @@ class ExplorerTest : public QObject {
           seconds, gaps.longest_ms);
     QVERIFY(window.graph_view()->node_count() >= 5000);
     QVERIFY2(gaps.longest_ms < 3000, "the GUI thread blocked while laying out");
+    // So many nodes open collapsed: the relayout runs off the GUI thread too, and every node
+    // is then shown either itself or inside one box.
+    collage::GraphView* view = window.graph_view();
+    QSignalSpy relaid(view, &collage::GraphView::layout_changed);
+    QVERIFY(view->layout_pending());
+    QVERIFY(relaid.wait(60000));
+    qInfo("collapsed: %d boxes, %d nodes; longest event-loop gap %.1f ms", view->scope_box_count(),
+          view->node_count(), gaps.longest_ms);
+    QVERIFY(view->scope_box_count() > 0);
+    QVERIFY(view->scope_box_count() + view->node_count() <= collage::GraphView::kAutoCollapseUnits);
+    int inside = 0;
+    for (int s = 1; s < view->scope_tree()->size(); ++s)
+      if (view->scope_item(s)) inside += static_cast<int>(view->scope_tree()->scope(s).nodes.size());
+    QCOMPARE(inside + view->node_count(), window.controller()->graph()->num_nodes());
+    QVERIFY2(gaps.longest_ms < 3000, "the GUI thread blocked while relaying out");
     fs::remove(path);
   }
 };

@@ -1,0 +1,280 @@
+// QtTest (offscreen): the graph view on ResNet-50 (PyTorch names) with a synthetic
+// placement whose expected numbers the test computes from the placement itself:
+// Fit shows every node, the wheel zooms around the cursor, Z zooms to the
+// selection, the minimap moves the view, collapsed scopes sum their nodes' share
+// of kernel time and expand in place, kernel labels carry backend, ms and share,
+// edges are marked exactly at backend boundaries, nodes and edges carry their
+// shapes.
+#include "widgets/graph_view.h"
+
+#include <QGraphicsItem>
+#include <QSignalSpy>
+#include <QtTest>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "backends/native/native_kernel.h"
+#include "core/import/onnx_import.h"
+#include "core/ir/graph_analysis.h"
+#include "resources/samples/zoo.h"
+#include "widgets/graph_items.h"
+#include "widgets/graph_layout.h"
+#include "widgets/minimap.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using collage::Graph;
+using collage::GraphView;
+using collage::NodeId;
+using collage::Placement;
+
+// Kernels of one node, or two when a node feeds only the next and that has no other input;
+// backends rotate over three, costs over seven values.
+Placement synthetic_placement(const Graph& g) {
+  collage::NodeEdges e = collage::node_edges(g);
+  const char* backends[] = {"onednn", "xnnpack", "native"};
+  Placement p;
+  for (NodeId n = 0; n < g.num_nodes();) {
+    collage::PlacedKernel k;
+    k.nodes = {n};
+    const size_t i = static_cast<size_t>(n);
+    if (n + 1 < g.num_nodes() && e.succs[i] == std::vector<NodeId>{n + 1} && e.preds[i + 1].size() == 1)
+      k.nodes.push_back(n + 1);
+    k.backend = backends[p.kernels.size() % 3];
+    k.label = "k" + std::to_string(p.kernels.size());
+    k.cost_ms = 0.125 * static_cast<double>(p.kernels.size() % 7 + 1);
+    n += static_cast<NodeId>(k.nodes.size());
+    p.kernels.push_back(k);
+  }
+  return p;
+}
+
+bool near(QPointF a, QPointF b, double tolerance) { return QLineF(a, b).length() <= tolerance; }
+
+}  // namespace
+
+class GraphViewTest : public QObject {
+  Q_OBJECT
+
+  Graph graph_;
+  collage::GraphLayout layout_;
+  Placement placement_;
+  std::map<NodeId, size_t> kernel_of_;
+
+  void show(GraphView& view) {
+    view.resize(900, 650);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.set_graph(&graph_, layout_);
+  }
+
+ private slots:
+  void initTestCase() {
+    auto path = fs::temp_directory_path() / "graph_view_test_resnet50.onnx";
+    collage::samples::build_sample("resnet50").save(path.string());
+    collage::ImportOptions o;
+    o.evaluator = collage::native::node_evaluator();
+    graph_ = collage::import_onnx_file(path.string(), o);
+    fs::remove(path);
+    layout_ = collage::layout_graph(graph_);
+    placement_ = synthetic_placement(graph_);
+    for (size_t k = 0; k < placement_.kernels.size(); ++k)
+      for (NodeId n : placement_.kernels[k].nodes) kernel_of_[n] = k;
+    QVERIFY(graph_.num_nodes() > 100);
+  }
+
+  void fit_shows_every_node() {
+    for (int dot_limit : {100000, 10}) {  // graphviz, and the layered layout of large graphs
+      GraphView view;
+      view.resize(900, 650);
+      view.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&view));
+      view.set_graph(&graph_, collage::layout_graph(graph_, dot_limit));  // opens fitted
+      QCOMPARE(view.node_count(), graph_.num_nodes());
+      for (int pass = 0; pass < 2; ++pass) {
+        const QRectF visible = view.visible_scene_rect();
+        for (NodeId n = 0; n < graph_.num_nodes(); ++n)
+          QVERIFY2(visible.contains(view.node_item(n)->sceneBoundingRect()), qPrintable(view.node_label(n)));
+        view.zoom_by(3);
+        QVERIFY(
+            !view.visible_scene_rect().contains(view.node_item(0)->sceneBoundingRect()) ||
+            !view.visible_scene_rect().contains(view.node_item(graph_.num_nodes() - 1)->sceneBoundingRect()));
+        view.fit();
+      }
+    }
+  }
+
+  void wheel_zooms_around_the_cursor() {
+    GraphView view;
+    show(view);
+    view.zoom_by(30);  // wider than the view too: a narrower scene is centred, not anchored
+    QVERIFY(view.visible_scene_rect().width() < view.sceneRect().width());
+    view.centerOn(view.node_item(graph_.num_nodes() / 2));
+    const QPoint cursor(view.viewport()->width() / 3, view.viewport()->height() / 3);
+    const QPointF under = view.mapToScene(cursor);
+    const double zoom = view.zoom();
+    QWheelEvent wheel(QPointF(cursor), QPointF(view.viewport()->mapToGlobal(cursor)), QPoint(),
+                      QPoint(0, 120), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(view.viewport(), &wheel);
+    QVERIFY(view.zoom() > zoom * 1.1);
+    QVERIFY2(near(view.mapToScene(cursor), under, 2.0 / view.zoom() + 1), "the point under the cursor moved");
+  }
+
+  void zoom_to_selection_shows_the_selection_magnified() {
+    GraphView view;
+    show(view);
+    const double fitted = view.zoom();
+    std::vector<NodeId> picked = {40, 41, 43};
+    view.highlight(picked);
+    QTest::keyClick(view.viewport(), Qt::Key_Z);  // the key; the menu and toolbar call the same slot
+    QVERIFY(view.zoom() > 2 * fitted);
+    for (NodeId n : picked)
+      QVERIFY(view.visible_scene_rect().contains(view.node_item(n)->sceneBoundingRect()));
+    QVERIFY(!view.visible_scene_rect().contains(view.node_item(0)->sceneBoundingRect()));
+  }
+
+  void minimap_click_moves_the_view() {
+    GraphView view;
+    show(view);
+    view.zoom_by(4);
+    view.centerOn(view.node_item(0));
+    QCoreApplication::processEvents();  // the minimap renders once the scene settles
+    collage::Minimap* map = view.minimap();
+    QVERIFY(map->isVisible());  // part of the graph is out of view
+    // Far below, horizontally in the middle (a view wider than the scene cannot move sideways).
+    const QPointF target(view.sceneRect().center().x(),
+                         view.node_item(graph_.num_nodes() * 3 / 4)->sceneBoundingRect().center().y());
+    const QPoint click = map->from_scene(target).toPoint();
+    QVERIFY(!near(view.visible_scene_rect().center(), target, 100));
+    QTest::mouseClick(map, Qt::LeftButton, Qt::NoModifier, click);
+    // Centred on where the click lands in the scene (one minimap pixel is a few scene points).
+    const QPointF landed = map->to_scene(click);
+    QVERIFY2(near(view.visible_scene_rect().center(), landed, 3),
+             qPrintable(QString("centre %1,%2 vs %3,%4")
+                            .arg(view.visible_scene_rect().center().x())
+                            .arg(view.visible_scene_rect().center().y())
+                            .arg(landed.x())
+                            .arg(landed.y())));
+    view.fit();
+    QVERIFY(!map->isVisible());  // everything in view: no overview needed
+  }
+
+  void labels_carry_kernel_shape_and_edges_their_tensors() {
+    GraphView view;
+    show(view);
+    int convs = 0;
+    for (NodeId n = 0; n < graph_.num_nodes(); ++n) {
+      const collage::Node& node = graph_.node(n);
+      if (node.op_type != "Conv") continue;
+      ++convs;
+      const auto& weight = graph_.value(node.inputs[1]).shape;  // [M, C/g, kH, kW]
+      const auto& out = graph_.value(node.outputs[0]).shape;
+      QString want = QString("Conv %1×%2").arg(weight[2]).arg(weight[3]);
+      QVERIFY2(view.node_label(n).startsWith(want), qPrintable(view.node_label(n)));
+      QVERIFY(view.node_label(n).contains(QString(" · %1").arg(out[1])));
+      QCOMPARE(view.node_label(n).contains(" /2"), node.attr_ints("strides", {1, 1})[0] == 2);
+    }
+    QVERIFY(convs > 50);
+    collage::NodeEdges e = collage::node_edges(graph_);
+    const NodeId from = 0, to = e.succs[0][0];
+    const collage::Value& v = graph_.value(graph_.node(from).outputs[0]);
+    QString tip = view.edge_tooltip(from, to);
+    QVERIFY(tip.contains(QString::fromStdString(v.name)));
+    QVERIFY(tip.contains(collage::dtype_name(v.dtype)));
+    QVERIFY(tip.contains(QString::fromStdString(collage::shape_to_string(v.shape))));
+  }
+
+  void kernel_labels_and_backend_boundaries() {
+    GraphView view;
+    show(view);
+    view.set_placement(&placement_);
+    double total = 0;
+    for (const auto& k : placement_.kernels) total += k.cost_ms;
+    int outlined = 0;
+    for (size_t k = 0; k < placement_.kernels.size(); ++k) {
+      const auto& kernel = placement_.kernels[k];
+      outlined += kernel.nodes.size() > 1;
+      QString label = view.kernel_label(k);
+      QVERIFY(label.startsWith(QString::fromStdString(kernel.backend) + " "));
+      QVERIFY2(label.contains(QString::number(kernel.cost_ms, 'f', 3) + " ms"), qPrintable(label));
+      QVERIFY2(label.contains(QString::number(100 * kernel.cost_ms / total, 'f', 1) + "%"),
+               qPrintable(label));
+      if (kernel.nodes.size() == 1)  // drawn as the node's second line
+        QCOMPARE(static_cast<collage::NodeItem*>(view.node_item(kernel.nodes[0]))->detail(), label);
+    }
+    QCOMPARE(view.group_count(), outlined);
+    // Marked exactly where producer and consumer kernels run on different backends.
+    collage::NodeEdges e = collage::node_edges(graph_);
+    int marked = 0, plain = 0;
+    for (NodeId a = 0; a < graph_.num_nodes(); ++a)
+      for (NodeId b : e.succs[static_cast<size_t>(a)]) {
+        const std::string& from = placement_.kernels[kernel_of_[a]].backend;
+        const std::string& to = placement_.kernels[kernel_of_[b]].backend;
+        QCOMPARE(view.edge_marked(a, b), from != to);
+        if (from != to) {
+          ++marked;
+          QVERIFY(view.edge_tooltip(a, b).contains(QString::fromStdString(from + " → " + to)));
+        } else {
+          ++plain;
+        }
+      }
+    QVERIFY(marked > 0 && plain > 0);
+  }
+
+  void collapsed_scopes_sum_their_time_and_expand_in_place() {
+    GraphView view;
+    show(view);
+    view.set_placement(&placement_);
+    // The top-level scopes from the names: "/layer2/layer2.0/conv1/Conv" lies in /layer2.
+    std::map<std::string, std::vector<NodeId>> top;
+    for (NodeId n = 0; n < graph_.num_nodes(); ++n) {
+      const std::string& name = graph_.node(n).name;
+      size_t second = name.find('/', 1);
+      if (name[0] == '/' && second != std::string::npos) top[name.substr(0, second)].push_back(n);
+    }
+    int boxes = 0, hidden = 0;
+    for (const auto& [path, nodes] : top)
+      if (nodes.size() >= 2) ++boxes, hidden += static_cast<int>(nodes.size());
+    QSignalSpy relaid(&view, &GraphView::layout_changed);
+    view.collapse_to_depth(1);
+    QVERIFY(relaid.wait(30000));
+    QCOMPARE(view.scope_box_count(), boxes);
+    QCOMPARE(view.node_count(), graph_.num_nodes() - hidden);
+    const int layer2 = view.scope_tree()->find("/layer2");
+    QVERIFY(layer2 > 0);
+    // Each kernel's time split evenly over its nodes; the box sums the shares of its nodes.
+    double want = 0;
+    for (NodeId n : top["/layer2"]) {
+      const auto& k = placement_.kernels[kernel_of_[n]];
+      want += k.cost_ms / static_cast<double>(k.nodes.size());
+    }
+    QString text = view.scope_text(layer2);
+    QVERIFY2(text.contains(QString::number(want, 'f', 3) + " ms"), qPrintable(text));
+    // A kernel inside a box has no label of its own.
+    QVERIFY(view.kernel_label(kernel_of_[top["/layer2"][0]]).isEmpty());
+    // Double-click opens it one level: its blocks become boxes, the other scopes stay closed.
+    QGraphicsItem* box = view.scope_item(layer2);
+    view.centerOn(box);
+    QTest::mouseDClick(view.viewport(), Qt::LeftButton, Qt::NoModifier,
+                       view.mapFromScene(box->sceneBoundingRect().center()));
+    QVERIFY(relaid.wait(30000));
+    QVERIFY(!view.is_collapsed(layer2));
+    QVERIFY(view.scope_item(layer2) == nullptr);
+    const auto& blocks = view.scope_tree()->scope(layer2).children;
+    QVERIFY(!blocks.empty());
+    for (int block : blocks) QVERIFY(view.scope_item(block) != nullptr);
+    QCOMPARE(view.scope_box_count(), boxes - 1 + static_cast<int>(blocks.size()));
+    QVERIFY(view.is_collapsed(view.scope_tree()->find("/layer3")));
+    view.expand_all();
+    QVERIFY(relaid.wait(30000));
+    QCOMPARE(view.node_count(), graph_.num_nodes());
+    QCOMPARE(view.scope_box_count(), 0);
+    QVERIFY(!view.kernel_label(kernel_of_[top["/layer2"][0]]).isEmpty());
+  }
+};
+
+QTEST_MAIN(GraphViewTest)
+#include "graph_view_test.moc"
