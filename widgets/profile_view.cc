@@ -219,6 +219,8 @@ ProfilePanel::ProfilePanel(QWidget* parent)
   view_->setSelectionMode(QAbstractItemView::SingleSelection);
   view_->verticalHeader()->hide();
   view_->horizontalHeader()->setStretchLastSection(true);
+  view_->horizontalHeader()->resizeSection(ProfileModel::kKernel, 240);  // long labels elide
+  view_->setWordWrap(false);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(timeline_);
   split->addWidget(view_);

@@ -90,7 +90,7 @@ void ProgressChart::clear() {
   measured_->clear();
   last_done_ = 0;
   measure_x_->setRange(0, 1);
-  measure_y_->setRange(0, 1);
+  measure_y_->setRange(0, 4);  // whole kernels on the five ticks of "%d"
   measure_view_->chart()->setTitle("Measuring");
   categories_.clear();
   bar_ms_.clear();
@@ -121,7 +121,8 @@ void ProgressChart::add_measure_progress(size_t done, size_t total, double elaps
   last_done_ = done;
   measured_->append(elapsed_s, static_cast<double>(done));
   measure_x_->setRange(0, std::max(1.0, elapsed_s * 1.1));
-  measure_y_->setRange(0, static_cast<double>(total));
+  measure_y_->setRange(0, static_cast<double>(std::max<size_t>(total, 4)));
+  measure_y_->applyNiceNumbers();
   QString title;
   if (last)
     title = QString("Measured %1 kernels in %2 s").arg(total).arg(elapsed_s, 0, 'f', 1);

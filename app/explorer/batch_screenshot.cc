@@ -1,6 +1,8 @@
 #include "app/explorer/batch_screenshot.h"
 
 #include <QApplication>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QTimer>
 #include <cstdio>
 
@@ -13,6 +15,8 @@ BatchScreenshot::BatchScreenshot(MainWindow* window, BatchOptions options)
     : QObject(window), window_(window), options_(std::move(options)) {
   options_.tune = options_.tune || options_.refine;
   window->set_dialogs_enabled(false);
+  // The picture shows the whole screen's worth, not the size the last interactive session saved.
+  if (QScreen* screen = QGuiApplication::primaryScreen()) window->setGeometry(screen->availableGeometry());
   connect(window->controller(), &ExplorerController::job_finished, this, &BatchScreenshot::on_finished);
   connect(window->controller(), &ExplorerController::job_failed, this, &BatchScreenshot::on_failed);
 }
@@ -102,8 +106,9 @@ void BatchScreenshot::laid_out() {
 void BatchScreenshot::save() {
   if (saving_) return;
   saving_ = true;
-  window_->graph_view()->fit();           // the whole graph, coloured by the final placement
-  QTimer::singleShot(200, this, [this] {  // let the last repaint land
+  window_->graph_view()->fit();  // the whole graph, coloured by the final placement
+  if (!options_.select.isEmpty()) window_->graph_view()->zoom_to_selection();  // the selected node, readable
+  QTimer::singleShot(200, this, [this] {                                       // let the last repaint land
     bool ok = window_->grab().save(options_.screenshot, "PNG");
     std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to",
                  options_.screenshot.toStdString().c_str());

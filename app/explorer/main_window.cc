@@ -370,6 +370,8 @@ void MainWindow::on_finished(const JobReport& report) {
       progress_->setRange(0, 1);
       cost_table_->finish(controller_->tuned()->candidates, controller_->tuned()->costs);
       view_->set_placement(&*controller_->placement());
+      chart_->clear();
+      chart_->show_placement("loaded", *controller_->placement());
       break;
   }
   for (const QString& line : report.log) log(line);

@@ -1,6 +1,7 @@
 #include "core/ir/subgraph.h"
 
 #include <algorithm>
+#include <map>
 
 namespace collage {
 
@@ -75,8 +76,21 @@ bool ConvexityChecker::is_convex(const IndexSet& nodes) const {
 }
 
 std::string subgraph_label(const Graph& graph, const IndexSet& nodes) {
+  const std::vector<size_t> ids = nodes.indices();
+  if (ids.size() > kLabelListsUpTo) {
+    // A region: its op mix, commonest first ("57 ops: 26 Conv, 23 Relu, 7 Add, 1 MaxPool").
+    std::map<std::string, int> count;
+    for (size_t i : ids) ++count[graph.node(static_cast<NodeId>(i)).op_type];
+    std::vector<std::pair<int, std::string>> mix;
+    for (const auto& [op, n] : count) mix.push_back({-n, op});
+    std::sort(mix.begin(), mix.end());
+    std::string label = std::to_string(ids.size()) + " ops: ";
+    for (size_t k = 0; k < mix.size(); ++k)
+      label += (k ? ", " : "") + std::to_string(-mix[k].first) + " " + mix[k].second;
+    return label;
+  }
   std::string label;
-  for (size_t i : nodes.indices()) {
+  for (size_t i : ids) {
     if (!label.empty()) label += '+';
     label += graph.node(static_cast<NodeId>(i)).op_type;
   }

@@ -36,6 +36,8 @@ class ConvexityChecker {
 };
 
 // "Conv+Add+Relu": the op types of the nodes in post-DFS order, joined by '+'.
+// "Conv+Add+Relu" for up to kLabelListsUpTo nodes, else the op mix ("57 ops: 26 Conv, 23 Relu, ...").
+inline constexpr size_t kLabelListsUpTo = 8;
 std::string subgraph_label(const Graph& graph, const IndexSet& nodes);
 
 }  // namespace collage
