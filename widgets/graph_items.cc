@@ -115,8 +115,11 @@ void ScopeItem::set_cost(double ms, double share, int kernels,
 QString ScopeItem::text() const {
   QString s = QString("%1 · %2 nodes").arg(title_).arg(nodes_);
   if (costed_)
-    s +=
-        QString(" · %1 ms · %2% · %3 kernels").arg(ms_, 0, 'f', 3).arg(100 * share_, 0, 'f', 1).arg(kernels_);
+    s += QString(" · %1 ms · %2% · %3 kernel%4")
+             .arg(ms_, 0, 'f', 3)
+             .arg(100 * share_, 0, 'f', 1)
+             .arg(kernels_)
+             .arg(kernels_ == 1 ? "" : "s");
   return s;
 }
 
@@ -165,10 +168,11 @@ void ScopeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option,
   painter->setFont(plain);
   QString line = QString("%1 nodes").arg(nodes_);
   if (costed_)
-    line = QString("%1 ms · %2% · %3 kernels · %4 nodes")
+    line = QString("%1 ms · %2% · %3 kernel%4 · %5 nodes")
                .arg(ms_, 0, 'f', 3)
                .arg(100 * share_, 0, 'f', 1)
                .arg(kernels_)
+               .arg(kernels_ == 1 ? "" : "s")
                .arg(nodes_);
   painter->drawText(QRectF(rect_.left() + 8, rect_.top() + 20, rect_.width() - 16, 15),
                     Qt::AlignLeft | Qt::AlignVCenter, line);

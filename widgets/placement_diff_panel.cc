@@ -4,6 +4,7 @@
 #include <QLabel>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "widgets/backend_colors.h"
 
@@ -37,6 +38,8 @@ QVariant DiffRegionModel::data(const QModelIndex& index, int role) const {
     const auto& kernels = index.column() == kFrom ? r.a : r.b;
     if (!kernels.empty()) return backend_color(QString::fromStdString(kernels.front().backend));
   }
+  if (role == Qt::ToolTipRole && (index.column() == kFrom || index.column() == kTo))
+    return data(index, Qt::DisplayRole);  // the column may be too narrow for it
   if (role == Qt::ToolTipRole && index.column() == kNodes && graph_) {
     QStringList names;
     for (NodeId n : r.nodes) names << QString::fromStdString(graph_->node(n).name);
@@ -102,6 +105,9 @@ void PlacementDiffPanel::set_diff(const PlacementDiff& d, const Graph* graph, co
                                   const QString& b_name) {
   model_->set_diff(d, graph);
   view_->resizeColumnsToContents();
+  // Backend lists can be long: cap them so Δ stays in view (the tooltip has them whole).
+  for (int column : {DiffRegionModel::kFrom, DiffRegionModel::kTo})
+    view_->setColumnWidth(column, std::min(view_->columnWidth(column), 220));
   QString backends;
   for (const auto& [name, n] : d.nodes_per_backend)
     if (n.a != n.b)

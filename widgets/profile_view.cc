@@ -41,6 +41,7 @@ int ProfileModel::columnCount(const QModelIndex& parent) const { return parent.i
 QVariant ProfileModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const KernelProfile& k = kernel(index.row());
+  if (role == Qt::ToolTipRole && index.column() == kKernel) return QString::fromStdString(k.label);
   switch (role) {
     case StartRole:
       return k.start_ms;
@@ -219,7 +220,6 @@ ProfilePanel::ProfilePanel(QWidget* parent)
   view_->setSelectionMode(QAbstractItemView::SingleSelection);
   view_->verticalHeader()->hide();
   view_->horizontalHeader()->setStretchLastSection(true);
-  view_->horizontalHeader()->resizeSection(ProfileModel::kKernel, 240);  // long labels elide
   view_->setWordWrap(false);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(timeline_);
@@ -242,6 +242,8 @@ ProfilePanel::ProfilePanel(QWidget* parent)
 void ProfilePanel::set_report(const ProfileReport& r) {
   model_->set_report(r);
   view_->resizeColumnsToContents();
+  // A region's label can be long: cap it so the numbers stay in view (the tooltip has it whole).
+  view_->setColumnWidth(ProfileModel::kKernel, std::min(view_->columnWidth(ProfileModel::kKernel), 260));
   summary_->setText(
       QString("end to end %1 ms (median of %2 profiled runs, %3 thread(s)); kernels in the run %4 ms, "
               "isolated %5 ms; additive error %6 ms = kernels %7 ms + outside kernels %8 ms")

@@ -92,6 +92,7 @@ void BatchScreenshot::shoot(const QString& failed_step) {
   failed_ = !failure.isEmpty();
   // The picture is still saved, but a failure is the exit status (2), as in the CLI.
   if (failed_) std::fprintf(stderr, "error: %s\n", failure.toStdString().c_str());
+  if (options_.heatmap) window_->set_heatmap(true);
   GraphView* view = window_->graph_view();
   connect(view, &GraphView::layout_changed, this, &BatchScreenshot::laid_out);
   if (options_.collapse_depth >= 1 && view->scope_tree())
@@ -107,8 +108,9 @@ void BatchScreenshot::save() {
   if (saving_) return;
   saving_ = true;
   window_->graph_view()->fit();  // the whole graph, coloured by the final placement
-  if (!options_.select.isEmpty()) window_->graph_view()->zoom_to_selection();  // the selected node, readable
-  QTimer::singleShot(200, this, [this] {                                       // let the last repaint land
+  // The selected node, or the changed nodes of a diff, readable.
+  if (!options_.select.isEmpty() || !options_.diff.isEmpty()) window_->graph_view()->zoom_to_selection();
+  QTimer::singleShot(200, this, [this] {  // let the last repaint land
     bool ok = window_->grab().save(options_.screenshot, "PNG");
     std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to",
                  options_.screenshot.toStdString().c_str());

@@ -1,5 +1,6 @@
 // collage-explorer [MODEL] [--tune [--refine]] [--placement FILE]
-//                  [--screenshot PATH [--profile] [--diff OTHER.json] [--select NODE] [--collapse-depth N]]
+//                  [--screenshot PATH [--profile] [--diff OTHER.json] [--select NODE] [--collapse-depth N]
+//                  [--heatmap]]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <memory>
@@ -27,7 +28,8 @@ int main(int argc, char** argv) {
                             "node");
   QCommandLineOption collapse_depth(
       "collapse-depth", "With --screenshot: collapse the name scopes of this depth (1 = top level).", "N");
-  parser.addOptions({tune, refine, placement, screenshot, profile, diff, select, collapse_depth});
+  QCommandLineOption heatmap("heatmap", "With --screenshot: colour the graph by kernel time.");
+  parser.addOptions({tune, refine, placement, screenshot, profile, diff, select, collapse_depth, heatmap});
   parser.process(app);
   collage::MainWindow window;
   window.show();
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
     options.profile = parser.isSet(profile);
     options.diff = parser.value(diff);
     options.select = parser.value(select);
+    options.heatmap = parser.isSet(heatmap);
     options.collapse_depth = parser.isSet(collapse_depth) ? parser.value(collapse_depth).toInt() : -1;
     new collage::BatchScreenshot(&window, options);  // it loads the placement in order
   }

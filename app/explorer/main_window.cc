@@ -175,11 +175,11 @@ void MainWindow::build_menus_and_toolbar() {
   stop_action_->setEnabled(false);
   bar->addAction("Fit", view_, &GraphView::fit)->setToolTip("show the whole graph (F)");
   bar->addAction("Zoom to selection", view_, &GraphView::zoom_to_selection)->setToolTip("Z");
-  bar->addAction("Heatmap", this,
-                 [this](bool on) {
-                   view_->set_coloring(on ? GraphView::Coloring::CostHeatmap : GraphView::Coloring::Backend);
-                 })
-      ->setCheckable(true);
+  heatmap_action_ = bar->addAction("Heatmap");
+  heatmap_action_->setCheckable(true);
+  connect(heatmap_action_, &QAction::toggled, this, [this](bool on) {
+    view_->set_coloring(on ? GraphView::Coloring::CostHeatmap : GraphView::Coloring::Backend);
+  });
   bar->addAction("Export placement…", this, &MainWindow::export_placement);
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   bar->addSeparator();
@@ -411,6 +411,8 @@ void MainWindow::show_node(int node) {
   inspected_ = node;
   inspector_->show_node(controller_->node_details(node));
 }
+
+void MainWindow::set_heatmap(bool on) { heatmap_action_->setChecked(on); }
 
 void MainWindow::select_node(int node) {
   view_->highlight({node});

@@ -49,6 +49,7 @@ class MainWindow : public QMainWindow {
   bool save_artifact(const QString& path, QString* error = nullptr);
   std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
   void select_node(int node);                         // selected in the graph, shown in the inspector
+  void set_heatmap(bool on);                          // as the toolbar's Heatmap
   // Batch mode (--screenshot): failures go to stderr, not to dialogs.
   void set_dialogs_enabled(bool enabled) { dialogs_ = enabled; }
 
@@ -97,6 +98,7 @@ class MainWindow : public QMainWindow {
   QAction* tune_action_;
   QAction* stop_action_;
   QAction* refine_action_;
+  QAction* heatmap_action_;
   QAction* profile_action_;
   QAction* compare_refined_action_;
   std::vector<QAction*> backend_actions_;
