@@ -158,20 +158,24 @@ int command_explain(const std::vector<std::string>& argv) {
   PlacementExplainer explainer(graph, cached.candidates, costs_of(cached.costs), placement, placement.pins,
                                placement.epsilon_ms, graph_level);
 
+  // docs/explain-format.md: one document, with one node (--node) or all of them.
+  auto print_document = [&](json nodes) {
+    json doc = {{"format", "collage-explain"},
+                {"version", kExplainFormatVersion},
+                {"model", path},
+                {"placement", placement_path},
+                {"threads", options.threads},
+                {"epsilon_ms", placement.epsilon_ms},
+                {"predicted_ms", explainer.current_ms()},
+                {"saved_predicted_ms", placement.predicted_ms},
+                {"nodes", std::move(nodes)}};
+    std::cout << doc.dump(1) << "\n";
+  };
   if (only != kNoNode) {
     NodeExplanation e = explainer.explain(only);
     std::vector<WhatIf> what_ifs = explainer.what_ifs(only);
     if (args.has("--json")) {
-      json doc = {{"format", "collage-explain"},
-                  {"version", kExplainFormatVersion},
-                  {"model", path},
-                  {"placement", placement_path},
-                  {"threads", options.threads},
-                  {"epsilon_ms", placement.epsilon_ms},
-                  {"predicted_ms", explainer.current_ms()},
-                  {"saved_predicted_ms", placement.predicted_ms},
-                  {"nodes", json::array({detail_json(graph, e, what_ifs)})}};
-      std::cout << doc.dump(1) << "\n";
+      print_document(json::array({detail_json(graph, e, what_ifs)}));
     } else {
       print_detail(graph, e, what_ifs);
     }
@@ -183,16 +187,7 @@ int command_explain(const std::vector<std::string>& argv) {
   if (args.has("--json")) {
     json nodes = json::array();
     for (const NodeExplanation& e : all) nodes.push_back(node_json(graph, e));
-    json doc = {{"format", "collage-explain"},
-                {"version", kExplainFormatVersion},
-                {"model", path},
-                {"placement", placement_path},
-                {"threads", options.threads},
-                {"epsilon_ms", placement.epsilon_ms},
-                {"predicted_ms", explainer.current_ms()},
-                {"saved_predicted_ms", placement.predicted_ms},
-                {"nodes", nodes}};
-    std::cout << doc.dump(1) << "\n";
+    print_document(std::move(nodes));
     return 0;
   }
   size_t width = 4;
