@@ -12,7 +12,7 @@
 namespace collage {
 
 constexpr int kMinOpset = 6;
-constexpr int kMaxOpset = 17;
+constexpr int kMaxOpset = 21;
 
 struct ImportOptions {
   // Values for symbolic input dims ("batch" -> 4); unnamed or unlisted ones default to 1.
