@@ -1,6 +1,7 @@
 #include "resources/samples/onnx_builder.h"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -240,6 +241,70 @@ std::string OnnxBuilder::dynamic_reshape(const std::string& x, const std::vector
   std::string b1 = op("Unsqueeze", {batch, constant_node({0})});
   std::string target = op("Concat", {b1, constant_node(rest)}, {attr("axis", int64_t{0})});
   return op("Reshape", {x, target}, {attr("allowzero", int64_t{0})});
+}
+
+void OnnxBuilder::set_opset(int opset) {
+  for (auto& o : *model_.mutable_opset_import())
+    if (o.domain().empty()) o.set_version(opset);
+}
+
+namespace {
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
+  if (exp == 0xffu) return static_cast<uint16_t>(sign | 0x7c00u | (man ? 0x200u : 0u));  // inf, NaN
+  int e = static_cast<int>(exp) - 127 + 15;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow: inf
+  if (e <= 0) {                                               // subnormal or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    man |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(e) << 10) | (man >> 13), rest = man & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // may carry into the exponent: still right
+  return static_cast<uint16_t>(sign | half);
+}
+
+void tensor_to_half(onnx::TensorProto* t) {
+  if (t->data_type() != onnx::TensorProto::FLOAT) return;
+  std::vector<float> values;
+  if (t->has_raw_data()) {
+    values.resize(t->raw_data().size() / 4);
+    std::memcpy(values.data(), t->raw_data().data(), values.size() * 4);
+  } else {
+    values.assign(t->float_data().begin(), t->float_data().end());
+  }
+  std::string raw(values.size() * 2, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t h = float_to_half(values[i]);
+    std::memcpy(&raw[i * 2], &h, 2);
+  }
+  t->clear_float_data();
+  t->set_raw_data(raw);
+  t->set_data_type(onnx::TensorProto::FLOAT16);
+}
+
+void value_to_half(onnx::ValueInfoProto* v) {
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  if (tt->elem_type() == onnx::TensorProto::FLOAT) tt->set_elem_type(onnx::TensorProto::FLOAT16);
+}
+
+}  // namespace
+
+void OnnxBuilder::convert_to_float16() {
+  onnx::GraphProto* g = model_.mutable_graph();
+  for (auto& t : *g->mutable_initializer()) tensor_to_half(&t);
+  for (auto& n : *g->mutable_node())
+    for (auto& a : *n.mutable_attribute())
+      if (a.has_t()) tensor_to_half(a.mutable_t());
+  for (auto& v : *g->mutable_input()) value_to_half(&v);
+  for (auto& v : *g->mutable_output()) value_to_half(&v);
+  for (auto& v : *g->mutable_value_info()) value_to_half(&v);
 }
 
 void OnnxBuilder::save(const std::string& path, int64_t external_threshold) const {

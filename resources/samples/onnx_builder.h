@@ -59,6 +59,13 @@ class OnnxBuilder {
   // x.view(x.size(0), rest...) via Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
   std::string dynamic_reshape(const std::string& x, const std::vector<int64_t>& rest);
 
+  // The same model as a newer exporter writes it: only the opset import changes, so it
+  // must hold no op whose form differs between the two opsets.
+  void set_opset(int opset);
+  // As model.half() exports: every float32 initializer, Constant, graph input and output
+  // becomes float16 (round to nearest even); graph logic on int64 tensors is untouched.
+  void convert_to_float16();
+
   onnx::ModelProto build() const { return model_; }
   // Initialisers of at least `external_threshold` bytes go to "<file>.data" (-1: none).
   void save(const std::string& path, int64_t external_threshold = -1) const;

@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 
+#include "resources/samples/zoo_modern.h"
+
 namespace collage::samples {
 
 namespace {
@@ -494,6 +496,28 @@ const std::map<std::string, Factory>& factories() {
       {"resnext_small", resnext_small},
       {"encoder_10k", [](uint64_t s) { return encoder("encoder_10k", s, 8, 16, 2, 310, 50); }},
       {"encoder_5k", [](uint64_t s) { return encoder("encoder_5k", s, 8, 16, 2, 155, 50); }},
+      {"vit_small", vit_small},
+      {"gpt_block", gpt_block},
+      {"lstm_classifier", lstm_classifier},
+      {"segmentation_head", segmentation_head},
+      {"resnet_small_opset18",
+       [](uint64_t s) {
+         B b = resnet_small(s);
+         b.set_opset(18);
+         return b;
+       }},
+      {"resnet_small_fp16",
+       [](uint64_t s) {
+         B b = resnet_small(s);
+         b.convert_to_float16();
+         return b;
+       }},
+      {"bert_encoder_fp16",
+       [](uint64_t s) {
+         B b = encoder("bert_encoder", s, 128, 256, 4, 4, 1000);
+         b.convert_to_float16();
+         return b;
+       }},
   };
   return f;
 }
@@ -520,6 +544,18 @@ const std::vector<SampleInfo>& sample_list() {
       {"resnext_small", "ResNeXt-style grouped bottlenecks (cardinality 8), 3x64x64", false},
       {"encoder_10k", "310-layer tiny encoder: a ~10,000-node graph for explorer scaling", false},
       {"encoder_5k", "155-layer tiny encoder: a ~5,000-node graph for explorer tests", false},
+      {"vit_small",
+       "ViT-style encoder: 8x8 patch Conv, class token Concat, position Add, 2 pre-LN blocks, 3x64x64",
+       false},
+      {"gpt_block", "GPT-style decoder, 2 pre-LN blocks, causal mask via Trilu + Where, tanh-GELU, seq 32",
+       false},
+      {"lstm_classifier", "LSTM text classifier: embedding, 1-layer LSTM (hidden 48), last hidden -> Gemm",
+       false},
+      {"segmentation_head", "segmentation head: strided convs, 1x1 classifier, bilinear x4 Resize, ArgMax",
+       false},
+      {"resnet_small_opset18", "resnet_small as an opset-18 exporter writes it", false},
+      {"resnet_small_fp16", "resnet_small after model.half(): float16 weights, input and output", false},
+      {"bert_encoder_fp16", "bert_encoder after model.half(): float16 weights and activations", false},
   };
   return list;
 }
