@@ -24,6 +24,22 @@ function tensorProto(name, type, dims, raw) {
   return Buffer.concat(parts);
 }
 function safe(name) { return name.replace(/[^A-Za-z0-9_.-]/g, '_'); }
+// ONNX element types of the tensors the zoo's models take and give.
+const kElemType = { float32: 1, int64: 7, float16: 10 };
+// float -> IEEE half bits (round to nearest even), for model.half() exports' inputs.
+function toHalf(f) {
+  const buf = new DataView(new ArrayBuffer(4));
+  buf.setFloat32(0, f);
+  const x = buf.getUint32(0);
+  const sign = (x >>> 16) & 0x8000, exp = (x >>> 23) & 0xff, man = x & 0x7fffff;
+  const e = exp - 127 + 15;
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) return sign;  // |f| < 6e-5: the uniform(-1, 1) inputs flush the odd one to zero
+  let half = (e << 10) | (man >>> 13);
+  const rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && (half & 1))) half++;
+  return sign | half;
+}
 
 async function main() {
   const [model, outDir, repeatsArg, threadsArg] = process.argv.slice(2);
@@ -43,7 +59,12 @@ async function main() {
     const dims = (m && m.shape ? m.shape : []).map(d => (typeof d === 'number' ? d : 1));
     const count = dims.reduce((a, b) => a * b, 1);
     const isInt = m && m.type === 'int64';
-    if (isInt) {
+    if (m && m.type === 'float16') {
+      const data = new Uint16Array(count);
+      for (let i = 0; i < count; i++) data[i] = toHalf(rand());
+      feeds[name] = new ort.Tensor('float16', data, dims);
+      fs.writeFileSync(path.join(outDir, 'in_' + safe(name) + '.pb'), tensorProto(name, 10, dims, Buffer.from(data.buffer)));
+    } else if (isInt) {
       const data = new BigInt64Array(count);
       feeds[name] = new ort.Tensor('int64', data, dims);
       fs.writeFileSync(path.join(outDir, 'in_' + safe(name) + '.pb'), tensorProto(name, 7, dims, Buffer.from(data.buffer)));
@@ -66,11 +87,13 @@ async function main() {
   for (const name of session.outputNames) {
     const t = results[name];
     fs.writeFileSync(path.join(outDir, 'ort_' + safe(name) + '.pb'),
-                     tensorProto(name, 1, t.dims, Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength)));
+                     tensorProto(name, kElemType[t.type] || 1, t.dims,
+                                 Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength)));
   }
   const median = ms.length % 2 ? ms[(ms.length - 1) / 2] : (ms[ms.length / 2 - 1] + ms[ms.length / 2]) / 2;
   console.log(`ort median ${median.toFixed(3)} ms, min ${ms[0].toFixed(3)} ms, ${threads} intra-op thread(s)`);
   console.log('inputs ' + session.inputNames.map(n => `${n}=${path.join(outDir, 'in_' + safe(n) + '.pb')}`).join(' '));
   console.log('outputs ' + session.outputNames.map(safe).join(' '));
+  console.log('output_types ' + session.outputNames.map(n => results[n].type).join(' '));
 }
 main().catch(e => { console.error(e); process.exit(1); });
