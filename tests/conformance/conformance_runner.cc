@@ -15,7 +15,7 @@
 // case that passes (or no longer exists) does, so the list can only shrink.
 // --write-pending FILE writes the current in-scope failures as such a list.
 //
-// Last line: "N passed, N failed, N skipped, N pending, N fixed"; exits 1 on any
+// Last line: "N passed, N failed, N skipped, N pending, N fixed, N errata"; exits 1 on any
 // in-scope failure or fixed/stale pending entry.
 #include <algorithm>
 #include <cmath>
@@ -48,6 +48,16 @@ const char* const kClassLowBits = "float8/int4 tensors";
 const char* const kClassControlFlow = "control flow, not yet supported";
 const char* const kClasses[] = {kClassMlDomain, kClassTraining, kClassString,
                                 kClassSequence, kClassLowBits,  kClassControlFlow};
+// Cases whose expected data in ONNX 1.16 contradicts the operator spec: run, and
+// a mismatch is reported as "test-data errata" rather than a failure. Keyed by
+// case name, as the defect is in the data, not in the model.
+const std::map<std::string, std::string> kTestDataErrata = {
+    {"test_qlinearmatmul_2D_int8_float16", "expected data wraps instead of saturating (onnx/onnx#7835)"},
+    {"test_qlinearmatmul_2D_int8_float32", "expected data wraps instead of saturating (onnx/onnx#7835)"},
+    {"test_qlinearmatmul_3D_int8_float16", "expected data wraps instead of saturating (onnx/onnx#7835)"},
+    {"test_qlinearmatmul_3D_int8_float32", "expected data wraps instead of saturating (onnx/onnx#7835)"},
+};
+
 // The importer's refusal of sub-graph attributes (core/import/onnx_import.cc).
 const char* const kControlFlowMessage = "control flow (If/Loop/Scan) is not supported";
 
@@ -253,7 +263,7 @@ int main(int argc, char** argv) {
     std::cerr << "collage_conformance: " << e.what() << "\n";
     return 2;
   }
-  int passed = 0, failed = 0, skipped = 0, known = 0, random_passed = 0, random_failed = 0;
+  int passed = 0, failed = 0, skipped = 0, known = 0, errata = 0, random_passed = 0, random_failed = 0;
   std::map<std::string, int> skipped_by_class;
   std::vector<std::pair<std::string, std::string>> failures, known_failures;
   std::vector<std::string> fixed;
@@ -294,6 +304,13 @@ int main(int argc, char** argv) {
         continue;
       }
       if (random) ++(failure.empty() ? random_passed : random_failed);
+      if (auto e = kTestDataErrata.find(name); e != kTestDataErrata.end() &&
+                                               failure.find("expected") != std::string::npos &&
+                                               failure.find("element") != std::string::npos) {
+        std::cout << "ERRATA " << name << ": " << failure << " [" << e->second << "]\n";
+        ++errata;
+        continue;
+      }
       bool is_pending = pending.count(name) > 0;
       if (failure.empty()) {
         ++passed;
@@ -319,6 +336,7 @@ int main(int argc, char** argv) {
   for (const char* c : kClasses) std::cout << "  " << skipped_by_class[c] << "  " << c << "\n";
   std::cout << "Random-number ops (shapes and dtypes compared only): " << random_passed << " passed, "
             << random_failed << " failed\n";
+  std::cout << "Test-data errata (value mismatch where ONNX's expected data is wrong): " << errata << "\n";
   if (!known_failures.empty()) {
     std::cout << "Known failures (pending ops): " << known_failures.size() << "\n";
     for (const auto& [name, reason] : known_failures)
@@ -349,7 +367,7 @@ int main(int argc, char** argv) {
     std::cout << "wrote " << all.size() << " pending cases to " << write_path << "\n";
   }
   std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped, " << known
-            << " pending, " << fixed.size() << " fixed\n";
+            << " pending, " << fixed.size() << " fixed, " << errata << " errata\n";
   if (!write_path.empty()) return 0;
   return failed || !fixed.empty() || !stale.empty() ? 1 : 0;
 }
