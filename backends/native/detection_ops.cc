@@ -1,4 +1,4 @@
-// RoiAlign (opsets 10 and 16: avg/max modes, half_pixel and output_half_pixel
+// DeformConv (opset 19, 2-D), RoiAlign (opsets 10 and 16: avg/max modes, half_pixel and output_half_pixel
 // coordinates, adaptive or fixed sampling) and TfIdfVectorizer over integer
 // tokens (string pools are out of scope). NonMaxSuppression is not here: its
 // output shape depends on the data, which static shapes cannot express.
@@ -210,11 +210,114 @@ std::vector<Tensor> tfidf_vectorizer(const Node& node, KernelInputs inputs, Tens
   return {y};
 }
 
+// Bilinear sample of an H x W plane at (y, x); taps outside the plane read 0.
+float bilinear_zero_padded(const float* plane, int64_t h, int64_t w, float y, float x) {
+  if (y <= -1.0f || y >= static_cast<float>(h) || x <= -1.0f || x >= static_cast<float>(w)) return 0.0f;
+  float fy = std::floor(y), fx = std::floor(x);
+  int64_t y0 = static_cast<int64_t>(fy), x0 = static_cast<int64_t>(fx), y1 = y0 + 1, x1 = x0 + 1;
+  float ly = y - fy, lx = x - fx, hy = 1 - ly, hx = 1 - lx;
+  auto at = [&](int64_t yy, int64_t xx) {
+    return yy >= 0 && yy < h && xx >= 0 && xx < w ? plane[yy * w + xx] : 0.0f;
+  };
+  return hy * hx * at(y0, x0) + hy * lx * at(y0, x1) + ly * hx * at(y1, x0) + ly * lx * at(y1, x1);
+}
+
+// DeformConv (opset 19), 2-D: each kernel tap samples the input at its regular
+// position plus a learned (dy, dx) offset, optionally scaled by a mask.
+std::vector<Tensor> deform_conv(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& x = input(node, inputs, 0);
+  const Tensor& wt = input(node, inputs, 1);
+  const Tensor& offset = input(node, inputs, 2);
+  const Tensor* bias = optional_input(inputs, 3);
+  const Tensor* mask = optional_input(inputs, 4);
+  for (const Tensor* t : {&x, &wt, &offset, bias, mask})
+    if (t) require_float(node, *t, "an input");
+  if (x.rank() != 4) unsupported(node, "only 2-D deformable convolution is supported (input rank 4)");
+  if (wt.rank() != 4) invalid(node, "W must have rank 4");
+  int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  int64_t m = wt.dim(0), kh = wt.dim(2), kw = wt.dim(3);
+  int64_t group = node.attr_int("group", 1), og = node.attr_int("offset_group", 1);
+  if (group < 1 || c % group != 0 || m % group != 0 || wt.dim(1) != c / group)
+    invalid(node, "group " + std::to_string(group) + " does not fit input channels " + std::to_string(c) +
+                      " and W shape " + shape_to_string(wt.shape()));
+  if (og < 1 || c % og != 0)
+    invalid(node, "offset_group " + std::to_string(og) + " does not divide the channels");
+  auto ints = [&](const char* key, size_t cnt, int64_t fallback) {
+    auto v = node.attr_ints(key, std::vector<int64_t>(cnt, fallback));
+    if (v.size() != cnt)
+      invalid(node, std::string("attribute ") + key + " must have " + std::to_string(cnt) + " values");
+    return v;
+  };
+  auto strides = ints("strides", 2, 1), dils = ints("dilations", 2, 1), pads = ints("pads", 4, 0);
+  auto kshape = node.attr_ints("kernel_shape", {});
+  if (!kshape.empty() && kshape != std::vector<int64_t>{kh, kw})
+    invalid(node, "kernel_shape does not match W");
+  for (int64_t v : strides)
+    if (v < 1) invalid(node, "strides must be positive");
+  for (int64_t v : dils)
+    if (v < 1) invalid(node, "dilations must be positive");
+  for (int64_t v : pads)
+    if (v < 0) invalid(node, "pads must not be negative");
+  int64_t oh = (h + pads[0] + pads[2] - ((kh - 1) * dils[0] + 1)) / strides[0] + 1;
+  int64_t ow = (w + pads[1] + pads[3] - ((kw - 1) * dils[1] + 1)) / strides[1] + 1;
+  if (oh < 1 || ow < 1) invalid(node, "the convolution leaves an empty output extent");
+  int64_t taps = kh * kw;
+  if (offset.shape() != Shape{n, og * 2 * taps, oh, ow})
+    invalid(node, "offset has shape " + shape_to_string(offset.shape()) + "; expected " +
+                      shape_to_string({n, og * 2 * taps, oh, ow}));
+  if (mask && mask->shape() != Shape{n, og * taps, oh, ow})
+    invalid(node, "mask has shape " + shape_to_string(mask->shape()) + "; expected " +
+                      shape_to_string({n, og * taps, oh, ow}));
+  if (bias && bias->shape() != Shape{m}) invalid(node, "B must have shape [" + std::to_string(m) + "]");
+  Tensor y = alloc.allocate(DType::Float32, {n, m, oh, ow});
+  const float *xp = x.data<float>(), *wp = wt.data<float>(), *op = offset.data<float>();
+  const float* mp = mask ? mask->data<float>() : nullptr;
+  float* yp = y.data<float>();
+  int64_t cg = c / group, mg = m / group, cpo = c / og, plane = oh * ow;
+  // Sampled input columns [c * taps, oh * ow] of one image, then a plain grouped product.
+  std::vector<float> cols(static_cast<size_t>(c * taps * plane));
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      int64_t g = ch / cpo;
+      const float* img = xp + (b * c + ch) * h * w;
+      for (int64_t i = 0; i < kh; ++i)
+        for (int64_t j = 0; j < kw; ++j) {
+          int64_t t = i * kw + j;
+          const float* dy = op + ((b * og + g) * 2 * taps + 2 * t) * plane;
+          const float* dx = dy + plane;
+          const float* mk = mp ? mp + ((b * og + g) * taps + t) * plane : nullptr;
+          float* col = cols.data() + (ch * taps + t) * plane;
+          for (int64_t yo = 0; yo < oh; ++yo)
+            for (int64_t xo = 0; xo < ow; ++xo) {
+              int64_t p = yo * ow + xo;
+              float sy = static_cast<float>(yo * strides[0] - pads[0] + i * dils[0]) + dy[p];
+              float sx = static_cast<float>(xo * strides[1] - pads[1] + j * dils[1]) + dx[p];
+              float v = bilinear_zero_padded(img, h, w, sy, sx);
+              col[p] = mk ? v * mk[p] : v;
+            }
+        }
+    }
+    for (int64_t oc = 0; oc < m; ++oc) {
+      int64_t g = oc / mg;
+      float* out = yp + (b * m + oc) * plane;
+      float init = bias ? bias->data<float>()[oc] : 0.0f;
+      std::fill(out, out + plane, init);
+      for (int64_t k = 0; k < cg * taps; ++k) {
+        float wv = wp[oc * cg * taps + k];
+        const float* col = cols.data() + (g * cg * taps + k) * plane;
+        for (int64_t p = 0; p < plane; ++p) out[p] += wv * col[p];
+      }
+    }
+  }
+  return {y};
+}
+
 }  // namespace
 
 void register_detection_ops(OpTable& table) {
   table["RoiAlign"] = roi_align;
   table["TfIdfVectorizer"] = tfidf_vectorizer;
+  table["DeformConv"] = deform_conv;
 }
 
 }  // namespace collage::native

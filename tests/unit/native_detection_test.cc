@@ -1,4 +1,4 @@
-// Native RoiAlign and TfIdfVectorizer (detection_ops.cc): weighting modes the
+// Native RoiAlign, DeformConv and TfIdfVectorizer (detection_ops.cc): weighting modes the
 // ONNX node tests leave out, and every bad-input refusal.
 #include "tests/unit/native_data_helpers.h"
 
@@ -96,6 +96,55 @@ TEST(NativeRoiAlign, AverageOfConstantPlaneAndRefusals) {
               run1(n, {f32({1, 4, 4}, std::vector<float>(16, 1)), rois, i64({1}, {0})});
             }),
             ErrorKind::InvalidModel);
+}
+
+TEST(NativeDeformConv, ZeroOffsetsEqualConvAndRefusals) {
+  Tensor x = iota_f32({1, 2, 4, 4});
+  Tensor w = f32({2, 2, 2, 2}, {1, 0, 0, 1, 0.5f, 0.5f, -1, 2, 1, 1, 1, 1, 0, 0, 0, 3});
+  std::map<std::string, Attribute> attrs = {{"pads", Attribute::of_ints({1, 0, 0, 1})},
+                                            {"strides", Attribute::of_ints({2, 1})}};
+  Tensor conv = run1(make_node("Conv", attrs), {x, w});
+  Tensor offsets(DType::Float32, {1, 8, conv.dim(2), conv.dim(3)});
+  Tensor y = run1(make_node("DeformConv", attrs), {x, w, offsets});
+  ASSERT_EQ(y.shape(), conv.shape());
+  auto a = values<float>(y), b = values<float>(conv);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_FLOAT_EQ(a[i], b[i]) << i;
+  // A half-pixel shift in x averages neighbours; past the border it reads zeros.
+  Tensor one = f32({1, 1, 1, 1}, {1});
+  std::vector<float> off(32, 0.0f);
+  for (int i = 16; i < 32; ++i) off[static_cast<size_t>(i)] = 0.5f;
+  Tensor plane = iota_f32({1, 1, 4, 4});
+  auto s = values<float>(run1(make_node("DeformConv"), {plane, one, f32({1, 2, 4, 4}, off)}));
+  EXPECT_FLOAT_EQ(s[0], 0.5f);
+  EXPECT_FLOAT_EQ(s[3], 1.5f);  // 3 * 0.5 + 0 * 0.5
+  Node n = make_node("DeformConv");
+  EXPECT_EQ(error_kind([&] {
+              run1(n, {x, w, Tensor(DType::Float32, {1, 8, 2, 2})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("DeformConv", {{"group", Attribute::of_int(3)}}), {x, w, offsets});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("DeformConv", {{"offset_group", Attribute::of_int(0)}}), {x, w, offsets});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("DeformConv", {{"strides", Attribute::of_ints({0, 1})}}), {x, w, offsets});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("DeformConv", {{"pads", Attribute::of_ints({-1, 0, 0, 0})}}), {x, w, offsets});
+            }),
+            ErrorKind::InvalidModel);
+  Tensor full(DType::Float32, {1, 8, 3, 3});
+  EXPECT_EQ(error_kind([&] { run1(n, {x, w, full, f32({3}, {0, 0, 0})}); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(n, {x, w, full, Tensor(), Tensor(DType::Float32, {1, 3, 3, 3})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] { run1(n, {iota_f32({1, 2, 4}), w, full}); }), ErrorKind::Unsupported);
 }
 
 }  // namespace
