@@ -59,11 +59,15 @@ std::vector<Tensor> roi_align(const Node& node, KernelInputs inputs, TensorAlloc
       rw = std::max(rw, 1.0f);
       rh = std::max(rh, 1.0f);
     }
+    if (!std::isfinite(rw) || !std::isfinite(rh) || std::fabs(rw) > 1e7f || std::fabs(rh) > 1e7f)
+      invalid(node, "roi " + std::to_string(i) + " has non-finite or huge coordinates");
     float bh = rh / static_cast<float>(oh), bw = rw / static_cast<float>(ow);
     int64_t gh = sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(rh / static_cast<float>(oh)));
     int64_t gw = sampling > 0 ? sampling : static_cast<int64_t>(std::ceil(rw / static_cast<float>(ow)));
-    gh = std::clamp<int64_t>(gh, 0, 1 << 16);
-    gw = std::clamp<int64_t>(gw, 0, 1 << 16);
+    gh = std::max<int64_t>(gh, 0);
+    gw = std::max<int64_t>(gw, 0);
+    if (gh > (1 << 16) || gw > (1 << 16) || oh * ow * gh * gw > (int64_t{1} << 28))
+      invalid(node, "roi " + std::to_string(i) + " needs more than 2^28 sample points");
     float count = static_cast<float>(std::max<int64_t>(gh * gw, 1));
     // Bilinear taps of every sample point, shared by all channels.
     std::vector<Tap> taps;

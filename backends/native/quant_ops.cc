@@ -23,6 +23,16 @@ bool is_quant_type(DType t) {
 // Integer element values of any integer tensor, widened.
 std::vector<int64_t> ints_of(const Tensor& t) { return t.to_int64_vector(); }
 
+// Element values as double; a dtype the Tensor cannot read (float16 while no
+// kernel reads it) is refused naming the node.
+std::vector<double> doubles_of(const Node& node, const Tensor& t) {
+  try {
+    return t.to_double_vector();
+  } catch (const Error& e) {
+    unsupported(node, e.what());
+  }
+}
+
 std::pair<double, double> type_range(DType t) {
   switch (t) {
     case DType::UInt8:
@@ -137,7 +147,7 @@ std::vector<Tensor> quantize_linear(const Node& node, KernelInputs inputs, Tenso
                           "; supported: uint8, int8, uint16, int16");
   check_zero_point(node, zp, scale);
   auto idx = param_index(node, x.shape(), scale);
-  std::vector<double> xv = x.to_double_vector(), sv = scale.to_double_vector();
+  std::vector<double> xv = doubles_of(node, x), sv = doubles_of(node, scale);
   std::vector<int64_t> zv = zp ? ints_of(*zp) : std::vector<int64_t>(sv.size(), 0);
   for (double s : sv)
     if (!(s > 0) && !(s < 0)) invalid(node, "y_scale must be non-zero");
@@ -220,7 +230,7 @@ std::vector<double> row_or_col_scales(const Node& node, const Tensor& t, int64_t
   if (t.dtype() != DType::Float32 && t.dtype() != DType::Float16)
     unsupported(node,
                 std::string(role) + " has type " + dtype_name(t.dtype()) + "; supported: float32, float16");
-  std::vector<double> v = t.to_double_vector();
+  std::vector<double> v = doubles_of(node, t);
   if (t.size() == 1) return std::vector<double>(static_cast<size_t>(n), v[0]);
   if (t.size() != n)
     unsupported(node, std::string(role) + " of shape " + shape_to_string(t.shape()) +
@@ -328,7 +338,7 @@ std::vector<Tensor> qlinear_matmul(const Node& node, KernelInputs inputs, Tensor
   auto sb = row_or_col_scales(node, b_scale, r.n, "b_scale");
   if (y_scale.size() != 1 || (y_zp && y_zp->size() != 1))
     unsupported(node, "y_scale and y_zero_point must be per-tensor");
-  float sy = static_cast<float>(y_scale.to_double_vector()[0]);
+  float sy = static_cast<float>(doubles_of(node, y_scale)[0]);
   if (sy == 0.0f) invalid(node, "y_scale must be non-zero");
   int64_t zy = y_zp ? ints_of(*y_zp)[0] : 0;
   std::vector<double> q(r.c.size());
@@ -495,11 +505,11 @@ std::vector<Tensor> qlinear_conv(const Node& node, KernelInputs inputs, TensorAl
   auto acc = int_conv(node, x, x_zp, w, w_zp, bias, shape, m);
   if (x_scale.size() != 1 || y_scale.size() != 1 || (y_zp && y_zp->size() != 1))
     unsupported(node, "x_scale, y_scale and y_zero_point must be per-tensor");
-  std::vector<double> ws = w_scale.to_double_vector();
+  std::vector<double> ws = doubles_of(node, w_scale);
   if (ws.size() != 1 && static_cast<int64_t>(ws.size()) != m)
     invalid(node, "w_scale must be per-tensor or hold one value per output channel");
-  float xs = static_cast<float>(x_scale.to_double_vector()[0]),
-        ys = static_cast<float>(y_scale.to_double_vector()[0]);
+  float xs = static_cast<float>(doubles_of(node, x_scale)[0]),
+        ys = static_cast<float>(doubles_of(node, y_scale)[0]);
   if (ys == 0.0f) invalid(node, "y_scale must be non-zero");
   int64_t zy = y_zp ? ints_of(*y_zp)[0] : 0;
   int64_t per_channel = static_cast<int64_t>(acc.size()) / std::max<int64_t>(1, shape[0] * m);

@@ -1,5 +1,7 @@
 // Native RoiAlign, DeformConv and TfIdfVectorizer (detection_ops.cc): weighting modes the
 // ONNX node tests leave out, and every bad-input refusal.
+#include <cmath>
+
 #include "tests/unit/native_data_helpers.h"
 
 namespace collage {
@@ -92,6 +94,14 @@ TEST(NativeRoiAlign, AverageOfConstantPlaneAndRefusals) {
         run1(make_node("RoiAlign", {{"sampling_ratio", Attribute::of_int(-2)}}), {x, rois, i64({1}, {0})});
       }),
       ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(n, {x, f32({1, 4}, {0, 0, INFINITY, 3}), i64({1}, {0})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(n, {x, f32({1, 4}, {0, 0, 1e6f, 1e6f}), i64({1}, {0})});
+            }),
+            ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] {
               run1(n, {f32({1, 4, 4}, std::vector<float>(16, 1)), rois, i64({1}, {0})});
             }),
