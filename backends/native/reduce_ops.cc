@@ -1,6 +1,9 @@
-// ReduceMean/Sum/Max/Min/Prod with axes as an input (the importer moves older
-// attribute forms there), keepdims and noop_with_empty_axes; float32 and int64.
+// Every Reduce* op (Mean, Sum, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) with
+// axes as an input (the importer moves older attribute forms there), keepdims and
+// noop_with_empty_axes; float32/64 and int32/64, accumulated in double. Max/Min of an
+// empty set is refused; the others follow the spec's identities (0, 1, log 0 = -inf).
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "backends/native/kernel_util.h"
@@ -10,7 +13,7 @@ namespace collage::native {
 
 namespace {
 
-enum class Reduce { Mean, Sum, Max, Min, Prod };
+enum class Reduce { Mean, Sum, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
 
 template <class T, Reduce kOp>
 void reduce_typed(const Tensor& x, Tensor& y, const std::vector<bool>& reduced) {
@@ -40,14 +43,24 @@ void reduce_typed(const Tensor& x, Tensor& y, const std::vector<bool>& reduced) 
       a = std::min(a, v);
     else if (kOp == Reduce::Prod)
       a *= v;
+    else if (kOp == Reduce::SumSquare || kOp == Reduce::L2)
+      a += v * v;
+    else if (kOp == Reduce::L1)
+      a += std::fabs(v);
+    else if (kOp == Reduce::LogSumExp)
+      a += std::exp(v);
     else
       a += v;
   }
   double count = out_n ? static_cast<double>(x.size()) / static_cast<double>(out_n) : 1.0;
   T* yp = y.data<T>();
-  for (int64_t o = 0; o < out_n; ++o)
-    yp[o] = static_cast<T>(kOp == Reduce::Mean ? acc[static_cast<size_t>(o)] / count
-                                               : acc[static_cast<size_t>(o)]);
+  for (int64_t o = 0; o < out_n; ++o) {
+    double a = acc[static_cast<size_t>(o)];
+    if (kOp == Reduce::Mean) a /= count;
+    if (kOp == Reduce::L2) a = std::sqrt(a);
+    if (kOp == Reduce::LogSum || kOp == Reduce::LogSumExp) a = std::log(a);
+    yp[o] = static_cast<T>(a);
+  }
 }
 
 template <Reduce kOp>
@@ -92,6 +105,11 @@ void register_reduce_ops(OpTable& table) {
   table["ReduceMax"] = reduce<Reduce::Max>;
   table["ReduceMin"] = reduce<Reduce::Min>;
   table["ReduceProd"] = reduce<Reduce::Prod>;
+  table["ReduceSumSquare"] = reduce<Reduce::SumSquare>;
+  table["ReduceL1"] = reduce<Reduce::L1>;
+  table["ReduceL2"] = reduce<Reduce::L2>;
+  table["ReduceLogSum"] = reduce<Reduce::LogSum>;
+  table["ReduceLogSumExp"] = reduce<Reduce::LogSumExp>;
 }
 
 }  // namespace collage::native
