@@ -17,6 +17,7 @@ const OpTable& op_table() {
     register_shape_ops(t);
     register_tensor_ops(t);
     register_index_ops(t);
+    register_loss_ops(t);
     register_quant_ops(t);
     register_rnn_ops(t);
     register_detection_ops(t);

@@ -40,6 +40,7 @@ void register_elementwise_ops(
     OpTable& table);  // unary, binary (broadcast), variadic, compare, logic, Where, Cast
 void register_shape_ops(
     OpTable& table);  // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Shape, Size, Expand, Tile, ...
+void register_loss_ops(OpTable& table);       // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_index_ops(OpTable& table);      // Trilu, ArgMax, ArgMin, GatherElements, CumSum
 void register_quant_ops(OpTable& table);      // quant_ops.cc: (De)QuantizeLinear, QLinear*, *Integer
 void register_rnn_ops(OpTable& table);        // rnn_ops.cc: RNN, GRU, LSTM
