@@ -41,10 +41,27 @@ std::map<std::string, int> read_opsets(const onnx::ModelProto& model) {
     if (model.opset_import_size() == 0) opsets[""] = 1;  // IR v1-2 default
   }
   auto it = opsets.find("");
-  if (it != opsets.end() && (it->second < kMinOpset || it->second > kMaxOpset))
+  if (it != opsets.end() && it->second < kMinOpset && it->second >= 1) {
+    // Opsets 1-5 carry legacy forms (consumed_inputs, is_test, shape attributes) the
+    // normaliser does not rewrite; a model using only ops whose definition is the same at
+    // opset 6 means the same thing there.
+    static const std::set<std::string> kSameSinceOpset1 = {
+        "GlobalAveragePool", "GlobalMaxPool", "Not",       "Softplus", "Softsign",
+        "Identity",          "Transpose",     "Shape",     "Size",     "LRN",
+        "Hardmax",           "Softmax",       "LogSoftmax"};
+    for (const auto& node : model.graph().node())
+      if ((node.domain().empty() || node.domain() == "ai.onnx") && !kSameSinceOpset1.count(node.op_type()))
+        throw Error(ErrorKind::Unsupported,
+                    "the model imports opset " + std::to_string(it->second) +
+                        " of the default ONNX domain and uses " + node.op_type() + ", whose opset-" +
+                        std::to_string(it->second) + " form is not supported; supported are opsets " +
+                        std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+    it->second = kMinOpset;
+  } else if (it != opsets.end() && (it->second < kMinOpset || it->second > kMaxOpset)) {
     throw Error(ErrorKind::Unsupported, "the model imports opset " + std::to_string(it->second) +
                                             " of the default ONNX domain; supported are opsets " +
                                             std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+  }
   return opsets;
 }
 
