@@ -18,6 +18,7 @@ const OpTable& op_table() {
     register_tensor_ops(t);
     register_index_ops(t);
     register_loss_ops(t);
+    register_local_norm_ops(t);
     register_quant_ops(t);
     register_rnn_ops(t);
     register_detection_ops(t);

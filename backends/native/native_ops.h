@@ -40,11 +40,12 @@ void register_elementwise_ops(
     OpTable& table);  // unary, binary (broadcast), variadic, compare, logic, Where, Cast
 void register_shape_ops(
     OpTable& table);  // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Shape, Size, Expand, Tile, ...
-void register_loss_ops(OpTable& table);       // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void register_index_ops(OpTable& table);      // Trilu, ArgMax, ArgMin, GatherElements, CumSum
-void register_quant_ops(OpTable& table);      // quant_ops.cc: (De)QuantizeLinear, QLinear*, *Integer
-void register_rnn_ops(OpTable& table);        // rnn_ops.cc: RNN, GRU, LSTM
-void register_detection_ops(OpTable& table);  // detection_ops.cc: RoiAlign, DeformConv, TfIdfVectorizer
+void register_local_norm_ops(OpTable& table);  // Hardmax, LRN, MeanVarianceNormalization
+void register_loss_ops(OpTable& table);        // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_index_ops(OpTable& table);       // Trilu, ArgMax, ArgMin, GatherElements, CumSum
+void register_quant_ops(OpTable& table);       // quant_ops.cc: (De)QuantizeLinear, QLinear*, *Integer
+void register_rnn_ops(OpTable& table);         // rnn_ops.cc: RNN, GRU, LSTM
+void register_detection_ops(OpTable& table);   // detection_ops.cc: RoiAlign, DeformConv, TfIdfVectorizer
 void register_tensor_ops(OpTable& table);  // Concat, Split, Slice, Gather, Pad, DepthToSpace, SpaceToDepth,
                                            // Constant*, Range, Identity, Dropout
 
