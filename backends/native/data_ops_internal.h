@@ -23,8 +23,23 @@ template <class... Ts>
 struct TypeList {};
 
 using FloatTypes = TypeList<float>;
-// float64 too: PyTorch-exported models and ONNX's own tests use it.
-using ArithTypes = TypeList<float, double, int64_t, int32_t>;
+// float64 too: PyTorch-exported models and ONNX's own tests use it; every
+// integer width ONNX's arithmetic/compare ops allow.
+using ArithTypes =
+    TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+using IntTypes = TypeList<int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+
+// Integer arithmetic that wraps like numpy instead of overflowing (signed
+// overflow is undefined; small types would promote to signed int).
+template <class T, class F>
+T wrapping(T a, T b, F f) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return f(a, b);
+  }
+}
 
 // Calls f(std::type_identity<T>{}) for the T among Ts matching `dtype`; Unsupported otherwise.
 template <class... Ts, class F>

@@ -133,7 +133,7 @@ struct Cos {
 template <class T>
 T wrapping_neg(T x) {
   if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));
+    return wrapping(T(0), x, [](auto a, auto b) { return a - b; });
   else
     return -x;
 }
@@ -148,7 +148,9 @@ struct Abs {
   explicit Abs(const Node&) {}
   template <class T>
   T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>)
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else if constexpr (std::is_integral_v<T>)
       return x < 0 ? wrapping_neg(x) : x;
     else
       return std::fabs(x);
@@ -158,7 +160,10 @@ struct Sign {
   explicit Sign(const Node&) {}
   template <class T>
   T operator()(T x) const {
-    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+    if constexpr (std::is_unsigned_v<T>)
+      return x > T(0) ? T(1) : T(0);
+    else
+      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
   }
 };
 

@@ -250,7 +250,7 @@ TEST(NativeDataBinary, PowFloatAndIntegerExponents) {
             (std::vector<float>{8, 27, 64, 0.125f}));
   EXPECT_EQ(values<float>(run1(make_node("Pow"), {f32({1}, {-2}), i32({1}, {3})})), (std::vector<float>{-8}));
   EXPECT_EQ(error_kind([&] {
-              run1(make_node("Pow"), {i64({1}, {2}), i64({1}, {2})});
+              run1(make_node("Pow"), {boolean({1}, {true}), i64({1}, {2})});
             }),
             ErrorKind::Unsupported);
 }
@@ -266,7 +266,7 @@ TEST(NativeDataBinary, BadInputsThrow) {
             ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(make_node("Sub"), {iota_f32({2})}); }), ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] {
-              run1(make_node("Add"), {u8({1}, {1}), u8({1}, {1})});
+              run1(make_node("Add"), {boolean({1}, {true}), boolean({1}, {true})});
             }),
             ErrorKind::Unsupported);
   EXPECT_EQ(error_kind([&] {
