@@ -18,6 +18,7 @@ namespace collage::native {
 void register_unary_ops(OpTable& table);      // unary_ops.cc: unary math, Clip, Cast, CastLike
 void register_generator_ops(OpTable& table);  // generator_ops.cc: Constant, ConstantOfShape, Range
 void register_pad_ops(OpTable& table);        // pad_ops.cc: Pad, DepthToSpace, SpaceToDepth
+void register_bitwise_ops(OpTable& table);    // bitwise_ops.cc: Bitwise*, BitShift, IsInf, IsNaN
 
 template <class... Ts>
 struct TypeList {};

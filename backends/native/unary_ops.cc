@@ -128,6 +128,62 @@ struct Cos {
   explicit Cos(const Node&) {}
   float operator()(float x) const { return std::cos(x); }
 };
+struct Tan {
+  explicit Tan(const Node&) {}
+  float operator()(float x) const { return std::tan(x); }
+};
+struct Asin {
+  explicit Asin(const Node&) {}
+  float operator()(float x) const { return std::asin(x); }
+};
+struct Acos {
+  explicit Acos(const Node&) {}
+  float operator()(float x) const { return std::acos(x); }
+};
+struct Atan {
+  explicit Atan(const Node&) {}
+  float operator()(float x) const { return std::atan(x); }
+};
+struct Sinh {
+  explicit Sinh(const Node&) {}
+  float operator()(float x) const { return std::sinh(x); }
+};
+struct Cosh {
+  explicit Cosh(const Node&) {}
+  float operator()(float x) const { return std::cosh(x); }
+};
+struct Asinh {
+  explicit Asinh(const Node&) {}
+  float operator()(float x) const { return std::asinh(x); }
+};
+struct Acosh {
+  explicit Acosh(const Node&) {}
+  float operator()(float x) const { return std::acosh(x); }
+};
+struct Atanh {
+  explicit Atanh(const Node&) {}
+  float operator()(float x) const { return std::atanh(x); }
+};
+struct Celu {
+  float alpha;
+  explicit Celu(const Node& n) : alpha(n.attr_float("alpha", 1.0f)) {
+    if (alpha == 0.0f) invalid(n, "attribute alpha must not be 0");
+  }
+  float operator()(float x) const { return x > 0.0f ? x : alpha * std::expm1(x / alpha); }
+};
+struct ThresholdedRelu {
+  float alpha;
+  explicit ThresholdedRelu(const Node& n) : alpha(n.attr_float("alpha", 1.0f)) {}
+  float operator()(float x) const { return x > alpha ? x : 0.0f; }
+};
+struct Mish {
+  explicit Mish(const Node&) {}
+  float operator()(float x) const {
+    const double xd = x;
+    const double softplus = xd > 0.0 ? xd + std::log1p(std::exp(-xd)) : std::log1p(std::exp(xd));
+    return static_cast<float>(xd * std::tanh(softplus));
+  }
+};
 
 // Ops also defined on integers: integer negation wraps (two's complement) instead of overflowing.
 template <class T>
@@ -266,6 +322,18 @@ void register_unary_ops(OpTable& table) {
   table["Shrink"] = unary_kernel<Shrink, FloatTypes>;
   table["Sin"] = unary_kernel<Sin, FloatTypes>;
   table["Cos"] = unary_kernel<Cos, FloatTypes>;
+  table["Tan"] = unary_kernel<Tan, FloatTypes>;
+  table["Asin"] = unary_kernel<Asin, FloatTypes>;
+  table["Acos"] = unary_kernel<Acos, FloatTypes>;
+  table["Atan"] = unary_kernel<Atan, FloatTypes>;
+  table["Sinh"] = unary_kernel<Sinh, FloatTypes>;
+  table["Cosh"] = unary_kernel<Cosh, FloatTypes>;
+  table["Asinh"] = unary_kernel<Asinh, FloatTypes>;
+  table["Acosh"] = unary_kernel<Acosh, FloatTypes>;
+  table["Atanh"] = unary_kernel<Atanh, FloatTypes>;
+  table["Celu"] = unary_kernel<Celu, FloatTypes>;
+  table["ThresholdedRelu"] = unary_kernel<ThresholdedRelu, FloatTypes>;
+  table["Mish"] = unary_kernel<Mish, FloatTypes>;
   table["Neg"] = unary_kernel<Neg, ArithTypes>;
   table["Abs"] = unary_kernel<Abs, ArithTypes>;
   table["Sign"] = unary_kernel<Sign, ArithTypes>;

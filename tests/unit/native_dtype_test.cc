@@ -71,5 +71,42 @@ TEST(NativeDtype, ClipAndCompareOnSmallIntegers) {
       (std::vector<bool>{true, false}));
 }
 
+TEST(NativeDtype, BitShiftAndBitwise) {
+  Node left = make_node("BitShift", {{"direction", Attribute::of_string("LEFT")}});
+  Node right = make_node("BitShift", {{"direction", Attribute::of_string("RIGHT")}});
+  // Shifting by the width or more gives 0 (no undefined behaviour).
+  EXPECT_EQ(values<uint8_t>(run1(left, {u8({3}, {1, 1, 255}), u8({3}, {7, 8, 200})})),
+            (std::vector<uint8_t>{128, 0, 0}));
+  EXPECT_EQ(values<uint64_t>(run1(right, {of<uint64_t>({1}, {~uint64_t{0}}), of<uint64_t>({1}, {63})})),
+            (std::vector<uint64_t>{1}));
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("BitShift", {{"direction", Attribute::of_string("UP")}}),
+                   {u8({1}, {1}), u8({1}, {1})});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] { run1(left, {i32({1}, {1}), i32({1}, {1})}); }), ErrorKind::Unsupported);
+  EXPECT_EQ(values<int16_t>(run1(make_node("BitwiseNot"), {of<int16_t>({2}, {0, -1})})),
+            (std::vector<int16_t>{-1, 0}));
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("BitwiseAnd"), {f32({1}, {1}), f32({1}, {1})});
+            }),
+            ErrorKind::Unsupported);
+}
+
+TEST(NativeDtype, IsInfDetectFlagsAndCelu) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor x = f32({4}, {inf, -inf, 1.0f, std::numeric_limits<float>::quiet_NaN()});
+  EXPECT_EQ(values<bool>(run1(make_node("IsInf"), {x})), (std::vector<bool>{true, true, false, false}));
+  EXPECT_EQ(values<bool>(run1(make_node("IsInf", {{"detect_positive", Attribute::of_int(0)}}), {x})),
+            (std::vector<bool>{false, true, false, false}));
+  EXPECT_EQ(values<bool>(run1(make_node("IsInf", {{"detect_negative", Attribute::of_int(0)}}), {x})),
+            (std::vector<bool>{true, false, false, false}));
+  EXPECT_EQ(values<bool>(run1(make_node("IsNaN"), {x})), (std::vector<bool>{false, false, false, true}));
+  EXPECT_EQ(error_kind([&] {
+              run1(make_node("Celu", {{"alpha", Attribute::of_float(0.0f)}}), {x});
+            }),
+            ErrorKind::InvalidModel);
+}
+
 }  // namespace
 }  // namespace collage::data_test
