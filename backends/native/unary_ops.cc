@@ -273,8 +273,6 @@ std::vector<Tensor> clip(const Node& node, KernelInputs inputs, TensorAllocator&
 }
 
 Tensor cast_to(const Node& node, const Tensor& x, DType to, TensorAllocator& alloc) {
-  if (to == DType::Float16 || x.dtype() == DType::Float16)
-    unsupported(node, "casts from or to float16 are not supported");
   Tensor out = alloc.allocate(to, x.shape());
   convert_elements(node, x.dtype(), x.raw(), to, out.raw(), x.size());
   return out;

@@ -48,8 +48,8 @@ std::string compare(const Tensor& got, const Tensor& want, const std::string& na
     return name + ": dtype " + dtype_name(got.dtype()) + ", expected " + dtype_name(want.dtype());
   std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
   for (size_t i = 0; i < g.size(); ++i) {
-    bool both_nan = std::isnan(g[i]) && std::isnan(w[i]);
-    if (!both_nan && !(std::fabs(g[i] - w[i]) <= 1e-4 + 1e-3 * std::fabs(w[i]))) {
+    bool same = g[i] == w[i] || (std::isnan(g[i]) && std::isnan(w[i]));  // equal infinities too
+    if (!same && !(std::fabs(g[i] - w[i]) <= 1e-4 + 1e-3 * std::fabs(w[i]))) {
       char buf[160];
       std::snprintf(buf, sizeof buf, ": element %zu is %.7g, expected %.7g", i, g[i], w[i]);
       return name + buf;
@@ -70,6 +70,14 @@ std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefi
   return files;
 }
 
+// ONNX stores bfloat16 test data as uint16 bit patterns (numpy has no
+// bfloat16): read such a tensor as the bfloat16 the model declares.
+Tensor as_declared(const Tensor& t, DType declared) {
+  if (declared == DType::BFloat16 && t.dtype() == DType::UInt16)
+    return Tensor(DType::BFloat16, t.shape(), t.storage());
+  return t;
+}
+
 // Empty string = passed; otherwise the failure reason.
 std::string run_case(const fs::path& dir) {
   ImportOptions options;
@@ -81,15 +89,21 @@ std::string run_case(const fs::path& dir) {
     if (!entry.is_directory() || entry.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
     ++sets;
     std::vector<Tensor> inputs;
-    for (const auto& f : sorted_files(entry.path(), "input_")) inputs.push_back(read_tensor_file(f.string()));
+    for (const auto& f : sorted_files(entry.path(), "input_")) {
+      Tensor t = read_tensor_file(f.string());
+      if (inputs.size() < graph.inputs.size())
+        t = as_declared(t, graph.value(graph.inputs[inputs.size()]).dtype);
+      inputs.push_back(t);
+    }
     std::vector<Tensor> outputs = executor.run(inputs);
     auto expected = sorted_files(entry.path(), "output_");
     if (expected.size() != outputs.size())
       return "model has " + std::to_string(outputs.size()) + " outputs, test data " +
              std::to_string(expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
-      std::string diff = compare(outputs[i], read_tensor_file(expected[i].string()),
-                                 entry.path().filename().string() + "/" + expected[i].filename().string());
+      std::string diff =
+          compare(outputs[i], as_declared(read_tensor_file(expected[i].string()), outputs[i].dtype()),
+                  entry.path().filename().string() + "/" + expected[i].filename().string());
       if (!diff.empty()) return diff;
     }
   }
