@@ -19,6 +19,7 @@ void register_unary_ops(OpTable& table);      // unary_ops.cc: unary math, Clip,
 void register_generator_ops(OpTable& table);  // generator_ops.cc: Constant, ConstantOfShape, Range
 void register_pad_ops(OpTable& table);        // pad_ops.cc: Pad, DepthToSpace, SpaceToDepth
 void register_bitwise_ops(OpTable& table);    // bitwise_ops.cc: Bitwise*, BitShift, IsInf, IsNaN
+void register_spectral_ops(OpTable& table);   // spectral_ops.cc: *Window, MelWeightMatrix, DFT, STFT
 
 template <class... Ts>
 struct TypeList {};

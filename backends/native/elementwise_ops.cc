@@ -331,6 +331,7 @@ std::vector<Tensor> where(const Node& node, KernelInputs inputs, TensorAllocator
 void register_elementwise_ops(OpTable& table) {
   register_unary_ops(table);
   register_bitwise_ops(table);
+  register_spectral_ops(table);
   table["Add"] = binary_kernel<AddOp, ArithTypes>;
   table["Sub"] = binary_kernel<SubOp, ArithTypes>;
   table["Mul"] = binary_kernel<MulOp, ArithTypes>;
