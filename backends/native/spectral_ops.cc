@@ -2,6 +2,7 @@
 // BlackmanWindow, MelWeightMatrix, DFT (opset 17 axis attribute, opset 20 axis
 // input) and STFT. Reference kernels: a direct O(n^2) DFT in double per
 // signal; complex tensors are real ones with a trailing dim of 2 ([re, im]).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
