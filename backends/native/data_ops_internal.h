@@ -18,13 +18,30 @@ namespace collage::native {
 void register_unary_ops(OpTable& table);      // unary_ops.cc: unary math, Clip, Cast, CastLike
 void register_generator_ops(OpTable& table);  // generator_ops.cc: Constant, ConstantOfShape, Range
 void register_pad_ops(OpTable& table);        // pad_ops.cc: Pad, DepthToSpace, SpaceToDepth
+void register_bitwise_ops(OpTable& table);    // bitwise_ops.cc: Bitwise*, BitShift, IsInf, IsNaN
+void register_spectral_ops(OpTable& table);   // spectral_ops.cc: *Window, MelWeightMatrix, DFT, STFT
 
 template <class... Ts>
 struct TypeList {};
 
 using FloatTypes = TypeList<float>;
-// float64 too: PyTorch-exported models and ONNX's own tests use it.
-using ArithTypes = TypeList<float, double, int64_t, int32_t>;
+// float64 too: PyTorch-exported models and ONNX's own tests use it; every
+// integer width ONNX's arithmetic/compare ops allow.
+using ArithTypes =
+    TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+using IntTypes = TypeList<int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+
+// Integer arithmetic that wraps like numpy instead of overflowing (signed
+// overflow is undefined; small types would promote to signed int).
+template <class T, class F>
+T wrapping(T a, T b, F f) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return f(a, b);
+  }
+}
 
 // Calls f(std::type_identity<T>{}) for the T among Ts matching `dtype`; Unsupported otherwise.
 template <class... Ts, class F>

@@ -29,7 +29,15 @@ void strided_copy_sized(const std::byte* src, int64_t offset, const std::vector<
 // Float -> integer conversion without the undefined behaviour of out-of-range casts.
 template <class To, class From>
 To convert_value(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (std::is_same_v<From, Float16Bits>) {
+    return convert_value<To>(half_to_float(v.bits));
+  } else if constexpr (std::is_same_v<From, BFloat16Bits>) {
+    return convert_value<To>(bfloat16_to_float(v.bits));
+  } else if constexpr (std::is_same_v<To, Float16Bits>) {
+    return Float16Bits{float_to_half(static_cast<float>(v))};
+  } else if constexpr (std::is_same_v<To, BFloat16Bits>) {
+    return BFloat16Bits{float_to_bfloat16(static_cast<float>(v))};
+  } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     if (std::isnan(v)) return To(0);
@@ -44,8 +52,8 @@ To convert_value(From v) {
   }
 }
 
-using CastTypes =
-    TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t, bool>;
+using CastTypes = TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t,
+                           uint64_t, bool, Float16Bits, BFloat16Bits>;
 
 }  // namespace
 

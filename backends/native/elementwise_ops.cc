@@ -2,6 +2,7 @@
 // Unary math, Clip and Cast are in unary_ops.cc.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "backends/native/data_ops_internal.h"
@@ -10,19 +11,9 @@ namespace collage::native {
 
 namespace {
 
-using CompareTypes = TypeList<float, double, int64_t, int32_t, bool>;
+using CompareTypes =
+    TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t, bool>;
 using BoolTypes = TypeList<bool>;
-
-// Signed overflow is undefined in C++; integer kernels wrap like numpy instead.
-template <class T, class F>
-T wrapping(T a, T b, F f) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(f(static_cast<U>(a), static_cast<U>(b)));
-  } else {
-    return f(a, b);
-  }
-}
 
 struct AddOp {
   explicit AddOp(const Node&) {}
@@ -52,9 +43,13 @@ struct DivOp {
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
       if (b == 0) invalid(*node, "integer division by zero");
-      if (b == -1) return wrapping(T(0), a, [](auto x, auto y) { return x - y; });  // MIN / -1 would trap
+      if constexpr (std::is_signed_v<T>)
+        if (b == T(-1))
+          return wrapping(T(0), a, [](auto x, auto y) { return x - y; });  // MIN / -1 would trap
+      return static_cast<T>(a / b);  // integers truncate toward zero, as ONNX specifies
+    } else {
+      return a / b;
     }
-    return a / b;  // integers truncate toward zero, as ONNX specifies
   }
 };
 struct ModOp {
@@ -66,12 +61,13 @@ struct ModOp {
     T r;
     if constexpr (std::is_integral_v<T>) {
       if (b == 0) invalid(*node, "integer modulo by zero");
-      r = b == -1 ? T(0) : a % b;
+      if constexpr (std::is_unsigned_v<T>) return static_cast<T>(a % b);
+      r = b == T(-1) ? T(0) : static_cast<T>(a % b);
     } else {
       r = std::fmod(a, b);
     }
     // fmod=0: the result takes the divisor's sign (Python's %).
-    if (!fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
+    if (!fmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
     return r;
   }
 };
@@ -202,20 +198,55 @@ std::vector<Tensor> variadic_kernel(const Node& node, KernelInputs inputs, Tenso
   return {out};
 }
 
+// Integer power by squaring, wrapping on overflow; a negative exponent gives
+// the truncated reciprocal (0 unless the base is 1 or -1).
+template <class T, class E>
+T int_pow(T base, E exp) {
+  if constexpr (std::is_signed_v<E>) {
+    if (exp < 0) {
+      if (base == T(1)) return T(1);
+      if constexpr (std::is_signed_v<T>)
+        if (base == T(-1)) return (exp % 2 == 0) ? T(1) : T(-1);
+      return T(0);
+    }
+  }
+  T result = 1;
+  auto e = static_cast<std::make_unsigned_t<E>>(exp);
+  while (e) {
+    if (e & 1u)
+      result = wrapping(result, base, [](auto x, auto y) { return static_cast<decltype(x)>(x * y); });
+    base = wrapping(base, base, [](auto x, auto y) { return static_cast<decltype(x)>(x * y); });
+    e >>= 1;
+  }
+  return result;
+}
+
+template <class T, class E>
+T pow_value(T x, E y) {
+  if constexpr (std::is_integral_v<T> && std::is_integral_v<E>) return int_pow(x, y);
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<E, float>) return std::pow(x, y);
+  const double r = std::pow(static_cast<double>(x), static_cast<double>(y));
+  if constexpr (std::is_integral_v<T>) {
+    // Truncate and saturate like convert_elements; NaN -> 0.
+    if (std::isnan(r)) return T(0);
+    if (r <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (r >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  }
+  return static_cast<T>(r);
+}
+
+// Output has the base's type (numpy.power(...).astype(base.dtype)).
 std::vector<Tensor> pow_kernel(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& a = input(node, inputs, 0);
   const Tensor& b = input(node, inputs, 1);
-  require_float(node, a, "base");
   Shape shape = broadcast_shapes(node, a.shape(), b.shape());
   Tensor out;
-  dispatch(node, b.dtype(), "exponent", TypeList<float, int64_t, int32_t>{}, [&](auto tag) {
-    using E = typename decltype(tag)::type;
-    out = alloc.allocate(DType::Float32, shape);
-    binary_apply<float, E, float>(a, b, out, [](float x, E y) {
-      if constexpr (std::is_same_v<E, float>)
-        return std::pow(x, y);
-      else
-        return static_cast<float>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+  dispatch(node, a.dtype(), "base", ArithTypes{}, [&](auto base_tag) {
+    using T = typename decltype(base_tag)::type;
+    dispatch(node, b.dtype(), "exponent", ArithTypes{}, [&](auto tag) {
+      using E = typename decltype(tag)::type;
+      out = alloc.allocate(a.dtype(), shape);
+      binary_apply<T, E, T>(a, b, out, [](T x, E y) { return pow_value(x, y); });
     });
   });
   return {out};
@@ -299,6 +330,8 @@ std::vector<Tensor> where(const Node& node, KernelInputs inputs, TensorAllocator
 
 void register_elementwise_ops(OpTable& table) {
   register_unary_ops(table);
+  register_bitwise_ops(table);
+  register_spectral_ops(table);
   table["Add"] = binary_kernel<AddOp, ArithTypes>;
   table["Sub"] = binary_kernel<SubOp, ArithTypes>;
   table["Mul"] = binary_kernel<MulOp, ArithTypes>;

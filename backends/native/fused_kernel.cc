@@ -75,7 +75,7 @@ class TiledChainKernel : public Kernel {
         args.clear();
         for (ValueId v : node.inputs)
           args.push_back(v == kNoValue ? nullptr : tile_input(full, tile, tiles, v, start, n));
-        auto outs = find_op(node)(node, args, tiles);
+        auto outs = run_op(find_op(node), node, args, tiles);
         tile[node.outputs[0]] = outs[0].reshaped({n});
       }
       for (size_t k = 0; k < sub_.outputs.size(); ++k) {

@@ -9,7 +9,7 @@ class NodeKernel : public Kernel {
  public:
   NodeKernel(Node node, OpFunction fn) : node_(std::move(node)), fn_(fn) {}
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
-    return fn_(node_, inputs, alloc);
+    return run_op(fn_, node_, inputs, alloc);
   }
 
  private:

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "backends/native/data_ops_internal.h"
+
 namespace collage::native {
 
 const OpTable& op_table() {
@@ -45,8 +47,65 @@ OpFunction find_op(const Node& node) {
   return it->second;
 }
 
+namespace {
+
+// The half type float32 outputs are rounded to (Undefined: none), see run_op.
+DType half_result_type(const Node& node, KernelInputs inputs) {
+  if (node.has_attr("dtype")) return DType::Undefined;
+  if (!inputs.empty() && inputs[0] && is_half_dtype(inputs[0]->dtype())) return inputs[0]->dtype();
+  DType half = DType::Undefined;
+  for (const Tensor* t : inputs) {
+    if (!t) continue;
+    DType d = t->dtype();
+    if (is_half_dtype(d)) {
+      if (half != DType::Undefined && half != d) return DType::Undefined;
+      half = d;
+    } else if (d == DType::Float32 || d == DType::Float64) {
+      return DType::Undefined;
+    }
+  }
+  return half;
+}
+
+std::vector<Tensor> run_widened(OpFunction fn, const Node& node, KernelInputs inputs,
+                                TensorAllocator& alloc) {
+  HeapAllocator heap;
+  std::vector<Tensor> widened;
+  widened.reserve(inputs.size());
+  std::vector<const Tensor*> args;
+  for (const Tensor* t : inputs) {
+    if (t && is_half_dtype(t->dtype())) {
+      Tensor f = heap.allocate(DType::Float32, t->shape());
+      convert_elements(node, t->dtype(), t->raw(), DType::Float32, f.raw(), t->size());
+      widened.push_back(std::move(f));
+      args.push_back(&widened.back());
+    } else {
+      args.push_back(t);
+    }
+  }
+  const DType half = half_result_type(node, inputs);
+  std::vector<Tensor> outs = fn(node, args, heap);
+  if (half == DType::Undefined) return outs;
+  for (Tensor& out : outs) {
+    if (!out.defined() || out.dtype() != DType::Float32) continue;
+    Tensor h = alloc.allocate(half, out.shape());
+    convert_elements(node, DType::Float32, out.raw(), half, h.raw(), out.size());
+    out = std::move(h);
+  }
+  return outs;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_op(OpFunction fn, const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  bool any_half = false;
+  for (const Tensor* t : inputs) any_half = any_half || (t && is_half_dtype(t->dtype()));
+  if (!any_half || node.op_type == "Cast" || node.op_type == "CastLike") return fn(node, inputs, alloc);
+  return run_widened(fn, node, inputs, alloc);
+}
+
 std::vector<Tensor> evaluate_node(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  return find_op(node)(node, inputs, alloc);
+  return run_op(find_op(node), node, inputs, alloc);
 }
 
 }  // namespace collage::native

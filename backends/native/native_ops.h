@@ -27,6 +27,13 @@ std::vector<std::string> supported_ops();  // sorted
 OpFunction find_op(const Node& node);
 // Runs `node` with the native kernel; throws Unsupported naming node, op and opset.
 std::vector<Tensor> evaluate_node(const Node& node, KernelInputs inputs, TensorAllocator& alloc);
+// Runs kernel `fn` of `node`. float16/bfloat16 inputs are computed in float32:
+// they are widened before the call and the float32 outputs rounded (nearest
+// even) back to the half type of input 0, or of all float inputs when input 0
+// is not a float. Cast/CastLike and ops with a 'dtype' attribute see the half
+// tensors unchanged / keep their outputs. Every caller of an OpFunction goes
+// through here.
+std::vector<Tensor> run_op(OpFunction fn, const Node& node, KernelInputs inputs, TensorAllocator& alloc);
 
 // One registration function per kernel file (see native_ops.cc).
 void register_conv_ops(OpTable& table);    // Conv, ConvTranspose

@@ -128,12 +128,68 @@ struct Cos {
   explicit Cos(const Node&) {}
   float operator()(float x) const { return std::cos(x); }
 };
+struct Tan {
+  explicit Tan(const Node&) {}
+  float operator()(float x) const { return std::tan(x); }
+};
+struct Asin {
+  explicit Asin(const Node&) {}
+  float operator()(float x) const { return std::asin(x); }
+};
+struct Acos {
+  explicit Acos(const Node&) {}
+  float operator()(float x) const { return std::acos(x); }
+};
+struct Atan {
+  explicit Atan(const Node&) {}
+  float operator()(float x) const { return std::atan(x); }
+};
+struct Sinh {
+  explicit Sinh(const Node&) {}
+  float operator()(float x) const { return std::sinh(x); }
+};
+struct Cosh {
+  explicit Cosh(const Node&) {}
+  float operator()(float x) const { return std::cosh(x); }
+};
+struct Asinh {
+  explicit Asinh(const Node&) {}
+  float operator()(float x) const { return std::asinh(x); }
+};
+struct Acosh {
+  explicit Acosh(const Node&) {}
+  float operator()(float x) const { return std::acosh(x); }
+};
+struct Atanh {
+  explicit Atanh(const Node&) {}
+  float operator()(float x) const { return std::atanh(x); }
+};
+struct Celu {
+  float alpha;
+  explicit Celu(const Node& n) : alpha(n.attr_float("alpha", 1.0f)) {
+    if (alpha == 0.0f) invalid(n, "attribute alpha must not be 0");
+  }
+  float operator()(float x) const { return x > 0.0f ? x : alpha * std::expm1(x / alpha); }
+};
+struct ThresholdedRelu {
+  float alpha;
+  explicit ThresholdedRelu(const Node& n) : alpha(n.attr_float("alpha", 1.0f)) {}
+  float operator()(float x) const { return x > alpha ? x : 0.0f; }
+};
+struct Mish {
+  explicit Mish(const Node&) {}
+  float operator()(float x) const {
+    const double xd = x;
+    const double softplus = xd > 0.0 ? xd + std::log1p(std::exp(-xd)) : std::log1p(std::exp(xd));
+    return static_cast<float>(xd * std::tanh(softplus));
+  }
+};
 
 // Ops also defined on integers: integer negation wraps (two's complement) instead of overflowing.
 template <class T>
 T wrapping_neg(T x) {
   if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x));
+    return wrapping(T(0), x, [](auto a, auto b) { return a - b; });
   else
     return -x;
 }
@@ -148,7 +204,9 @@ struct Abs {
   explicit Abs(const Node&) {}
   template <class T>
   T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>)
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else if constexpr (std::is_integral_v<T>)
       return x < 0 ? wrapping_neg(x) : x;
     else
       return std::fabs(x);
@@ -158,7 +216,10 @@ struct Sign {
   explicit Sign(const Node&) {}
   template <class T>
   T operator()(T x) const {
-    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+    if constexpr (std::is_unsigned_v<T>)
+      return x > T(0) ? T(1) : T(0);
+    else
+      return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
   }
 };
 
@@ -212,8 +273,6 @@ std::vector<Tensor> clip(const Node& node, KernelInputs inputs, TensorAllocator&
 }
 
 Tensor cast_to(const Node& node, const Tensor& x, DType to, TensorAllocator& alloc) {
-  if (to == DType::Float16 || x.dtype() == DType::Float16)
-    unsupported(node, "casts from or to float16 are not supported");
   Tensor out = alloc.allocate(to, x.shape());
   convert_elements(node, x.dtype(), x.raw(), to, out.raw(), x.size());
   return out;
@@ -261,6 +320,18 @@ void register_unary_ops(OpTable& table) {
   table["Shrink"] = unary_kernel<Shrink, FloatTypes>;
   table["Sin"] = unary_kernel<Sin, FloatTypes>;
   table["Cos"] = unary_kernel<Cos, FloatTypes>;
+  table["Tan"] = unary_kernel<Tan, FloatTypes>;
+  table["Asin"] = unary_kernel<Asin, FloatTypes>;
+  table["Acos"] = unary_kernel<Acos, FloatTypes>;
+  table["Atan"] = unary_kernel<Atan, FloatTypes>;
+  table["Sinh"] = unary_kernel<Sinh, FloatTypes>;
+  table["Cosh"] = unary_kernel<Cosh, FloatTypes>;
+  table["Asinh"] = unary_kernel<Asinh, FloatTypes>;
+  table["Acosh"] = unary_kernel<Acosh, FloatTypes>;
+  table["Atanh"] = unary_kernel<Atanh, FloatTypes>;
+  table["Celu"] = unary_kernel<Celu, FloatTypes>;
+  table["ThresholdedRelu"] = unary_kernel<ThresholdedRelu, FloatTypes>;
+  table["Mish"] = unary_kernel<Mish, FloatTypes>;
   table["Neg"] = unary_kernel<Neg, ArithTypes>;
   table["Abs"] = unary_kernel<Abs, ArithTypes>;
   table["Sign"] = unary_kernel<Sign, ArithTypes>;

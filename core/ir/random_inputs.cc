@@ -22,6 +22,12 @@ Tensor random_tensor(DType dtype, const Shape& shape, uint64_t seed) {
     double* p = t.data<double>();
     for (int64_t i = 0; i < t.size(); ++i)
       p[i] = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+  } else if (is_half_dtype(dtype)) {  // the float32 values, rounded to the half type
+    uint16_t* p = static_cast<uint16_t*>(t.raw());
+    for (int64_t i = 0; i < t.size(); ++i) {
+      float f = static_cast<float>(static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+      p[i] = dtype == DType::Float16 ? float_to_half(f) : float_to_bfloat16(f);
+    }
   }
   return t;
 }

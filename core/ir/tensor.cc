@@ -19,6 +19,7 @@ size_t dtype_size(DType dtype) {
     case DType::Int16:
     case DType::UInt16:
     case DType::Float16:
+    case DType::BFloat16:
       return 2;
     case DType::Int8:
     case DType::UInt8:
@@ -55,6 +56,8 @@ const char* dtype_name(DType dtype) {
       return "bool";
     case DType::Float16:
       return "float16";
+    case DType::BFloat16:
+      return "bfloat16";
     case DType::Float64:
       return "float64";
     case DType::UInt32:
@@ -66,9 +69,76 @@ const char* dtype_name(DType dtype) {
 }
 
 DType dtype_from_onnx(int onnx_type) {
-  if (onnx_type >= 1 && onnx_type <= 13 && onnx_type != 8) return static_cast<DType>(onnx_type);
+  if ((onnx_type >= 1 && onnx_type <= 13 && onnx_type != 8) || onnx_type == 16)
+    return static_cast<DType>(onnx_type);
   throw Error(ErrorKind::Unsupported, "tensor element type " + std::to_string(onnx_type) +
                                           " is not supported (supported: numeric types and bool)");
+}
+
+float half_to_float(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exp = (bits >> 10) & 0x1Fu;
+  uint32_t mant = bits & 0x3FFu;
+  uint32_t out;
+  if (exp == 0x1F) {
+    out = sign | 0x7F800000u | (mant << 13);  // inf / NaN (payload kept)
+  } else if (exp != 0) {
+    out = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    out = sign;
+  } else {  // subnormal: normalise
+    uint32_t e = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --e;
+    }
+    out = sign | (e << 23) | ((mant & 0x3FFu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &out, sizeof f);
+  return f;
+}
+
+uint16_t float_to_half(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, sizeof x);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs >= 0x7F800000u)  // inf or NaN (NaN keeps a quiet payload bit)
+    return static_cast<uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u | ((abs >> 13) & 0x3FFu) : 0u));
+  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds past 65504: inf
+  if (abs < 0x38800000u) {
+    // Subnormal half (or zero): value = abs_float / 2^-24, rounded to nearest even.
+    if (abs < 0x33000000u) return sign;  // below half the smallest subnormal: +-0
+    const uint32_t exp = abs >> 23;
+    const uint32_t mant = (abs & 0x7FFFFFu) | 0x800000u;
+    const uint32_t shift = 126 - exp;  // 14 + (112 - (exp - 127)) ... bits to drop
+    uint32_t half_mant = mant >> shift;
+    const uint32_t rest = mant & ((1u << shift) - 1u);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half_mant & 1u))) ++half_mant;
+    return static_cast<uint16_t>(sign | half_mant);
+  }
+  // Normal: rebias the exponent, round the 13 dropped mantissa bits to nearest even.
+  uint32_t h = ((abs >> 13) - (112u << 10));
+  const uint32_t rest = abs & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: correct
+  return static_cast<uint16_t>(sign | h);
+}
+
+float bfloat16_to_float(uint16_t bits) {
+  const uint32_t x = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+uint16_t float_to_bfloat16(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, sizeof x);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
 }
 
 int64_t shape_size(const Shape& shape) {
@@ -176,6 +246,14 @@ std::vector<Out> convert_all(const Tensor& t) {
       break;
     case DType::Bool:
       fill(static_cast<const bool*>(p));
+      break;
+    case DType::Float16:
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<Out>(half_to_float(static_cast<const uint16_t*>(p)[i]));
+      break;
+    case DType::BFloat16:
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = static_cast<Out>(bfloat16_to_float(static_cast<const uint16_t*>(p)[i]));
       break;
     default:
       throw Error(ErrorKind::Unsupported,

@@ -28,7 +28,23 @@ enum class DType : int {
   Float64 = 11,
   UInt32 = 12,
   UInt64 = 13,
+  BFloat16 = 16,
 };
+
+// Storage-only 16-bit float types: the bits of an IEEE binary16 / bfloat16
+// value. Kernels compute them in float32; conversions round to nearest even.
+struct Float16Bits {
+  uint16_t bits;
+};
+struct BFloat16Bits {
+  uint16_t bits;
+};
+float half_to_float(uint16_t bits);
+uint16_t float_to_half(float value);  // round to nearest even; NaN stays NaN, overflow -> inf
+float bfloat16_to_float(uint16_t bits);
+uint16_t float_to_bfloat16(float value);  // round to nearest even; NaN stays NaN
+// True for Float16 and BFloat16.
+inline bool is_half_dtype(DType dtype) { return dtype == DType::Float16 || dtype == DType::BFloat16; }
 
 using Shape = std::vector<int64_t>;
 
@@ -77,6 +93,14 @@ constexpr DType dtype_of<uint32_t>() {
 template <>
 constexpr DType dtype_of<uint64_t>() {
   return DType::UInt64;
+}
+template <>
+constexpr DType dtype_of<Float16Bits>() {
+  return DType::Float16;
+}
+template <>
+constexpr DType dtype_of<BFloat16Bits>() {
+  return DType::BFloat16;
 }
 template <>
 constexpr DType dtype_of<bool>() {

@@ -60,9 +60,6 @@ void copy_field(const Field& field, Tensor& t, const std::string& name) {
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir) {
   DType dtype = dtype_from_onnx(proto.data_type());
   Shape shape(proto.dims().begin(), proto.dims().end());
-  if (dtype == DType::Float16)
-    throw Error(ErrorKind::Unsupported,
-                "tensor '" + proto.name() + "' is float16; only float32 models are supported");
   Tensor t(dtype, shape);
   const size_t bytes = t.bytes();
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -112,6 +109,10 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
       break;
     case DType::Bool:
       copy_field<decltype(proto.int32_data()), bool>(proto.int32_data(), t, proto.name());
+      break;
+    case DType::Float16:  // int32_data holds the 16-bit patterns
+    case DType::BFloat16:
+      copy_field<decltype(proto.int32_data()), uint16_t>(proto.int32_data(), t, proto.name());
       break;
     default:
       throw Error(ErrorKind::Unsupported, "tensor '" + proto.name() + "' has an unsupported element type");
