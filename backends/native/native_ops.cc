@@ -21,6 +21,7 @@ const OpTable& op_table() {
     register_index_ops(t);
     register_loss_ops(t);
     register_local_norm_ops(t);
+    register_random_ops(t);
     register_quant_ops(t);
     register_rnn_ops(t);
     register_detection_ops(t);

@@ -48,6 +48,7 @@ void register_elementwise_ops(
 void register_shape_ops(
     OpTable& table);  // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Shape, Size, Expand, Tile, ...
 void register_local_norm_ops(OpTable& table);  // Hardmax, LRN, MeanVarianceNormalization
+void register_random_ops(OpTable& table);      // Random*, Bernoulli, Dropout (training mode too)
 void register_loss_ops(OpTable& table);        // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void register_index_ops(OpTable& table);       // Trilu, ArgMax, ArgMin, GatherElements, CumSum
 void register_quant_ops(OpTable& table);       // quant_ops.cc: (De)QuantizeLinear, QLinear*, *Integer

@@ -197,21 +197,6 @@ std::vector<Tensor> identity(const Node& node, KernelInputs inputs, TensorAlloca
   return {input(node, inputs, 0)};
 }
 
-std::vector<Tensor> dropout(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  const Tensor& data = input(node, inputs, 0);
-  if (const Tensor* training = optional_input(inputs, 2)) {
-    if (training->size() != 1) invalid(node, "training_mode must be a scalar");
-    if (training->to_int64_vector()[0] != 0) unsupported(node, "training_mode=true is not supported");
-  }
-  std::vector<Tensor> outs = {data};
-  if (node.outputs.size() >= 2) {
-    Tensor mask = alloc.allocate(DType::Bool, data.shape());
-    std::fill_n(mask.data<bool>(), mask.size(), true);
-    outs.push_back(mask);
-  }
-  return outs;
-}
-
 }  // namespace
 
 void register_tensor_ops(OpTable& table) {
@@ -220,7 +205,6 @@ void register_tensor_ops(OpTable& table) {
   table["Slice"] = slice;
   table["Gather"] = gather;
   table["Identity"] = identity;
-  table["Dropout"] = dropout;
   register_pad_ops(table);
 }
 

@@ -154,6 +154,11 @@ class ShapeCompleter {
   bool try_fold(NodeId id) {
     const Node& n = node(id);
     if (!n.domain.empty() || n.outputs.empty()) return false;
+    // Random ops draw anew on every run: folding would freeze one draw into the model.
+    static const std::set<std::string> kRandom = {"RandomUniform",    "RandomNormal", "RandomUniformLike",
+                                                  "RandomNormalLike", "Bernoulli",    "Multinomial",
+                                                  "Dropout"};
+    if (kRandom.count(n.op_type)) return false;
     if ((n.op_type == "Shape" || n.op_type == "Size") && !n.inputs.empty() &&
         graph_.value(n.inputs[0]).shape_known)
       return fold_shape_op(id);
