@@ -262,10 +262,22 @@ TEST(NativeDataDropout, InferencePassThroughWithMask) {
   EXPECT_EQ(values<bool>(outs[1]), (std::vector<bool>(4, true)));
   EXPECT_EQ(run(make_node("Dropout"), {x}).size(), 1u);
   EXPECT_EQ(run(make_node("Dropout"), {x, Tensor(), boolean({}, {false})}).size(), 1u);
+}
+
+TEST(NativeDataDropout, TrainingModeKeepsScaledElementsWhereTheMaskSays) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Node seeded = make_node("Dropout", {{"seed", Attribute::of_float(7.0f)}}, 2);
+  std::vector<Tensor> outs = run(seeded, {x, Tensor::scalar<float>(0.25f), boolean({}, {true})});
+  ASSERT_EQ(outs.size(), 2u);
+  std::vector<float> y = values<float>(outs[0]), in = values<float>(x);
+  std::vector<bool> mask = values<bool>(outs[1]);
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_FLOAT_EQ(y[i], mask[i] ? in[i] / 0.75f : 0.0f) << i;
+  // A seed makes the draw repeatable; a ratio outside [0, 1) is refused.
+  EXPECT_EQ(values<bool>(run(seeded, {x, Tensor::scalar<float>(0.25f), boolean({}, {true})})[1]), mask);
   EXPECT_EQ(error_kind([&] {
-              run(make_node("Dropout"), {x, Tensor(), boolean({}, {true})});
+              run(seeded, {x, Tensor::scalar<float>(1.0f), boolean({}, {true})});
             }),
-            ErrorKind::Unsupported);
+            ErrorKind::InvalidModel);
 }
 
 }  // namespace
