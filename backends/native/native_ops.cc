@@ -16,6 +16,7 @@ const OpTable& op_table() {
     register_elementwise_ops(t);
     register_shape_ops(t);
     register_tensor_ops(t);
+    register_index_ops(t);
     return t;
   }();
   return table;

@@ -2,6 +2,8 @@
 // resize kernels (ONNX's own cases run in the conformance runner).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "backends/native/native_ops.h"
 
 namespace collage {
@@ -56,6 +58,40 @@ TEST(NativeIndex, ResizeAntialiasOnUpsampleIsPlainLinear) {
   auto plain = run(n, {&x, &none, &scales})[0].to_double_vector();
   n.attrs["antialias"] = Attribute::of_int(1);
   EXPECT_EQ(run(n, {&x, &none, &scales})[0].to_double_vector(), plain);
+}
+
+}  // namespace
+}  // namespace collage
+
+namespace collage {
+namespace {
+
+TEST(NativeIndex, OutOfRangeIndicesAreInvalidInput) {
+  Tensor data = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  Tensor bad = Tensor::from_vector<int64_t>({2, 1}, {0, 2});
+  Tensor upd = Tensor::from_vector<float>({2, 1}, {9, 9});
+  EXPECT_EQ(kind_of(make("GatherElements", {{"axis", Attribute::of_int(0)}}), {&data, &bad}),
+            ErrorKind::InvalidInput);
+  EXPECT_EQ(kind_of(make("ScatterElements"), {&data, &bad, &upd}), ErrorKind::InvalidInput);
+  Tensor nd = Tensor::from_vector<int64_t>({1, 2}, {0, -3});
+  EXPECT_EQ(kind_of(make("GatherND"), {&data, &nd}), ErrorKind::InvalidInput);
+  Tensor nd_upd = Tensor::from_vector<float>({1}, {5});
+  EXPECT_EQ(kind_of(make("ScatterND"), {&data, &nd, &nd_upd}), ErrorKind::InvalidInput);
+  EXPECT_EQ(kind_of(make("ScatterND", {{"reduction", Attribute::of_string("avg")}}), {&data, &nd, &nd_upd}),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(kind_of(make("GatherND", {{"batch_dims", Attribute::of_int(5)}}), {&data, &nd}),
+            ErrorKind::InvalidModel);
+}
+
+TEST(NativeIndex, TriluHugeKIsSafe) {
+  Tensor x = Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4});
+  Tensor kmin = Tensor::from_vector<int64_t>({}, {INT64_MIN});
+  Tensor kmax = Tensor::from_vector<int64_t>({}, {INT64_MAX});
+  EXPECT_EQ(run(make("Trilu"), {&x, &kmin})[0].to_double_vector(), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(run(make("Trilu"), {&x, &kmax})[0].to_double_vector(), (std::vector<double>{0, 0, 0, 0}));
+  Node lower = make("Trilu", {{"upper", Attribute::of_int(0)}});
+  EXPECT_EQ(run(lower, {&x, &kmin})[0].to_double_vector(), (std::vector<double>{0, 0, 0, 0}));
+  EXPECT_EQ(run(lower, {&x, &kmax})[0].to_double_vector(), (std::vector<double>{1, 2, 3, 4}));
 }
 
 }  // namespace
