@@ -17,6 +17,7 @@ const OpTable& op_table() {
     register_shape_ops(t);
     register_tensor_ops(t);
     register_index_ops(t);
+    register_grid_ops(t);
     return t;
   }();
   return table;

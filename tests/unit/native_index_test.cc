@@ -96,3 +96,24 @@ TEST(NativeIndex, TriluHugeKIsSafe) {
 
 }  // namespace
 }  // namespace collage
+
+namespace collage {
+namespace {
+
+TEST(NativeIndex, GridSampleAndAffineGridBadInputs) {
+  Tensor x(DType::Float32, {1, 1, 2, 2, 2});
+  Tensor grid(DType::Float32, {1, 1, 1, 1, 3});
+  Node n = make("GridSample", {{"mode", Attribute::of_string("cubic")}}, 20);
+  EXPECT_EQ(kind_of(n, {&x, &grid}), ErrorKind::Unsupported);  // cubic is 2-D only
+  n.attrs["mode"] = Attribute::of_string("linear");
+  n.attrs["padding_mode"] = Attribute::of_string("wrap");
+  EXPECT_EQ(kind_of(n, {&x, &grid}), ErrorKind::InvalidModel);
+  Tensor bad_grid(DType::Float32, {1, 1, 1, 1, 2});
+  EXPECT_EQ(kind_of(make("GridSample", {}, 20), {&x, &bad_grid}), ErrorKind::InvalidModel);
+  Tensor theta(DType::Float32, {1, 2, 3});
+  Tensor size = Tensor::from_vector<int64_t>({4}, {1, 1, -2, 3});
+  EXPECT_EQ(kind_of(make("AffineGrid", {}, 20), {&theta, &size}), ErrorKind::InvalidModel);
+}
+
+}  // namespace
+}  // namespace collage
