@@ -18,6 +18,7 @@ const OpTable& op_table() {
     register_tensor_ops(t);
     register_index_ops(t);
     register_grid_ops(t);
+    register_select_ops(t);
     return t;
   }();
   return table;

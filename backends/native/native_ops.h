@@ -42,6 +42,8 @@ void register_shape_ops(
     OpTable& table);  // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Shape, Size, Expand, Tile, ...
 void register_index_ops(OpTable& table);   // GatherElements, GatherND, ScatterElements, ScatterND, Trilu
 void register_grid_ops(OpTable& table);    // GridSample, AffineGrid
+void register_select_ops(OpTable& table);  // EyeLike, OneHot, TopK, Compress, NonZero, ReverseSequence,
+                                           // Unique, CenterCropPad
 void register_tensor_ops(OpTable& table);  // Concat, Split, Slice, Gather, Pad, DepthToSpace, SpaceToDepth,
                                            // Constant*, Range, Identity, Dropout
 

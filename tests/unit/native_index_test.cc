@@ -117,3 +117,37 @@ TEST(NativeIndex, GridSampleAndAffineGridBadInputs) {
 
 }  // namespace
 }  // namespace collage
+
+namespace collage {
+namespace {
+
+TEST(NativeIndex, SelectOpsBadInputs) {
+  Tensor x = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor k = Tensor::from_vector<int64_t>({1}, {4});
+  EXPECT_EQ(kind_of(make("TopK", {}, 11), {&x, &k}), ErrorKind::InvalidInput);  // K > axis size
+  Tensor lens = Tensor::from_vector<int64_t>({3}, {1, 5, 1});
+  EXPECT_EQ(kind_of(make("ReverseSequence", {}, 10), {&x, &lens}), ErrorKind::InvalidInput);
+  Tensor ind = Tensor::from_vector<int64_t>({1}, {0});
+  Tensor depth = Tensor::from_vector<int64_t>({1}, {-3});
+  Tensor vals = Tensor::from_vector<float>({2}, {0, 1});
+  EXPECT_EQ(kind_of(make("OneHot", {}, 11), {&ind, &depth, &vals}), ErrorKind::InvalidInput);
+  Tensor cond = Tensor::from_vector<bool>({4}, {true, false, true, true});
+  EXPECT_EQ(kind_of(make("Compress", {{"axis", Attribute::of_int(1)}}, 11), {&x, &cond}),
+            ErrorKind::InvalidModel);  // condition longer than the axis
+}
+
+TEST(NativeIndex, TopKTiesKeepLowerIndexAndUniqueFirstOccurrence) {
+  Tensor x = Tensor::from_vector<float>({5}, {3, 1, 3, 2, 1});
+  Tensor k = Tensor::from_vector<int64_t>({1}, {3});
+  auto out = run(make("TopK", {}, 11), {&x, &k});
+  EXPECT_EQ(out[0].to_double_vector(), (std::vector<double>{3, 3, 2}));
+  EXPECT_EQ(out[1].to_int64_vector(), (std::vector<int64_t>{0, 2, 3}));
+  auto u = run(make("Unique", {{"sorted", Attribute::of_int(0)}}, 11), {&x});
+  EXPECT_EQ(u[0].to_double_vector(), (std::vector<double>{3, 1, 2}));
+  EXPECT_EQ(u[1].to_int64_vector(), (std::vector<int64_t>{0, 1, 3}));
+  EXPECT_EQ(u[2].to_int64_vector(), (std::vector<int64_t>{0, 1, 0, 2, 1}));
+  EXPECT_EQ(u[3].to_int64_vector(), (std::vector<int64_t>{2, 2, 1}));
+}
+
+}  // namespace
+}  // namespace collage
