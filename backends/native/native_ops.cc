@@ -19,6 +19,7 @@ const OpTable& op_table() {
     register_index_ops(t);
     register_grid_ops(t);
     register_select_ops(t);
+    register_unpool_ops(t);
     return t;
   }();
   return table;
