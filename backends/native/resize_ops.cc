@@ -183,7 +183,7 @@ std::vector<Tensor> resize(const Node& node, KernelInputs inputs, TensorAllocato
     if (sizes.size() != na)
       invalid(node, "sizes must have one value per resized axis (" + std::to_string(na) + ")");
     for (int64_t s : sizes)
-      if (s < 0) invalid(node, "negative size");
+      if (s < 0 || s > (int64_t{1} << 40)) invalid(node, "sizes must be in [0, 2^40]");
     if (policy == "stretch") {
       for (size_t k = 0; k < na; ++k) {
         int64_t in = x.dim(axes[k]);

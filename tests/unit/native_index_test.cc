@@ -43,6 +43,8 @@ TEST(NativeIndex, ResizeBadAttributesAreInvalid) {
   n.attrs["axes"] = Attribute::of_ints({3});
   EXPECT_EQ(kind_of(n, {&x, &none, &none, &sizes}), ErrorKind::InvalidModel);  // 2 sizes for 1 axis
   n.attrs["axes"] = Attribute::of_ints({2, 3});
+  Tensor huge = Tensor::from_vector<int64_t>({2}, {int64_t{1} << 50, 4});
+  EXPECT_EQ(kind_of(n, {&x, &none, &none, &huge}), ErrorKind::InvalidModel);
   n.attrs["keep_aspect_ratio_policy"] = Attribute::of_string("sideways");
   EXPECT_EQ(kind_of(n, {&x, &none, &none, &sizes}), ErrorKind::InvalidModel);
   n.attrs.erase("keep_aspect_ratio_policy");
