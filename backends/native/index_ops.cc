@@ -1,177 +1,253 @@
-// Index-shaped ops of modern exports: Trilu (causal masks), ArgMax/ArgMin
-// (segmentation and classification heads), GatherElements and CumSum. Any
-// element type where the op only moves data; the comparisons and sums read
-// through double, which holds every float32/int32 value and int64 up to 2^53.
+// Indexing kernels: GatherElements, GatherND (batch_dims), ScatterElements and
+// ScatterND (opset 18 reductions none/add/mul/max/min; the importer maps the
+// deprecated Scatter onto ScatterElements) and Trilu.
+// Invariants: element moves are byte copies, so any fixed-size dtype works;
+// reductions need an arithmetic dtype. Indices (int32/int64) may be negative
+// (counted from the end); out-of-range indices are InvalidInput, never UB.
 #include <cstring>
-#include <limits>
 
-#include "backends/native/kernel_util.h"
-#include "backends/native/native_ops.h"
+#include "backends/native/data_ops_internal.h"
 
 namespace collage::native {
 
 namespace {
 
-int64_t scalar_int(const Node& node, const Tensor& t, const char* role) {
-  if (t.size() != 1) invalid(node, std::string(role) + " must hold one value");
-  return t.to_int64_vector()[0];
+using ReduceTypes = TypeList<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t>;
+
+std::vector<int64_t> index_values(const Node& node, const Tensor& t) {
+  if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32) invalid(node, "indices must be int32 or int64");
+  return t.to_int64_vector();
 }
 
-// Trilu(x, k): keeps the lower (upper=0) or upper (upper=1) triangle of the last two dims.
-std::vector<Tensor> trilu(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  const Tensor& x = input(node, inputs, 0);
-  if (x.rank() < 2) invalid(node, "input must have rank 2 or more");
-  const Tensor* k_t = optional_input(inputs, 1);
-  const int64_t k = k_t ? scalar_int(node, *k_t, "k") : 0;
-  const bool upper = node.attr_int("upper", 1) != 0;
-  Tensor y = alloc.allocate(x.dtype(), x.shape());
-  const size_t es = dtype_size(x.dtype());
-  if (es == 0) unsupported(node, "input type is not supported");
-  const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
-  const auto* src = static_cast<const std::byte*>(x.raw());
-  auto* dst = static_cast<std::byte*>(y.raw());
-  std::memset(dst, 0, y.bytes());
-  for (int64_t i = 0; i < x.size(); ++i) {
-    const int64_t c = i % cols, r = (i / cols) % rows;
-    const bool keep = upper ? c - r >= k : c - r <= k;
-    if (keep) std::memcpy(dst + static_cast<size_t>(i) * es, src + static_cast<size_t>(i) * es, es);
-  }
-  return {y};
+int64_t fix_index(const Node& node, int64_t i, int64_t dim) {
+  if (i < -dim || i >= dim)
+    throw Error(ErrorKind::InvalidInput, node.describe() + ": index " + std::to_string(i) +
+                                             " is out of range for a dimension of " + std::to_string(dim));
+  return i < 0 ? i + dim : i;
 }
 
-// ArgMax / ArgMin along `axis`: int64 indices, first (or with select_last_index, last) extreme.
-template <bool kMax>
-std::vector<Tensor> arg_extreme(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  const Tensor& x = input(node, inputs, 0);
-  if (x.dtype() == DType::Bool || dtype_size(x.dtype()) == 0)
-    unsupported(node, "input type is not supported");
-  const int64_t axis = normalize_axis(node, node.attr_int("axis", 0), std::max<int64_t>(x.rank(), 1));
-  const bool keepdims = node.attr_int("keepdims", 1) != 0;
-  const bool last = node.attr_int("select_last_index", 0) != 0;
-  if (x.rank() == 0) invalid(node, "input must have rank 1 or more");
-  const int64_t n = x.dim(axis);
-  if (n == 0) invalid(node, "cannot take the arg-extreme of an empty axis");
-  Shape out_shape;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (d < axis) outer *= x.dim(d);
-    if (d > axis) inner *= x.dim(d);
-    if (d != axis)
-      out_shape.push_back(x.dim(d));
-    else if (keepdims)
-      out_shape.push_back(1);
-  }
-  Tensor y = alloc.allocate(DType::Int64, out_shape);
-  const std::vector<double> v = x.to_double_vector();
-  int64_t* out = y.data<int64_t>();
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t in = 0; in < inner; ++in) {
-      int64_t best = 0;
-      double best_v = v[static_cast<size_t>(o * n * inner + in)];
-      for (int64_t j = 1; j < n; ++j) {
-        double c = v[static_cast<size_t>((o * n + j) * inner + in)];
-        bool better = kMax ? (c > best_v || (last && c == best_v)) : (c < best_v || (last && c == best_v));
-        if (better) best = j, best_v = c;
-      }
-      out[o * inner + in] = best;
-    }
-  return {y};
+size_t elem_size(const Node& node, const Tensor& t) {
+  size_t s = dtype_size(t.dtype());
+  if (s == 0) unsupported(node, std::string("data has type ") + dtype_name(t.dtype()));
+  return s;
 }
 
-// GatherElements(data, indices, axis): out[i] = data[i with i[axis] = indices[i]].
 std::vector<Tensor> gather_elements(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& data = input(node, inputs, 0);
   const Tensor& indices = input(node, inputs, 1);
-  if (data.rank() != indices.rank()) invalid(node, "data and indices must have the same rank");
-  if (data.rank() == 0) invalid(node, "inputs must have rank 1 or more");
-  const int64_t axis = normalize_axis(node, node.attr_int("axis", 0), data.rank());
-  for (int64_t d = 0; d < data.rank(); ++d)
-    if (d != axis && indices.dim(d) > data.dim(d))
-      invalid(node, "indices dim " + std::to_string(d) + " exceeds the data's");
-  const size_t es = dtype_size(data.dtype());
-  if (es == 0) unsupported(node, "data type is not supported");
-  Tensor y = alloc.allocate(data.dtype(), indices.shape());
-  const std::vector<int64_t> idx = indices.to_int64_vector();
-  const auto ds = strides_of(data.shape()), is = strides_of(indices.shape());
+  const int64_t rank = data.rank();
+  if (indices.rank() != rank) invalid(node, "indices must have the rank of data");
+  const int64_t axis = normalize_axis(node, node.attr_int("axis", 0), rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && indices.dim(d) > data.dim(d)) invalid(node, "indices are larger than data off the axis");
+  auto idx = index_values(node, indices);
+  size_t es = elem_size(node, data);
+  Tensor out = alloc.allocate(data.dtype(), indices.shape());
+  auto ds = strides_of(data.shape());
+  auto is = strides_of(indices.shape());
   const auto* src = static_cast<const std::byte*>(data.raw());
-  auto* dst = static_cast<std::byte*>(y.raw());
-  const int64_t n = data.dim(axis);
-  for (int64_t i = 0; i < indices.size(); ++i) {
-    int64_t j = idx[static_cast<size_t>(i)];
-    if (j < -n || j >= n) invalid(node, "index " + std::to_string(j) + " is out of range");
-    if (j < 0) j += n;
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (int64_t k = 0; k < out.size(); ++k) {
     int64_t off = 0;
-    for (int64_t d = 0; d < data.rank(); ++d) {
-      int64_t c = (i / is[static_cast<size_t>(d)]) % indices.dim(d);
-      off += (d == axis ? j : c) * ds[static_cast<size_t>(d)];
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t c = (k / is[static_cast<size_t>(d)]) % indices.dim(d);
+      if (d == axis) c = fix_index(node, idx[static_cast<size_t>(k)], data.dim(d));
+      off += c * ds[static_cast<size_t>(d)];
     }
-    std::memcpy(dst + static_cast<size_t>(i) * es, src + static_cast<size_t>(off) * es, es);
+    std::memcpy(dst + static_cast<size_t>(k) * es, src + static_cast<size_t>(off) * es, es);
   }
-  return {y};
+  return {out};
 }
 
-// CumSum(x, axis) with exclusive / reverse.
-template <class T>
-void cumsum_typed(const Tensor& x, Tensor& y, int64_t axis, bool exclusive, bool reverse) {
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (d < axis) outer *= x.dim(d);
-    if (d > axis) inner *= x.dim(d);
+enum class Reduction { None, Add, Mul, Max, Min };
+
+Reduction reduction_of(const Node& node) {
+  std::string r = node.attr_string("reduction", "none");
+  if (r == "none") return Reduction::None;
+  if (r == "add") return Reduction::Add;
+  if (r == "mul") return Reduction::Mul;
+  if (r == "max") return Reduction::Max;
+  if (r == "min") return Reduction::Min;
+  invalid(node, "reduction='" + r + "' is not one of none, add, mul, max, min");
+}
+
+// Writes `count` elements from src into dst (element offsets), combining per `red`.
+void combine(const Node& node, Reduction red, Tensor& out, int64_t dst_off, const Tensor& updates,
+             int64_t src_off, int64_t count) {
+  if (red == Reduction::None) {
+    size_t es = dtype_size(out.dtype());
+    std::memcpy(static_cast<std::byte*>(out.raw()) + static_cast<size_t>(dst_off) * es,
+                static_cast<const std::byte*>(updates.raw()) + static_cast<size_t>(src_off) * es,
+                static_cast<size_t>(count) * es);
+    return;
   }
-  const int64_t n = x.dim(axis);
-  const T* xp = x.data<T>();
-  T* yp = y.data<T>();
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t in = 0; in < inner; ++in) {
-      T acc = 0;
-      for (int64_t s = 0; s < n; ++s) {
-        const int64_t j = reverse ? n - 1 - s : s;
-        const int64_t at = (o * n + j) * inner + in;
-        if (exclusive) {
-          yp[at] = acc;
-          acc += xp[at];
-        } else {
-          acc += xp[at];
-          yp[at] = acc;
-        }
+  dispatch(node, out.dtype(), "data", ReduceTypes{}, [&]<class T>(std::type_identity<T>) {
+    T* d = out.data<T>() + dst_off;
+    const T* s = updates.data<T>() + src_off;
+    for (int64_t i = 0; i < count; ++i) {
+      switch (red) {
+        case Reduction::Add:
+          d[i] = static_cast<T>(d[i] + s[i]);
+          break;
+        case Reduction::Mul:
+          d[i] = static_cast<T>(d[i] * s[i]);
+          break;
+        case Reduction::Max:
+          d[i] = std::max(d[i], s[i]);
+          break;
+        case Reduction::Min:
+          d[i] = std::min(d[i], s[i]);
+          break;
+        case Reduction::None:
+          break;
       }
     }
+  });
 }
 
-std::vector<Tensor> cumsum(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  const Tensor& x = input(node, inputs, 0);
-  if (x.rank() == 0) invalid(node, "input must have rank 1 or more");
-  const int64_t axis = normalize_axis(node, scalar_int(node, input(node, inputs, 1), "axis"), x.rank());
-  const bool exclusive = node.attr_int("exclusive", 0) != 0, reverse = node.attr_int("reverse", 0) != 0;
-  Tensor y = alloc.allocate(x.dtype(), x.shape());
-  switch (x.dtype()) {
-    case DType::Float32:
-      cumsum_typed<float>(x, y, axis, exclusive, reverse);
-      break;
-    case DType::Float64:
-      cumsum_typed<double>(x, y, axis, exclusive, reverse);
-      break;
-    case DType::Int32:
-      cumsum_typed<int32_t>(x, y, axis, exclusive, reverse);
-      break;
-    case DType::Int64:
-      cumsum_typed<int64_t>(x, y, axis, exclusive, reverse);
-      break;
-    default:
-      unsupported(node, std::string("input has type ") + dtype_name(x.dtype()) +
-                            "; supported: float32, float64, int32, int64");
+Tensor copy_of(const Tensor& data, TensorAllocator& alloc) {
+  Tensor out = alloc.allocate(data.dtype(), data.shape());
+  if (data.bytes()) std::memcpy(out.raw(), data.raw(), data.bytes());
+  return out;
+}
+
+std::vector<Tensor> scatter_elements(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& data = input(node, inputs, 0);
+  const Tensor& indices = input(node, inputs, 1);
+  const Tensor& updates = input(node, inputs, 2);
+  const int64_t rank = data.rank();
+  if (indices.rank() != rank) invalid(node, "indices must have the rank of data");
+  if (updates.shape() != indices.shape()) invalid(node, "updates must have the shape of indices");
+  if (updates.dtype() != data.dtype()) invalid(node, "updates must have the type of data");
+  const int64_t axis = normalize_axis(node, node.attr_int("axis", 0), rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && indices.dim(d) > data.dim(d)) invalid(node, "indices are larger than data off the axis");
+  Reduction red = reduction_of(node);
+  elem_size(node, data);
+  auto idx = index_values(node, indices);
+  Tensor out = copy_of(data, alloc);
+  auto ds = strides_of(data.shape());
+  auto is = strides_of(indices.shape());
+  for (int64_t k = 0; k < indices.size(); ++k) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t c = (k / is[static_cast<size_t>(d)]) % indices.dim(d);
+      if (d == axis) c = fix_index(node, idx[static_cast<size_t>(k)], data.dim(d));
+      off += c * ds[static_cast<size_t>(d)];
+    }
+    combine(node, red, out, off, updates, k, 1);
   }
-  return {y};
+  return {out};
+}
+
+std::vector<Tensor> gather_nd(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& data = input(node, inputs, 0);
+  const Tensor& indices = input(node, inputs, 1);
+  const int64_t b = node.attr_int("batch_dims", 0);
+  const int64_t r = data.rank(), q = indices.rank();
+  if (b < 0 || b >= std::min(r, q))
+    invalid(node, "batch_dims must be in [0, min(rank(data), rank(indices)))");
+  if (q < 1) invalid(node, "indices must have rank >= 1");
+  const int64_t k = indices.dim(q - 1);
+  if (k < 1 || k > r - b) invalid(node, "indices' last dimension must be in [1, rank(data) - batch_dims]");
+  for (int64_t d = 0; d < b; ++d)
+    if (data.dim(d) != indices.dim(d)) invalid(node, "batch dimensions of data and indices differ");
+  Shape out_shape;
+  for (int64_t d = 0; d < q - 1; ++d) out_shape.push_back(indices.dim(d));
+  int64_t slice = 1;
+  for (int64_t d = b + k; d < r; ++d) {
+    out_shape.push_back(data.dim(d));
+    slice *= data.dim(d);
+  }
+  int64_t batches = 1;
+  for (int64_t d = 0; d < b; ++d) batches *= data.dim(d);
+  int64_t per_batch = 1;  // index tuples per batch
+  for (int64_t d = b; d < q - 1; ++d) per_batch *= indices.dim(d);
+  auto idx = index_values(node, indices);
+  size_t es = elem_size(node, data);
+  auto ds = strides_of(data.shape());
+  const int64_t data_batch = b ? ds[static_cast<size_t>(b - 1)] : data.size();
+  Tensor out = alloc.allocate(data.dtype(), out_shape);
+  const auto* src = static_cast<const std::byte*>(data.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (int64_t bt = 0; bt < batches; ++bt)
+    for (int64_t t = 0; t < per_batch; ++t) {
+      int64_t tuple = bt * per_batch + t;
+      int64_t off = bt * data_batch;
+      for (int64_t j = 0; j < k; ++j)
+        off += fix_index(node, idx[static_cast<size_t>(tuple * k + j)], data.dim(b + j)) *
+               ds[static_cast<size_t>(b + j)];
+      std::memcpy(dst + static_cast<size_t>(tuple * slice) * es, src + static_cast<size_t>(off) * es,
+                  static_cast<size_t>(slice) * es);
+    }
+  return {out};
+}
+
+std::vector<Tensor> scatter_nd(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& data = input(node, inputs, 0);
+  const Tensor& indices = input(node, inputs, 1);
+  const Tensor& updates = input(node, inputs, 2);
+  const int64_t r = data.rank(), q = indices.rank();
+  if (q < 1) invalid(node, "indices must have rank >= 1");
+  const int64_t k = indices.dim(q - 1);
+  if (k < 1 || k > r) invalid(node, "indices' last dimension must be in [1, rank(data)]");
+  if (updates.dtype() != data.dtype()) invalid(node, "updates must have the type of data");
+  Shape want;
+  for (int64_t d = 0; d < q - 1; ++d) want.push_back(indices.dim(d));
+  int64_t slice = 1;
+  for (int64_t d = k; d < r; ++d) {
+    want.push_back(data.dim(d));
+    slice *= data.dim(d);
+  }
+  if (updates.shape() != want) invalid(node, "updates must have shape indices.shape[:-1] + data.shape[k:]");
+  Reduction red = reduction_of(node);
+  elem_size(node, data);
+  auto idx = index_values(node, indices);
+  auto ds = strides_of(data.shape());
+  Tensor out = copy_of(data, alloc);
+  const int64_t tuples = indices.size() / k;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < k; ++j)
+      off += fix_index(node, idx[static_cast<size_t>(t * k + j)], data.dim(j)) * ds[static_cast<size_t>(j)];
+    combine(node, red, out, off, updates, t * slice, slice);
+  }
+  return {out};
+}
+
+std::vector<Tensor> trilu(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& x = input(node, inputs, 0);
+  const Tensor* k_t = optional_input(inputs, 1);
+  if (x.rank() < 2) invalid(node, "input must have rank >= 2");
+  int64_t k = 0;
+  if (k_t && k_t->size() > 0) {
+    if (k_t->size() != 1) invalid(node, "k must be a scalar");
+    k = k_t->to_int64_vector()[0];
+  }
+  const bool upper = node.attr_int("upper", 1) != 0;
+  size_t es = elem_size(node, x);
+  Tensor out = copy_of(x, alloc);
+  const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+  k = std::clamp(k, -rows - 1, cols + 1);  // beyond the matrix every k acts alike; no overflow below
+  const int64_t mats = (rows != 0 && cols != 0) ? x.size() / (rows * cols) : 0;
+  auto* p = static_cast<std::byte*>(out.raw());
+  for (int64_t m = 0; m < mats; ++m)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        bool keep = upper ? j - i >= k : j - i <= k;
+        if (!keep) std::memset(p + static_cast<size_t>((m * rows + i) * cols + j) * es, 0, es);
+      }
+  return {out};
 }
 
 }  // namespace
 
 void register_index_ops(OpTable& table) {
-  table["Trilu"] = trilu;
-  table["ArgMax"] = arg_extreme<true>;
-  table["ArgMin"] = arg_extreme<false>;
   table["GatherElements"] = gather_elements;
-  table["CumSum"] = cumsum;
+  table["GatherND"] = gather_nd;
+  table["ScatterElements"] = scatter_elements;
+  table["ScatterND"] = scatter_nd;
+  table["Trilu"] = trilu;
 }
 
 }  // namespace collage::native

@@ -19,12 +19,16 @@ const OpTable& op_table() {
     register_shape_ops(t);
     register_tensor_ops(t);
     register_index_ops(t);
+    register_arg_ops(t);
     register_loss_ops(t);
     register_local_norm_ops(t);
     register_random_ops(t);
     register_quant_ops(t);
     register_rnn_ops(t);
     register_detection_ops(t);
+    register_grid_ops(t);
+    register_select_ops(t);
+    register_unpool_ops(t);
     return t;
   }();
   return table;

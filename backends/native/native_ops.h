@@ -50,10 +50,15 @@ void register_shape_ops(
 void register_local_norm_ops(OpTable& table);  // Hardmax, LRN, MeanVarianceNormalization
 void register_random_ops(OpTable& table);      // Random*, Bernoulli, Dropout (training mode too)
 void register_loss_ops(OpTable& table);        // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void register_index_ops(OpTable& table);       // Trilu, ArgMax, ArgMin, GatherElements, CumSum
+void register_arg_ops(OpTable& table);         // ArgMax, ArgMin, CumSum
 void register_quant_ops(OpTable& table);       // quant_ops.cc: (De)QuantizeLinear, QLinear*, *Integer
 void register_rnn_ops(OpTable& table);         // rnn_ops.cc: RNN, GRU, LSTM
 void register_detection_ops(OpTable& table);   // detection_ops.cc: RoiAlign, DeformConv, TfIdfVectorizer
+void register_index_ops(OpTable& table);       // GatherElements, GatherND, ScatterElements, ScatterND, Trilu
+void register_grid_ops(OpTable& table);        // GridSample, AffineGrid
+void register_select_ops(OpTable& table);      // EyeLike, OneHot, TopK, Compress, NonZero, ReverseSequence,
+                                               // Unique, CenterCropPad
+void register_unpool_ops(OpTable& table);      // MaxUnpool, Col2Im
 void register_tensor_ops(OpTable& table);  // Concat, Split, Slice, Gather, Pad, DepthToSpace, SpaceToDepth,
                                            // Constant*, Range, Identity, Dropout
 

@@ -1,5 +1,6 @@
 // MaxPool / AveragePool (1-D to 3-D; pads, strides, dilations, ceil_mode,
-// auto_pad, count_include_pad, MaxPool's Indices) and the global pools.
+// auto_pad, count_include_pad, MaxPool's Indices incl. storage_order=1) and the
+// global pools. Refused: AveragePool with dilations + ceil_mode + count_include_pad.
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -67,14 +68,16 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
   const Tensor& x = input(node, inputs, 0);
   require_float(node, x, "X");
   PoolGeometry g = pool_geometry(node, x);
-  if (!kMax && node.has_attr("dilations")) {
-    for (int64_t d : g.dil)
-      if (d != 1) unsupported(node, "AveragePool with dilations is not supported");
-  }
   bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  // The ONNX reference's divisor for dilated windows that overhang the padded
+  // input in ceil mode is not the padded-position count used below: refuse it.
+  if (!kMax && include_pad && node.attr_int("ceil_mode", 0) != 0)
+    for (int64_t d : g.dil)
+      if (d != 1)
+        unsupported(node, "AveragePool with dilations, ceil_mode=1 and count_include_pad=1 is not supported");
   bool want_indices = kMax && node.outputs.size() > 1 && node.outputs[1] != kNoValue;
-  if (kMax && node.attr_int("storage_order", 0) != 0 && want_indices)
-    unsupported(node, "storage_order=1 for Indices is not supported");
+  // storage_order=1: Indices count the spatial dims column-major (w fastest-varying last).
+  const bool column_major = kMax && node.attr_int("storage_order", 0) != 0;
   int64_t n = x.dim(0), c = x.dim(1);
   Shape out_shape = {n, c};
   for (int64_t d = 3 - g.spatial; d < 3; ++d) out_shape.push_back(g.out[static_cast<size_t>(d)]);
@@ -118,7 +121,7 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
                 if (kMax) {
                   if (v > best) {
                     best = v;
-                    best_index = at;
+                    best_index = column_major ? (iw * g.in[1] + ih) * g.in[0] + id : at;
                   }
                 } else {
                   sum += v;

@@ -90,6 +90,8 @@ void normalize_legacy_forms(Graph& graph) {
       ints_attr_to_input(graph, node, "axes", 3);
     } else if (op == "Reshape" && v < 5) {
       ints_attr_to_input(graph, node, "shape", 1);
+    } else if (op == "Scatter") {  // deprecated (9-10): ScatterElements without reduction
+      node.op_type = "ScatterElements";
     } else if (op == "Upsample" || (op == "Resize" && v == 10)) {
       to_resize13(graph, node);
     } else if (op == "Clip" && v < 11) {

@@ -295,8 +295,8 @@ TEST(NativeCompute, ResizeLinearHalfPixelAndAlignCorners) {
   auto ac = run(n, {&x, &roi, &scales})[0].to_double_vector();
   EXPECT_NEAR(ac[1], 10.0 / 3, 1e-5);
   EXPECT_NEAR(ac[2], 20.0 / 3, 1e-5);
-  n.attrs["mode"] = Attribute::of_string("cubic");
-  EXPECT_THROW(run(n, {&x, &roi, &scales}), Error);
+  n.attrs["coordinate_transformation_mode"] = Attribute::of_string("tf_crop_and_resize");
+  EXPECT_THROW(run(n, {&x, &roi, &scales}), Error);  // tf_crop_and_resize needs a roi
 }
 
 }  // namespace
