@@ -15,8 +15,11 @@ namespace collage::native {
 namespace {
 
 std::mt19937_64 generator_for(const Node& node) {
-  if (node.has_attr("seed"))
-    return std::mt19937_64(static_cast<uint64_t>(node.attr_float("seed", 0) * 1000003.0));
+  if (auto it = node.attrs.find("seed"); it != node.attrs.end()) {
+    // A float for the Random* ops, an int for Dropout.
+    const double seed = it->second.kind == AttrKind::Float ? it->second.f : static_cast<double>(it->second.i);
+    return std::mt19937_64(static_cast<uint64_t>(seed * 1000003.0));
+  }
   static std::mutex mutex;
   static std::mt19937_64 shared(0x5eed);
   std::lock_guard<std::mutex> lock(mutex);

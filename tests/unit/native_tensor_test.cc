@@ -266,7 +266,7 @@ TEST(NativeDataDropout, InferencePassThroughWithMask) {
 
 TEST(NativeDataDropout, TrainingModeKeepsScaledElementsWhereTheMaskSays) {
   Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  Node seeded = make_node("Dropout", {{"seed", Attribute::of_float(7.0f)}}, 2);
+  Node seeded = make_node("Dropout", {{"seed", Attribute::of_int(7)}}, 2);  // an int, as the spec has it
   std::vector<Tensor> outs = run(seeded, {x, Tensor::scalar<float>(0.25f), boolean({}, {true})});
   ASSERT_EQ(outs.size(), 2u);
   std::vector<float> y = values<float>(outs[0]), in = values<float>(x);
