@@ -86,7 +86,10 @@ void cumsum_typed(const Tensor& x, Tensor& y, int64_t axis, bool exclusive, bool
 std::vector<Tensor> cumsum(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& x = input(node, inputs, 0);
   if (x.rank() == 0) invalid(node, "input must have rank 1 or more");
-  const int64_t axis = normalize_axis(node, scalar_int(node, input(node, inputs, 1), "axis"), x.rank());
+  const Tensor& axis_t = input(node, inputs, 1);
+  if (axis_t.dtype() != DType::Int64 && axis_t.dtype() != DType::Int32)
+    invalid(node, "axis must be an int32 or int64 tensor");
+  const int64_t axis = normalize_axis(node, scalar_int(node, axis_t, "axis"), x.rank());
   const bool exclusive = node.attr_int("exclusive", 0) != 0, reverse = node.attr_int("reverse", 0) != 0;
   Tensor y = alloc.allocate(x.dtype(), x.shape());
   switch (x.dtype()) {

@@ -19,6 +19,8 @@ struct LossShape {
 
 LossShape loss_shape(const Node& node, const Tensor& x, const Tensor& target) {
   if (x.rank() < 2) invalid(node, "input must be [N, C] or [N, C, d1, ...]");
+  if (target.dtype() != DType::Int64 && target.dtype() != DType::Int32)
+    invalid(node, std::string("target must be int32 or int64, not ") + dtype_name(target.dtype()));
   if (target.rank() != x.rank() - 1) invalid(node, "target must have rank " + std::to_string(x.rank() - 1));
   LossShape s{x.dim(0), x.dim(1), 1};
   if (target.dim(0) != s.n) invalid(node, "target's batch differs from the input's");

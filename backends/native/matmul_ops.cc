@@ -1,5 +1,6 @@
-// Gemm, MatMul (numpy semantics) and two-operand Einsum.
+// Gemm, MatMul (numpy semantics), two-operand Einsum and Det (LU with partial pivoting).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -176,12 +177,57 @@ std::vector<Tensor> einsum(const Node& node, KernelInputs inputs, TensorAllocato
   return {y};
 }
 
+// Det of [..., M, M] float32/64: LU with partial pivoting in double per matrix.
+std::vector<Tensor> det(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& x = input(node, inputs, 0);
+  if (x.rank() < 2 || x.dim(x.rank() - 1) != x.dim(x.rank() - 2)) invalid(node, "input must be [..., M, M]");
+  if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
+    unsupported(node, std::string("input type ") + dtype_name(x.dtype()) + " is not supported");
+  int64_t m = x.dim(x.rank() - 1);
+  Shape out(x.shape().begin(), x.shape().end() - 2);
+  Tensor y = alloc.allocate(x.dtype(), out);
+  std::vector<double> all = x.to_double_vector();
+  std::vector<double> a(static_cast<size_t>(m * m));
+  for (int64_t b = 0; b < shape_size(out); ++b) {
+    std::copy(all.begin() + b * m * m, all.begin() + (b + 1) * m * m, a.begin());
+    double d = 1.0;
+    for (int64_t c = 0; c < m && d != 0.0; ++c) {
+      int64_t p = c;
+      for (int64_t r = c + 1; r < m; ++r)
+        if (std::fabs(a[static_cast<size_t>(r * m + c)]) > std::fabs(a[static_cast<size_t>(p * m + c)]))
+          p = r;
+      if (a[static_cast<size_t>(p * m + c)] == 0.0) {
+        d = 0.0;
+        break;
+      }
+      if (p != c) {
+        for (int64_t k = 0; k < m; ++k)
+          std::swap(a[static_cast<size_t>(p * m + k)], a[static_cast<size_t>(c * m + k)]);
+        d = -d;
+      }
+      double piv = a[static_cast<size_t>(c * m + c)];
+      d *= piv;
+      for (int64_t r = c + 1; r < m; ++r) {
+        double f = a[static_cast<size_t>(r * m + c)] / piv;
+        for (int64_t k = c; k < m; ++k)
+          a[static_cast<size_t>(r * m + k)] -= f * a[static_cast<size_t>(c * m + k)];
+      }
+    }
+    if (x.dtype() == DType::Float32)
+      y.data<float>()[b] = static_cast<float>(d);
+    else
+      y.data<double>()[b] = d;
+  }
+  return {y};
+}
+
 }  // namespace
 
 void register_matmul_ops(OpTable& table) {
   table["Gemm"] = gemm;
   table["MatMul"] = matmul;
   table["Einsum"] = einsum;
+  table["Det"] = det;
 }
 
 }  // namespace collage::native

@@ -1,7 +1,8 @@
-// Every Reduce* op (Mean, Sum, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp) with
-// axes as an input (the importer moves older attribute forms there), keepdims and
-// noop_with_empty_axes; float32/64 and int32/64, accumulated in double. Max/Min of an
-// empty set is refused; the others follow the spec's identities (0, 1, log 0 = -inf).
+// Every Reduce* op (Mean, Sum, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp)
+// with axes as an input (the importer moves older attribute forms there), keepdims
+// and noop_with_empty_axes; float32/64 and int32/64 (bool for Max/Min), accumulated
+// in double. Max/Min of an empty float set is -inf/+inf (the spec's identities), of
+// an empty integer set refused; the others give 0, 1 or log 0 = -inf.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -81,8 +82,9 @@ std::vector<Tensor> reduce(const Node& node, KernelInputs inputs, TensorAllocato
     else if (keepdims)
       out_shape.push_back(1);
   }
-  if (x.size() == 0 && (kOp == Reduce::Max || kOp == Reduce::Min))
-    invalid(node, "cannot reduce an empty tensor with max/min");
+  bool is_float = x.dtype() == DType::Float32 || x.dtype() == DType::Float64;
+  if (x.size() == 0 && (kOp == Reduce::Max || kOp == Reduce::Min) && !is_float)
+    invalid(node, "cannot reduce an empty non-float tensor with max/min");
   Tensor y = alloc.allocate(x.dtype(), out_shape);
   if (x.dtype() == DType::Float32)
     reduce_typed<float, kOp>(x, y, reduced);
@@ -92,6 +94,8 @@ std::vector<Tensor> reduce(const Node& node, KernelInputs inputs, TensorAllocato
     reduce_typed<int32_t, kOp>(x, y, reduced);
   else if (x.dtype() == DType::Float64)
     reduce_typed<double, kOp>(x, y, reduced);
+  else if (x.dtype() == DType::Bool && (kOp == Reduce::Max || kOp == Reduce::Min))
+    reduce_typed<bool, kOp>(x, y, reduced);
   else
     unsupported(node, std::string("input type ") + dtype_name(x.dtype()) + " is not supported");
   return {y};

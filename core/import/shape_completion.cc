@@ -237,6 +237,11 @@ class ShapeCompleter {
         inputs.push_back(&*v.constant);
         continue;
       }
+      // A zero placeholder for a non-empty runtime Reduce* axes input would silently
+      // reduce axis 0: leave the shape unknown (reported as not static by the final check).
+      if (n.domain.empty() && n.op_type.rfind("Reduce", 0) == 0 && inputs.size() == 1 &&
+          !(v.shape_known && shape_size(v.shape) == 0))
+        return;
       if (!v.shape_known || v.dtype == DType::Undefined) return;  // reported by the final check
       bytes += static_cast<size_t>(shape_size(v.shape)) * dtype_size(v.dtype);
       if (bytes > kMaxPlaceholderBytes)
