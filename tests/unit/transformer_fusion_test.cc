@@ -101,7 +101,7 @@ OnnxTestModel decomposed_ln(const LnCase& c) {
 }
 
 // Opset-13 exports (ReduceMean axes as an attribute; the importer makes it an input, the
-// opset-18 form, so both reach the matcher the same way; opset 18 itself is not importable yet).
+// opset-18 form, so both reach the matcher the same way).
 TEST(TransformerFusion, DecomposedLayerNormIsOneCandidate) {
   const std::vector<LnCase> cases = {
       {{1, 32, 64}, false, true, true, true, false}, {{2, 5, 37}, true, true, true, true, false},
