@@ -1,4 +1,4 @@
-// Hardmax, LRN and MeanVarianceNormalization: float32, computed in double.
+// Hardmax, LRN, MeanVarianceNormalization and GroupNormalization: float32, computed in double.
 // Hardmax before opset 13 works on the input coerced to 2-D at `axis` (rows of
 // everything from `axis` on); from 13 on along `axis` alone.
 #include <cmath>
@@ -108,9 +108,49 @@ std::vector<Tensor> mean_variance_normalization(const Node& node, KernelInputs i
   return {float_like(x, y, alloc)};
 }
 
+// GroupNormalization: per (sample, group of C / num_groups channels) mean and variance,
+// then scale and bias per channel (opset 21) or per group (opset 18).
+std::vector<Tensor> group_normalization(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& x = input(node, inputs, 0);
+  const Tensor& scale = input(node, inputs, 1);
+  const Tensor& bias = input(node, inputs, 2);
+  require_float(node, x, "X");
+  if (x.rank() < 2) invalid(node, "X must be [N, C, ...]");
+  const int64_t groups = node.attr_int("num_groups", 0), c = x.dim(1);
+  if (groups < 1 || c % groups != 0) invalid(node, "num_groups must divide the channel count");
+  const bool per_channel = node.opset >= 21;
+  const int64_t params = per_channel ? c : groups;
+  if (scale.size() != params || bias.size() != params)
+    invalid(node, "scale and bias must hold " + std::to_string(params) + " values");
+  const double eps = node.attr_float("epsilon", 1e-5f);
+  const int64_t n = x.dim(0), inner = x.size() / std::max<int64_t>(n * c, 1),
+                per_group = (c / groups) * inner;
+  const std::vector<double> v = x.to_double_vector(), sc = scale.to_double_vector(),
+                            bi = bias.to_double_vector();
+  std::vector<double> y(v.size());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t g = 0; g < groups; ++g) {
+      const size_t base = static_cast<size_t>((b * groups + g) * per_group);
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < per_group; ++i) mean += v[base + static_cast<size_t>(i)];
+      mean /= static_cast<double>(per_group);
+      for (int64_t i = 0; i < per_group; ++i)
+        var += (v[base + static_cast<size_t>(i)] - mean) * (v[base + static_cast<size_t>(i)] - mean);
+      var /= static_cast<double>(per_group);
+      const double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t i = 0; i < per_group; ++i) {
+        const int64_t ch = g * (c / groups) + i / inner;
+        const size_t k = static_cast<size_t>(per_channel ? ch : g);
+        y[base + static_cast<size_t>(i)] = (v[base + static_cast<size_t>(i)] - mean) * inv * sc[k] + bi[k];
+      }
+    }
+  return {float_like(x, y, alloc)};
+}
+
 }  // namespace
 
 void register_local_norm_ops(OpTable& table) {
+  table["GroupNormalization"] = group_normalization;
   table["Hardmax"] = hardmax;
   table["LRN"] = lrn;
   table["MeanVarianceNormalization"] = mean_variance_normalization;

@@ -1,8 +1,10 @@
-// MaxPool / AveragePool (1-D to 3-D; pads, strides, dilations, ceil_mode,
-// auto_pad, count_include_pad, MaxPool's Indices incl. storage_order=1) and the
-// global pools. Refused: AveragePool with dilations + ceil_mode + count_include_pad.
+// MaxPool / AveragePool / LpPool (1-D to 3-D; pads, strides, dilations, ceil_mode,
+// auto_pad, count_include_pad, MaxPool's Indices incl. storage_order=1; LpPool's
+// padding adds zeros) and the global pools. Refused: AveragePool with dilations + ceil_mode +
+// count_include_pad.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 
 #include "backends/native/kernel_util.h"
@@ -63,11 +65,13 @@ PoolGeometry pool_geometry(const Node& node, const Tensor& x) {
   return g;
 }
 
-template <bool kMax>
+template <bool kMax, bool kLp = false>
 std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& x = input(node, inputs, 0);
   require_float(node, x, "X");
   PoolGeometry g = pool_geometry(node, x);
+  const double p = kLp ? static_cast<double>(node.attr_int("p", 2)) : 1.0;
+  if (kLp && p <= 0) invalid(node, "p must be positive");
   bool include_pad = node.attr_int("count_include_pad", 0) != 0;
   // The ONNX reference's divisor for dilated windows that overhang the padded
   // input in ceil mode is not the padded-position count used below: refuse it.
@@ -124,7 +128,7 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
                     best_index = column_major ? (iw * g.in[1] + ih) * g.in[0] + id : at;
                   }
                 } else {
-                  sum += v;
+                  sum += kLp ? std::pow(std::fabs(static_cast<double>(v)), p) : v;
                   ++count;
                 }
               }
@@ -134,6 +138,8 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
           if (kMax) {
             out[oi] = best;
             if (want_indices) idx.data<int64_t>()[plane * out_plane + oi] = plane * in_plane + best_index;
+          } else if (kLp) {
+            out[oi] = static_cast<float>(std::pow(sum, 1.0 / p));
           } else {
             int64_t divisor = include_pad ? padded_count : count;
             out[oi] = divisor > 0 ? static_cast<float>(sum / static_cast<double>(divisor)) : 0.0f;
@@ -174,6 +180,7 @@ std::vector<Tensor> global_pool(const Node& node, KernelInputs inputs, TensorAll
 void register_pool_ops(OpTable& table) {
   table["MaxPool"] = pool<true>;
   table["AveragePool"] = pool<false>;
+  table["LpPool"] = pool<false, true>;
   table["GlobalMaxPool"] = global_pool<true>;
   table["GlobalAveragePool"] = global_pool<false>;
 }

@@ -2,6 +2,9 @@
 // integer inputs, exclusive/reverse sums).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+
 #include "native_data_helpers.h"
 
 namespace collage {
@@ -37,6 +40,29 @@ TEST(NativeArg, CumSumExclusiveReverse) {
   EXPECT_EQ(cs(1, 0), (std::vector<float>{0, 1, 3, 6}));
   EXPECT_EQ(cs(0, 1), (std::vector<float>{10, 9, 7, 4}));
   EXPECT_EQ(cs(1, 1), (std::vector<float>{9, 7, 4, 0}));
+}
+
+TEST(NativeLocalNorm, GroupNormAndLpPoolRefuseBadAttributes) {
+  Tensor x(DType::Float32, {1, 6, 2, 2});
+  Tensor three = Tensor::from_vector<float>({3}, {1, 1, 1});
+  auto kind = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return ErrorKind::Internal;  // nothing thrown
+  };
+  Node gn = make_node("GroupNormalization", {{"num_groups", Attribute::of_int(4)}});
+  gn.opset = 18;
+  EXPECT_EQ(kind([&] { run1(gn, {x, three, three}); }), ErrorKind::InvalidModel);  // 4 does not divide 6
+  gn.attrs["num_groups"] = Attribute::of_int(3);
+  EXPECT_EQ(run1(gn, {x, three, three}).shape(), x.shape());
+  Node lp = make_node("LpPool", {{"kernel_shape", Attribute::of_ints({2, 2})}, {"p", Attribute::of_int(0)}});
+  EXPECT_EQ(kind([&] { run1(lp, {x}); }), ErrorKind::InvalidModel);
+  lp.attrs["p"] = Attribute::of_int(3);
+  Tensor ones = Tensor::from_vector<float>({1, 1, 2, 2}, {1, 1, 1, 1});
+  EXPECT_NEAR(values<float>(run1(lp, {ones}))[0], std::cbrt(4.0), 1e-6);
 }
 
 }  // namespace
