@@ -188,14 +188,7 @@ std::string OnnxBuilder::batch_norm(const std::string& x, int64_t c) {
 }
 
 std::string OnnxBuilder::relu6(const std::string& x) {
-  auto bound = [&](float v) {
-    onnx::AttributeProto a;
-    a.set_name("value");
-    a.set_type(onnx::AttributeProto::TENSOR);
-    *a.mutable_t() = tensor_to_proto(Tensor::scalar<float>(v), "");
-    return op("Constant", {}, {a});
-  };
-  std::string lo = bound(0.0f), hi = bound(6.0f);
+  std::string lo = float_constant(0.0f), hi = float_constant(6.0f);
   return op("Clip", {x, lo, hi});
 }
 
@@ -220,14 +213,16 @@ std::string OnnxBuilder::layer_norm(const std::string& x, int64_t d) {
             {attr("axis", int64_t{-1}), attr("epsilon", 1e-5f)});
 }
 
+std::string OnnxBuilder::float_constant(float value) {
+  onnx::AttributeProto a;
+  a.set_name("value");
+  a.set_type(onnx::AttributeProto::TENSOR);
+  *a.mutable_t() = tensor_to_proto(Tensor::scalar<float>(value), "");
+  return op("Constant", {}, {a});
+}
+
 std::string OnnxBuilder::gelu(const std::string& x) {
-  auto c = [&](float v) {
-    onnx::AttributeProto a;
-    a.set_name("value");
-    a.set_type(onnx::AttributeProto::TENSOR);
-    *a.mutable_t() = tensor_to_proto(Tensor::scalar<float>(v), "");
-    return op("Constant", {}, {a});
-  };
+  auto c = [&](float v) { return float_constant(v); };
   std::string d = op("Div", {x, c(1.4142135381698608f)});
   std::string e = op("Erf", {d});
   std::string a = op("Add", {e, c(1.0f)});
@@ -249,26 +244,6 @@ void OnnxBuilder::set_opset(int opset) {
 }
 
 namespace {
-
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
-  if (exp == 0xffu) return static_cast<uint16_t>(sign | 0x7c00u | (man ? 0x200u : 0u));  // inf, NaN
-  int e = static_cast<int>(exp) - 127 + 15;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow: inf
-  if (e <= 0) {                                               // subnormal or zero
-    if (e < -10) return static_cast<uint16_t>(sign);
-    man |= 0x800000u;
-    uint32_t shift = static_cast<uint32_t>(14 - e);
-    uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = (static_cast<uint32_t>(e) << 10) | (man >> 13), rest = man & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // may carry into the exponent: still right
-  return static_cast<uint16_t>(sign | half);
-}
 
 void tensor_to_half(onnx::TensorProto* t) {
   if (t->data_type() != onnx::TensorProto::FLOAT) return;

@@ -31,6 +31,7 @@ class OnnxBuilder {
   std::string scalar(const std::string& name, float value);
   // A Constant node (PyTorch emits these for small tensors).
   std::string constant_node(const std::vector<int64_t>& values, bool as_scalar = false);
+  std::string float_constant(float value);  // a float32 scalar Constant node
 
   // Nodes: names "<scope>/<Op>" and outputs "<scope>/<Op>_output_<i>".
   std::vector<std::string> node(const std::string& op, const std::vector<std::string>& inputs,

@@ -5,8 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor_io/tensor_proto.h"
-
 namespace collage::samples {
 
 namespace {
@@ -19,21 +17,13 @@ struct Scope {
   B& b_;
 };
 
-std::string constant(B& b, float value) {
-  onnx::AttributeProto a;
-  a.set_name("value");
-  a.set_type(onnx::AttributeProto::TENSOR);
-  *a.mutable_t() = tensor_to_proto(Tensor::scalar<float>(value), "");
-  return b.op("Constant", {}, {a});
-}
-
 // gelu(approximate='tanh') as opset 17 writes it: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 std::string gelu_tanh(B& b, const std::string& x) {
-  std::string cube = b.op("Pow", {x, constant(b, 3.0f)});
-  std::string inner = b.op("Add", {x, b.op("Mul", {cube, constant(b, 0.044715f)})});
-  std::string t = b.op("Tanh", {b.op("Mul", {inner, constant(b, std::sqrt(2.0f / 3.14159265f))})});
-  std::string one_plus = b.op("Add", {t, constant(b, 1.0f)});
-  return b.op("Mul", {b.op("Mul", {x, constant(b, 0.5f)}), one_plus});
+  std::string cube = b.op("Pow", {x, b.float_constant(3.0f)});
+  std::string inner = b.op("Add", {x, b.op("Mul", {cube, b.float_constant(0.044715f)})});
+  std::string t = b.op("Tanh", {b.op("Mul", {inner, b.float_constant(std::sqrt(2.0f / 3.14159265f))})});
+  std::string one_plus = b.op("Add", {t, b.float_constant(1.0f)});
+  return b.op("Mul", {b.op("Mul", {x, b.float_constant(0.5f)}), one_plus});
 }
 
 // Pre-LN transformer block (ViT, GPT-2): x + attn(ln_1(x)), then + mlp(ln_2(x)). `masked`
@@ -58,9 +48,9 @@ std::string pre_ln_block(B& b, const std::string& x, int64_t seq, int64_t d, int
     };
     std::string q = heads_of("q_proj", false), k = heads_of("k_proj", true), v = heads_of("v_proj", false);
     std::string scores =
-        b.op("Div", {b.op("MatMul", {q, k}), constant(b, std::sqrt(static_cast<float>(dh)))});
+        b.op("Div", {b.op("MatMul", {q, k}), b.float_constant(std::sqrt(static_cast<float>(dh)))});
     if (!masked.empty())
-      scores = b.op("Where", {masked, constant(b, std::numeric_limits<float>::lowest()), scores});
+      scores = b.op("Where", {masked, b.float_constant(std::numeric_limits<float>::lowest()), scores});
     std::string ctx = b.op("MatMul", {b.op("Softmax", {scores}, {B::attr("axis", int64_t{-1})}), v});
     ctx = b.op("Transpose", {ctx}, {B::attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
     ctx = b.dynamic_reshape(ctx, {seq, d});
@@ -133,7 +123,7 @@ OnnxBuilder gpt_block(uint64_t seed) {
     for (int64_t i = 0; i < seq * seq; ++i) ones.data<float>()[i] = 1.0f;
     std::string tril =
         b.op("Trilu", {b.initializer("causal_mask.ones", ones)}, {B::attr("upper", int64_t{0})});
-    masked = b.op("Equal", {tril, constant(b, 0.0f)});
+    masked = b.op("Equal", {tril, b.float_constant(0.0f)});
   }
   for (int l = 0; l < 2; ++l) {
     Scope s(b, "h." + std::to_string(l));
