@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/import/half_compute.h"
 #include "core/import/normalize.h"
 #include "core/import/shape_completion.h"
 #include "core/tensor_io/tensor_proto.h"
@@ -295,6 +296,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
                   "could not determine a static shape and type for value '" + v.name + "'" + where);
     }
   }
+  if (options.half_in_float32) import_detail::compute_half_in_float32(graph, report);
   return graph;
 }
 

@@ -20,6 +20,9 @@ struct ImportOptions {
   // Evaluates nodes on constant inputs (folding) and on placeholder inputs
   // (shapes ONNX inference missed). Required: pass native::evaluate_node.
   NodeEvaluator evaluator;
+  // float16/bfloat16 models compute in float32 behind their half interface
+  // (import_detail::compute_half_in_float32); false keeps them as written.
+  bool half_in_float32 = true;
 };
 
 struct ImportReport {

@@ -2,9 +2,11 @@
 // (raw_data and int32_data), half graph inputs and outputs, native execution.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
+#include "backends/native/native_kernel.h"
 #include "core/tensor_io/tensor_proto.h"
 #include "onnx/onnx_pb.h"
 #include "onnx_test_model.h"
@@ -79,6 +81,65 @@ TEST(HalfModel, BFloat16CastChain) {
   ASSERT_EQ(out[0].dtype(), DType::Float32);
   // 1 + 2^-8 is a tie between bfloat16 neighbours 1 and 1 + 2^-7: nearest even is 1.
   EXPECT_EQ(out[0].to_double_vector(), (std::vector<double>{-1.0, -1.0, -3.0}));
+}
+
+// The import computes half models in float32 (core/import/half_compute.h): the
+// interface keeps its types, explicit Casts keep their rounding, and every other
+// node sees float32 so the float32 backends can claim it.
+TEST(HalfModel, ComputesInFloat32BehindAHalfInterface) {
+  OnnxTestModel m(17);
+  m.input("x", {2, 4}, onnx::TensorProto::FLOAT16);
+  m.initializer(
+      "w", half_tensor(DType::Float16, {4, 3}, {0.5f, -1, 2, 0.25f, 1, -0.5f, 1.5f, 3, -2, 0.125f, 1, 1}));
+  m.node("MatMul", {"x", "w"}, {"mm"});
+  m.node("Relu", {"mm"}, {"r"});
+  auto& up = m.node("Cast", {"r"}, {"r32"});
+  OnnxTestModel::attr_int(up, "to", onnx::TensorProto::FLOAT);
+  m.node("Sigmoid", {"r32"}, {"s32"});
+  auto& down = m.node("Cast", {"s32"}, {"s16"});
+  OnnxTestModel::attr_int(down, "to", onnx::TensorProto::FLOAT16);
+  m.node("Add", {"s16", "r"}, {"y"});
+  m.output("y");
+
+  ImportReport report;
+  Graph g = import_model(m, {}, &report);
+  EXPECT_EQ(g.value(g.inputs[0]).dtype, DType::Float16);
+  EXPECT_EQ(g.value(g.outputs[0]).dtype, DType::Float16);
+  for (const Value& v : g.values) {
+    if (!is_half_dtype(v.dtype)) continue;
+    bool cast_made = v.producer != kNoNode && g.node(v.producer).op_type == "Cast";
+    EXPECT_TRUE(v.is_graph_input || v.is_graph_output || cast_made) << v.name;
+    for (NodeId c : v.consumers) EXPECT_EQ(g.node(c).op_type, "Cast") << v.name;
+  }
+  for (const Node& n : g.nodes) {
+    if (n.op_type != "MatMul" && n.op_type != "Relu" && n.op_type != "Add") continue;
+    for (ValueId v : n.inputs) EXPECT_EQ(g.value(v).dtype, DType::Float32) << n.name;
+  }
+  EXPECT_NE(report.notes.back().find("compute in float32"), std::string::npos);
+
+  ImportOptions as_written;
+  as_written.evaluator = native::node_evaluator();
+  as_written.half_in_float32 = false;
+  Graph h = import_onnx_bytes(m.bytes(), ".", as_written);
+  EXPECT_EQ(h.value(h.find_value("mm")).dtype, DType::Float16);
+
+  std::vector<float> xs = {1, -2, 0.5f, 3, -1, 0.25f, 2, -0.75f};
+  Tensor x = half_tensor(DType::Float16, {2, 4}, xs);
+  std::vector<double> lowered = run_native(g, {x})[0].to_double_vector();
+  std::vector<double> written = run_native(h, {x})[0].to_double_vector();
+  // Independent reference in double, with the explicit Cast's rounding applied.
+  const std::vector<float> w = {0.5f, -1, 2, 0.25f, 1, -0.5f, 1.5f, 3, -2, 0.125f, 1, 1};
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 4; ++k) acc += double(half_to_float(float_to_half(xs[i * 4 + k]))) * w[k * 3 + j];
+      double r = std::max(acc, 0.0);
+      double s = half_to_float(float_to_half(static_cast<float>(1 / (1 + std::exp(-r)))));
+      double want = s + r;
+      size_t at = static_cast<size_t>(i * 3 + j);
+      EXPECT_NEAR(lowered[at], want, 2e-3 * (1 + std::fabs(want))) << at;
+      EXPECT_NEAR(written[at], want, 2e-3 * (1 + std::fabs(want))) << at;
+    }
 }
 
 }  // namespace
