@@ -5,6 +5,10 @@
 
 namespace collage::cli {
 
+// The whole `collage` program: serves as a measure worker when asked
+// (core/tuning/measure_worker.h), else dispatches to a command; returns the exit code.
+int run_cli(int argc, char** argv);
+
 // Each returns the process exit code; errors are thrown as collage::Error.
 int command_info(const std::vector<std::string>& argv);
 int command_run(const std::vector<std::string>& argv);

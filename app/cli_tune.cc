@@ -31,6 +31,15 @@ extern "C" void on_interrupt(int) {
 class ConsoleProgress : public ProgressObserver {
  public:
   bool cancel_requested() const override { return g_interrupted != 0; }
+  void on_candidates(const std::vector<Candidate>& candidates) override { candidates_ = candidates; }
+  // A worker lost to a candidate is news (a library bug on this shape); routine refusals are not.
+  void on_measured(size_t index, const MeasuredCandidate& result) override {
+    if (result.from_cache || result.cost.valid() || !lost_in_worker(result.cost.invalid_reason)) return;
+    const Candidate& c = candidates_.at(index);
+    std::fprintf(stderr, "%scandidate %s %s (nodes %s): %s; the tune goes on without it\n", tty_ ? "\r" : "",
+                 c.backend.c_str(), c.label.c_str(), describe_nodes(node_ids(c.nodes)).c_str(),
+                 result.cost.invalid_reason.c_str());
+  }
   void on_progress(const ProgressEvent& e) override {
     if (e.stage == ProgressEvent::Stage::RefineEvaluation) {  // a terminal shows each measurement in place
       if (tty_) std::fprintf(stderr, "\rrefining: evaluation %zu (best %.3f ms)", e.done, e.best_ms);
@@ -66,8 +75,15 @@ class ConsoleProgress : public ProgressObserver {
   }
 
  private:
+  static std::string describe_nodes(const std::vector<NodeId>& ids) {
+    std::string text;
+    for (NodeId n : ids) text += (text.empty() ? "" : ",") + std::to_string(n);
+    return text;
+  }
+
   bool tty_ = isatty(fileno(stderr)) != 0;
   size_t last_decile_ = SIZE_MAX;
+  std::vector<Candidate> candidates_;
 };
 
 void print_verification(const workflow::VerifyReport& verify) {
@@ -82,7 +98,7 @@ int command_tune(const std::vector<std::string>& argv) {
       argv,
       {"--dim", "--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon", "-o", "--output",
        "--repeat", "--min-time-ms", "--budget", "--population", "--seed", "--generations", "--patience"},
-      {"--no-cost-db", "--refine"});
+      {"--no-cost-db", "--refine", "--in-process"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
@@ -114,13 +130,17 @@ int command_tune(const std::vector<std::string>& argv) {
   topts.min_time_ms = args.get_double("--min-time-ms", topts.min_time_ms, 0.1, 1e6);
   topts.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
   topts.pins = pins;
+  topts.isolated = !args.has("--in-process");
   ConsoleProgress progress;
   g_interrupted = 0;
   std::signal(SIGINT, on_interrupt);
   TuneResult tuned = workflow::tune(graph, topts, db.get(), &progress);
-  std::fprintf(stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid (%.1f s)\n",
-               tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid,
-               tuned.measure_ms / 1000);
+  std::fprintf(
+      stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid (%.1f s%s)\n",
+      tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
+      tuned.workers_started ? (", " + std::to_string(tuned.workers_started) + " measure worker(s)").c_str()
+      : topts.isolated      ? ""
+                            : ", in-process");
   std::fprintf(stderr, "\rsearch: %zu states expanded in %.1f ms%s\n", tuned.search.states_expanded,
                tuned.search.elapsed_ms, tuned.search.exact ? "" : " (beam fallback: not guaranteed optimal)");
   const Placement& placement = tuned.placement;

@@ -11,13 +11,19 @@
 
 namespace collage {
 
-const std::vector<const BackendSpec*>& all_backends() {
-  static const std::vector<const BackendSpec*> backends = {
+namespace {
+std::vector<const BackendSpec*>& backend_list() {
+  static std::vector<const BackendSpec*> backends = {
       &native_backend(),  &onednn_backend(),        &blas_backend(),
       &xnnpack_backend(), &xnnpack_graph_backend(), &onednn_region_backend(),
   };
   return backends;
 }
+}  // namespace
+
+const std::vector<const BackendSpec*>& all_backends() { return backend_list(); }
+
+void add_backend_for_tests(const BackendSpec* backend) { backend_list().push_back(backend); }
 
 const BackendSpec* find_backend(const std::string& name) {
   for (const BackendSpec* b : all_backends())

@@ -9,6 +9,9 @@
 namespace collage {
 
 const std::vector<const BackendSpec*>& all_backends();
+// Test binaries add test-only backends (e.g. one whose kernels crash) before anything
+// reads the list; the product never calls this.
+void add_backend_for_tests(const BackendSpec* backend);
 const BackendSpec* find_backend(const std::string& name);  // nullptr if unknown
 // "onednn,xnnpack,native" -> specs; empty = all. Unknown names throw InvalidInput
 // listing the known ones.

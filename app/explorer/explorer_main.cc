@@ -7,8 +7,15 @@
 
 #include "app/explorer/batch_screenshot.h"
 #include "app/explorer/main_window.h"
+#include "backends/native/native_kernel.h"
+#include "backends/registry.h"
+#include "core/tuning/measure_worker.h"
 
 int main(int argc, char** argv) {
+  // The explorer measures in copies of itself: a crashing library takes a worker, not the window.
+  int worker_rc =
+      collage::enable_measure_workers(argc, argv, collage::all_backends(), collage::native::node_evaluator());
+  if (worker_rc >= 0) return worker_rc;
   QApplication app(argc, argv);
   QApplication::setApplicationName("collage-explorer");
   QApplication::setOrganizationName("collage");

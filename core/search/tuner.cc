@@ -28,6 +28,7 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   auto t0 = std::chrono::steady_clock::now();
   Measurer measurer(graph, reference_values(graph, r.inputs, evaluator), db, options.measure);
   r.costs = measurer.measure(r.candidates, backends, observer);
+  r.workers_started = measurer.workers_started();
   r.measure_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<Cost> cost;
   for (const MeasuredCandidate& m : r.costs) {

@@ -25,6 +25,7 @@ struct TuneResult {
   std::vector<MeasuredCandidate> costs;  // aligned with candidates
   SearchResult search;
   std::vector<Tensor> inputs;  // the random inputs measured on
+  int workers_started = 0;     // measure worker processes (more than 1: some were replaced)
   size_t measured_now = 0, from_cache = 0, invalid = 0;
   double measure_ms = 0;
 };

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <new>
 
 #include "core/backend_api/kernel_signature.h"
 
@@ -50,7 +51,7 @@ std::string compare_outputs(const Graph& g, const SubGraph& sub, const std::vect
 }
 
 std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
-                                     const NodeEvaluator& evaluator) {
+                                     const NodeEvaluator& evaluator, std::vector<double>* node_ms) {
   std::vector<Tensor> values(graph.values.size());
   for (size_t v = 0; v < graph.values.size(); ++v)
     if (graph.values[v].constant) values[v] = *graph.values[v].constant;
@@ -58,10 +59,13 @@ std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tenso
     values[static_cast<size_t>(graph.inputs[i])] = inputs[i];
   HeapAllocator alloc;
   std::vector<const Tensor*> args;
+  if (node_ms) node_ms->clear();
   for (const Node& n : graph.nodes) {
     args.clear();
     for (ValueId in : n.inputs) args.push_back(in == kNoValue ? nullptr : &values[static_cast<size_t>(in)]);
+    auto t0 = Clock::now();
     auto outs = evaluator(n, args, alloc);
+    if (node_ms) node_ms->push_back(ms_since(t0));
     for (size_t k = 0; k < n.outputs.size() && k < outs.size(); ++k)
       if (n.outputs[k] != kNoValue) values[static_cast<size_t>(n.outputs[k])] = outs[k];
   }
@@ -90,6 +94,8 @@ double measure_dispatch_overhead_ms() {
 Measurer::Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db,
                    MeasureOptions options)
     : graph_(graph), values_(std::move(reference_values)), db_(db), options_(options) {}
+
+Measurer::~Measurer() = default;
 
 Cost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
   std::vector<const Tensor*> args;
@@ -124,13 +130,15 @@ Cost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
   return cost;
 }
 
-Cost Measurer::measure_one(const BackendSpec& backend, const SubGraph& sub) const {
+Cost Measurer::measure_in_process(const BackendSpec& backend, const SubGraph& sub) const {
   std::unique_ptr<Kernel> kernel;
   auto t0 = Clock::now();
   try {
     CompileOptions copts;
     copts.threads = options_.threads;
     kernel = backend.compile(graph_, sub, copts);
+  } catch (const std::bad_alloc&) {
+    return Cost::invalid("out of memory");
   } catch (const std::exception& e) {
     return Cost::invalid(std::string("build failed: ") + e.what());
   }
@@ -149,6 +157,10 @@ Cost Measurer::measure_one(const BackendSpec& backend, const SubGraph& sub) cons
     Cost cost = time_kernel(*kernel, sub);
     cost.build_ms = build_ms;
     return cost;
+  } catch (const std::bad_alloc&) {
+    Cost invalid = Cost::invalid("out of memory");
+    invalid.build_ms = build_ms;
+    return invalid;
   } catch (const std::exception& e) {
     Cost invalid = Cost::invalid(std::string("run failed: ") + e.what());
     invalid.build_ms = build_ms;
@@ -208,7 +220,16 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
       landed(i);
       continue;
     }
-    out[i].cost = measure_one(backend, sub);
+    if (options_.worker.command.empty()) {
+      out[i].cost = measure_in_process(backend, sub);
+    } else {
+      if (!worker_) {
+        std::vector<Tensor> inputs;
+        for (ValueId v : graph_.inputs) inputs.push_back(values_[static_cast<size_t>(v)]);
+        worker_ = std::make_unique<MeasureWorker>(graph_, inputs, options_);
+      }
+      out[i].cost = worker_->measure(backend.name, node_ids(c.nodes));
+    }
     measured_here[sig] = i;
     if (db_) {
       CostRecord record;

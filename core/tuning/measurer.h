@@ -3,6 +3,7 @@
 // in the CostDb; candidates with the same signature are measured once.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "core/backend_api/backend.h"
@@ -10,6 +11,7 @@
 #include "core/tuning/candidates.h"
 #include "core/tuning/cost.h"
 #include "core/tuning/cost_db.h"
+#include "core/tuning/measure_worker.h"
 #include "core/tuning/progress.h"
 
 namespace collage {
@@ -25,6 +27,9 @@ struct MeasureOptions {
   // Look costs up only: a candidate the cost DB lacks gets an invalid cost (kNotMeasured),
   // nothing is built or timed and no reference values are needed.
   bool cached_only = false;
+  // Non-empty worker.command: build and time each candidate in a worker process
+  // (measure_worker.h) so a crashing or hanging library costs only that candidate.
+  WorkerOptions worker;
 };
 
 inline constexpr const char* kNotMeasured = "not measured (no cost in the cost DB for this machine)";
@@ -36,9 +41,9 @@ struct MeasuredCandidate {
 };
 
 // Every value of the graph computed with `evaluator` on `inputs`: the data each
-// candidate is fed and checked against.
+// candidate is fed and checked against. `node_ms`, if given, receives each node's time.
 std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
-                                     const NodeEvaluator& evaluator);
+                                     const NodeEvaluator& evaluator, std::vector<double>* node_ms = nullptr);
 
 // "" when `got` (a kernel's outputs for `sub`) agrees with the reference `values`, else what
 // differs, under compare_tensors() (the tuner's rule by default).
@@ -53,6 +58,7 @@ class Measurer {
  public:
   // `db` may be null (no persistence).
   Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db, MeasureOptions options);
+  ~Measurer();
 
   // One entry per candidate, aligned. Throws Error(Cancelled) when `observer` asks;
   // everything measured before that is already in the DB.
@@ -63,13 +69,17 @@ class Measurer {
   // Times one compiled kernel on the reference inputs of `sub` (also used for whole placements).
   Cost time_kernel(Kernel& kernel, const SubGraph& sub) const;
 
- private:
-  Cost measure_one(const BackendSpec& backend, const SubGraph& sub) const;
+  // Builds, verifies and times `sub` in this process (what a measure worker runs).
+  Cost measure_in_process(const BackendSpec& backend, const SubGraph& sub) const;
+  // Worker processes started so far (0 when measuring in-process).
+  int workers_started() const { return worker_ ? worker_->workers_started() : 0; }
 
+ private:
   const Graph& graph_;
   std::vector<Tensor> values_;
   CostDb* db_;
   MeasureOptions options_;
+  std::unique_ptr<MeasureWorker> worker_;  // started on the first candidate to measure
 };
 
 }  // namespace collage

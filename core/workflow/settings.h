@@ -29,6 +29,8 @@ struct Settings {
   Tolerance verify_tolerance{1e-3, 1e-3, 0};
   // Each candidate kernel against the native reference (the tuner's rule).
   Tolerance kernel_tolerance = kKernelTolerance;
+  // Candidates are measured in worker processes (core/tuning/measure_worker.h).
+  bool isolate_measurement = true;
 };
 
 inline constexpr Settings kSettings{};

@@ -117,6 +117,7 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
   topts.measure.threads = options.threads;
   topts.measure.min_time_ms = options.min_time_ms;
   topts.measure.tolerance = options.tolerance;
+  if (options.isolated) topts.measure.worker.command = default_worker_command();
   topts.search.epsilon_ms = options.epsilon_ms;
   topts.pins = options.pins;
   return collage::tune(graph, or_all(options.backends), native::node_evaluator(), topts, db, observer);

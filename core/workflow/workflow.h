@@ -40,6 +40,10 @@ struct TuneStepOptions {
   double epsilon_ms = -1;  // < 0: measure the dispatch overhead
   double min_time_ms = MeasureOptions{}.min_time_ms;
   Tolerance tolerance = kSettings.kernel_tolerance;
+  // Build and time candidates in worker processes (default_worker_command(), set by the
+  // front ends' main) so a crashing or hanging library costs one candidate; false or no
+  // worker command: in this process (`tune --in-process`).
+  bool isolated = kSettings.isolate_measurement;
 };
 
 // The TuneResult (placement, candidates and their costs, the inputs measured on, counts).

@@ -1,0 +1,93 @@
+// `collage`'s main as a function (collage_main.cc calls it; test binaries call it
+// after adding test-only backends). Errors in the input give one line on stderr
+// and exit code 2.
+#include <cstdio>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "app/cli_commands.h"
+#include "backends/native/native_kernel.h"
+#include "backends/registry.h"
+#include "core/ir/error.h"
+#include "core/tuning/measure_worker.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: collage COMMAND [options]\n"
+    "commands:\n"
+    "  info MODEL [--dim NAME=N ...]\n"
+    "      inputs/outputs, op histogram, node count, FLOPs, parameters\n"
+    "  run MODEL [--input NAME=FILE.pb ...] [--output-dir DIR] [--repeat N] [--threads N]\n"
+    "            [--dim NAME=N ...] [--seed S] [--placement placement.json]\n"
+    "      runs the model with the native kernels on random (or given) inputs,\n"
+    "      writes DIR/<output>.pb and prints 'median X ms, min Y ms'\n"
+    "  candidates MODEL [--backends B1,B2,...] [--json] [--dim NAME=N ...]\n"
+    "      per backend: candidate kernels (single ops and fused groups), the largest group;\n"
+    "      --json lists every candidate (node ids, backend, label)\n"
+    "  tune MODEL [--backends B1,B2] [--threads N] [--pin NODE=BACKEND ...] [--forbid NODE=BACKEND ...]\n"
+    "             [--cost-db PATH | --no-cost-db] [--epsilon MS] [--repeat N] [--in-process] -o "
+    "placement.json\n"
+    "             [--refine [--budget 90s|10m|1h] [--population N] [--generations G] [--patience K] [--seed "
+    "S]]\n"
+    "      measures every candidate (cached in the cost DB), searches the cheapest placement,\n"
+    "      runs and verifies it, prints predicted vs measured latency; --refine then runs the\n"
+    "      graph-level evolutionary search (onednn-region, xnnpack-graph regions; measured fitness)\n"
+    "  costs [--backend B] [--json] [--export FILE] [--import FILE] [--cost-db PATH]\n"
+    "      lists the cost database (default: $COLLAGE_COST_DB or "
+    "~/.local/share/collage-explorer/costs.sqlite)\n"
+    "  compare A.pb B.pb [--rtol R] [--atol A]\n"
+    "      element-wise agreement of two tensor files (exit 1 if any element is outside tolerance)\n"
+    "  export MODEL --placement placement.json -o model.collage [--dim NAME=N ...]\n"
+    "      writes the compiled artifact (docs/artifact-format.md) for collage-run / libcollage_runtime,\n"
+    "      reloads it and checks its outputs against the in-process run of the placement\n"
+    "  explain MODEL --placement placement.json [--node NAME|ID] [--json] [--cost-db PATH | --no-cost-db]\n"
+    "                [--backends B1,B2] [--threads N] [--dim NAME=N ...]\n"
+    "      why each node runs where the placement put it (reason, runner-up and its predicted delta);\n"
+    "      --node: the candidates covering it and the what-ifs (run on / forbid each backend);\n"
+    "      from the cost DB's costs alone, nothing is measured\n"
+    "Symbolic input dims default to 1; set them with --dim batch=8.\n";
+
+}  // namespace
+
+namespace collage::cli {
+
+int run_cli(int argc, char** argv) {
+  int worker_rc =
+      collage::enable_measure_workers(argc, argv, collage::all_backends(), collage::native::node_evaluator());
+  if (worker_rc >= 0) return worker_rc;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "info") return collage::cli::command_info(args);
+    if (command == "run") return collage::cli::command_run(args);
+    if (command == "candidates") return collage::cli::command_candidates(args);
+    if (command == "tune") return collage::cli::command_tune(args);
+    if (command == "costs") return collage::cli::command_costs(args);
+    if (command == "compare") return collage::cli::command_compare(args);
+    if (command == "export") return collage::cli::command_export(args);
+    if (command == "explain") return collage::cli::command_explain(args);
+    if (command == "diff") return collage::cli::command_diff(args);
+    if (command == "profile") return collage::cli::command_profile(args);
+    std::cerr << "collage: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const collage::Error& e) {
+    std::cerr << "collage: " << collage::error_kind_name(e.kind()) << ": " << e.what() << "\n";
+    return e.kind() == collage::ErrorKind::Internal ? 3 : 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "collage: out of memory\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "collage: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+}  // namespace collage::cli

@@ -1,0 +1,413 @@
+#include "core/tuning/measure_worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/runtime/artifact.h"
+#include "core/tensor_io/tensor_proto.h"
+#include "core/tuning/measurer.h"
+
+extern char** environ;
+
+namespace collage {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kChannelFd = 3;
+constexpr double kStartLimitS = 300;  // loading the graph and the reference run of the whole model
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::send(fd, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Reads one line from fd, waiting at most until `deadline`. false on EOF/error/timeout
+// (`timed_out` tells which).
+bool read_line(int fd, std::string& buffer, std::string& line, std::chrono::steady_clock::time_point deadline,
+               bool* timed_out) {
+  if (timed_out) *timed_out = false;
+  for (;;) {
+    if (size_t nl = buffer.find('\n'); nl != std::string::npos) {
+      line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      return true;
+    }
+    int wait_ms = -1;
+    if (deadline != std::chrono::steady_clock::time_point::max()) {
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        if (timed_out) *timed_out = true;
+        return false;
+      }
+      wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
+    }
+    pollfd p{fd, POLLIN, 0};
+    int r = ::poll(&p, 1, wait_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return false;
+    if (r == 0) continue;  // the deadline check above decides
+    char chunk[4096];
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buffer.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+std::string format_double(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+// ---- the worker's side ----
+
+struct WorkerArgs {
+  std::string session;
+  MeasureOptions options;
+};
+
+WorkerArgs parse_worker_args(int argc, char** argv) {
+  WorkerArgs w;
+  for (int a = 2; a + 1 < argc; a += 2) {
+    std::string key = argv[a];
+    std::string value = argv[a + 1];
+    MeasureOptions& o = w.options;
+    if (key == "--session")
+      w.session = value;
+    else if (key == "--threads")
+      o.threads = std::stoi(value);
+    else if (key == "--warmup")
+      o.warmup_runs = std::stoi(value);
+    else if (key == "--min-samples")
+      o.min_samples = std::stoi(value);
+    else if (key == "--max-samples")
+      o.max_samples = std::stoi(value);
+    else if (key == "--min-time-ms")
+      o.min_time_ms = std::stod(value);
+    else if (key == "--max-time-ms")
+      o.max_time_ms = std::stod(value);
+    else if (key == "--atol")
+      o.tolerance.atol = std::stod(value);
+    else if (key == "--rtol")
+      o.tolerance.rtol = std::stod(value);
+    else if (key == "--peak-rtol")
+      o.tolerance.peak_rtol = std::stod(value);
+    else if (key == "--memory-mb")
+      o.worker.memory_budget_mb = std::stoll(value);
+    else
+      throw Error(ErrorKind::InvalidInput, "measure worker: unknown option " + key);
+  }
+  if (w.session.empty()) throw Error(ErrorKind::InvalidInput, "measure worker: --session is required");
+  return w;
+}
+
+// MemAvailable (what can be had without swapping others out), else physical memory.
+int64_t available_memory_mb() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  while (meminfo >> key >> kb)
+    if (key == "MemAvailable:") return kb / 1024;
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / (1 << 20) : 0;
+}
+
+void limit_memory(int64_t budget_mb) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)budget_mb;  // ASan reserves terabytes of shadow address space
+#else
+  if (budget_mb <= 0) budget_mb = available_memory_mb() * 3 / 4;
+  if (budget_mb <= 0) return;
+  rlimit limit{};
+  limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(budget_mb) << 20;
+  ::setrlimit(RLIMIT_AS, &limit);
+#endif
+}
+
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
+int serve(int argc, char** argv, const std::vector<const BackendSpec*>& backends,
+          const NodeEvaluator& evaluator) {
+  WorkerArgs w = parse_worker_args(argc, argv);
+  limit_memory(w.options.worker.memory_budget_mb);
+  apply_threads(backends, w.options.threads);
+  Artifact session = load_artifact((fs::path(w.session) / "graph.collage").string());
+  const Graph& graph = session.graph;
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < graph.inputs.size(); ++i)
+    inputs.push_back(
+        read_tensor_file((fs::path(w.session) / ("input_" + std::to_string(i) + ".pb")).string()));
+  std::vector<double> node_ms;
+  Measurer measurer(graph, reference_values(graph, inputs, evaluator, &node_ms), nullptr, w.options);
+  std::string ready = "ready";
+  for (double ms : node_ms) ready += " " + format_double(ms);
+  if (!write_all(kChannelFd, ready + "\n")) return 1;
+
+  std::string buffer, line;
+  while (read_line(kChannelFd, buffer, line, std::chrono::steady_clock::time_point::max(), nullptr)) {
+    std::istringstream request(line);
+    std::string verb, backend_name;
+    size_t count = 0;
+    request >> verb >> backend_name >> count;
+    IndexSet nodes(static_cast<size_t>(graph.num_nodes()));
+    for (size_t k = 0; k < count; ++k) {
+      NodeId n = kNoNode;
+      request >> n;
+      if (n >= 0 && n < graph.num_nodes()) nodes.add(static_cast<size_t>(n));
+    }
+    const BackendSpec* backend = nullptr;
+    for (const BackendSpec* b : backends)
+      if (b->name == backend_name) backend = b;
+    Cost cost;
+    if (verb != "measure" || !backend || nodes.empty()) {
+      cost = Cost::invalid("measure worker: malformed request '" + line + "'");
+    } else {
+      try {
+        cost = measurer.measure_in_process(*backend, make_subgraph(graph, nodes));
+      } catch (const std::bad_alloc&) {
+        cost = Cost::invalid("out of memory");
+      }
+    }
+    std::string reply = cost.valid()
+                            ? "ok " + format_double(cost.median_ms) + " " + format_double(cost.p90_ms) + " " +
+                                  format_double(cost.stddev_ms) + " " + std::to_string(cost.samples) + " " +
+                                  format_double(cost.build_ms)
+                            : "invalid " + format_double(cost.build_ms) + " " + one_line(cost.invalid_reason);
+    if (!write_all(kChannelFd, reply + "\n")) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool lost_in_worker(const std::string& reason) {
+  for (const char* prefix : {"crashed: ", "timed out after ", "out of memory", "the measurement worker "})
+    if (reason.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+std::vector<std::string>& default_command() {
+  static std::vector<std::string> command;
+  return command;
+}
+
+const std::vector<std::string>& default_worker_command() { return default_command(); }
+void set_default_worker_command(std::vector<std::string> command) { default_command() = std::move(command); }
+
+int enable_measure_workers(int argc, char** argv, const std::vector<const BackendSpec*>& backends,
+                           const NodeEvaluator& evaluator) {
+  if (argc < 2 || std::strcmp(argv[1], kMeasureWorkerFlag) != 0) {
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) set_default_worker_command({self.string(), kMeasureWorkerFlag});
+    return -1;
+  }
+  // stdout belongs to the parent's output: library chatter goes to stderr.
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  try {
+    return serve(argc, argv, backends, evaluator);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "collage measure worker: %s\n", e.what());
+    return 2;
+  }
+}
+
+// ---- the parent's side ----
+
+struct MeasureWorker::Process {
+  pid_t pid = -1;
+  int fd = -1;  // the parent's end of the socket pair
+  std::string buffer;
+};
+
+MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& graph_inputs,
+                             const MeasureOptions& options)
+    : graph_(graph), worker_(options.worker) {
+  if (worker_.command.empty()) throw Error(ErrorKind::Internal, "MeasureWorker needs a worker command");
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/collage-measure-XXXXXX";
+  std::vector<char> dir(pattern.begin(), pattern.end());
+  dir.push_back('\0');
+  if (!::mkdtemp(dir.data()))
+    throw Error(ErrorKind::Io, "cannot create a directory for the measurement workers in " + pattern + ": " +
+                                   std::strerror(errno));
+  session_dir_ = dir.data();
+  Artifact session;
+  session.graph = graph;
+  for (NodeId n = 0; n < graph.num_nodes(); ++n)
+    session.kernels.push_back({{n}, "native", graph.node(n).op_type});
+  for (ValueId v : graph.inputs)
+    session.info.inputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
+  for (ValueId v : graph.outputs)
+    session.info.outputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
+  write_artifact(session, (fs::path(session_dir_) / "graph.collage").string());
+  for (size_t i = 0; i < graph_inputs.size(); ++i)
+    write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
+                      (fs::path(session_dir_) / ("input_" + std::to_string(i) + ".pb")).string());
+  args_ = worker_.command;
+  auto arg = [&](const char* key, const std::string& value) {
+    args_.push_back(key);
+    args_.push_back(value);
+  };
+  arg("--session", session_dir_);
+  arg("--threads", std::to_string(options.threads));
+  arg("--warmup", std::to_string(options.warmup_runs));
+  arg("--min-samples", std::to_string(options.min_samples));
+  arg("--max-samples", std::to_string(options.max_samples));
+  arg("--min-time-ms", format_double(options.min_time_ms));
+  arg("--max-time-ms", format_double(options.max_time_ms));
+  arg("--atol", format_double(options.tolerance.atol));
+  arg("--rtol", format_double(options.tolerance.rtol));
+  arg("--peak-rtol", format_double(options.tolerance.peak_rtol));
+  arg("--memory-mb", std::to_string(worker_.memory_budget_mb));
+}
+
+MeasureWorker::~MeasureWorker() {
+  stop(/*kill=*/false);
+  std::error_code ec;
+  fs::remove_all(session_dir_, ec);
+}
+
+void MeasureWorker::start() {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+    throw Error(ErrorKind::Io,
+                std::string("cannot create a socket pair for a measurement worker: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pair[1], kChannelFd);  // dup2 clears CLOEXEC on fd 3
+  std::vector<char*> argv;
+  for (std::string& a : args_) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pair[1]);
+  if (rc != 0) {
+    ::close(pair[0]);
+    throw Error(ErrorKind::Io,
+                "cannot start the measurement worker '" + args_[0] + "': " + std::strerror(rc));
+  }
+  process_ = std::make_unique<Process>();
+  process_->pid = pid;
+  process_->fd = pair[0];
+  ++started_;
+  std::string line;
+  bool timed_out = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStartLimitS);
+  bool got =
+      read_line(process_->fd, process_->buffer, line,
+                std::chrono::time_point_cast<std::chrono::steady_clock::duration>(deadline), &timed_out);
+  if (!got || line.rfind("ready", 0) != 0) {
+    stop(/*kill=*/true);
+    throw Error(ErrorKind::Io, "the measurement worker '" + args_[0] + "' did not start" +
+                                   (timed_out ? " within " + std::to_string(int(kStartLimitS)) + " s" : "") +
+                                   " (its stderr above says why)");
+  }
+  std::istringstream ready(line.substr(5));
+  native_ms_.clear();
+  for (double ms; ready >> ms;) native_ms_.push_back(ms);
+}
+
+void MeasureWorker::stop(bool kill) {
+  if (!process_) return;
+  ::close(process_->fd);  // a healthy worker sees EOF and exits
+  if (kill) ::kill(process_->pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(process_->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  process_.reset();
+}
+
+double MeasureWorker::limit_s(const std::vector<NodeId>& nodes) const {
+  double ms = 0;
+  for (NodeId n : nodes)
+    if (static_cast<size_t>(n) < native_ms_.size()) ms += native_ms_[static_cast<size_t>(n)];
+  return std::min(worker_.max_limit_s, worker_.min_limit_s + worker_.limit_factor * ms / 1000.0);
+}
+
+Cost MeasureWorker::lost_worker(const std::string& what) {
+  // Reap it and say how it ended.
+  ::close(process_->fd);
+  int status = 0;
+  while (::waitpid(process_->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  process_.reset();
+  if (!what.empty()) return Cost::invalid(what);
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return Cost::invalid(sig == SIGKILL ? "crashed: SIGKILL (out of memory?)"
+                                        : "crashed: " + signal_name(sig));
+  }
+  return Cost::invalid("the measurement worker exited with code " + std::to_string(WEXITSTATUS(status)));
+}
+
+Cost MeasureWorker::measure(const std::string& backend, const std::vector<NodeId>& nodes) {
+  if (!process_) start();
+  std::string request = "measure " + backend + " " + std::to_string(nodes.size());
+  for (NodeId n : nodes) request += " " + std::to_string(n);
+  if (!write_all(process_->fd, request + "\n")) return lost_worker("");
+  double limit = limit_s(nodes);
+  auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit));
+  std::string line;
+  bool timed_out = false;
+  if (!read_line(process_->fd, process_->buffer, line, deadline, &timed_out)) {
+    if (!timed_out) return lost_worker("");
+    ::kill(process_->pid, SIGKILL);
+    char text[64];
+    std::snprintf(text, sizeof text, "timed out after %.0f s", limit);
+    return lost_worker(text);
+  }
+  std::istringstream reply(line);
+  std::string verb;
+  reply >> verb;
+  Cost cost;
+  if (verb == "ok") {
+    reply >> cost.median_ms >> cost.p90_ms >> cost.stddev_ms >> cost.samples >> cost.build_ms;
+    if (reply.fail()) return Cost::invalid("measure worker: malformed reply '" + line + "'");
+    return cost;
+  }
+  double build_ms = 0;
+  reply >> build_ms;
+  std::string reason;
+  std::getline(reply, reason);
+  if (!reason.empty() && reason[0] == ' ') reason.erase(0, 1);
+  cost = Cost::invalid(verb == "invalid" ? reason : "measure worker: malformed reply '" + line + "'");
+  cost.build_ms = build_ms;
+  return cost;
+}
+
+}  // namespace collage

@@ -1,0 +1,96 @@
+// Isolated measurement: candidates are built, verified and timed in a worker
+// process, so a library that crashes, hangs or exhausts memory on one shape costs
+// that candidate (an invalid Cost naming what happened), not the tune.
+//
+// Protocol. The parent writes a session directory: the graph as an artifact file
+// (docs/artifact-format.md, exact node ids and constants) and the graph inputs as
+// TensorProto files. It starts `command... --session DIR <measure options>`; the
+// worker computes the reference values (the same native evaluator, the same
+// inputs, hence the same values as in the parent), applies the thread count and a
+// memory limit, and answers on fd 3 -- stdout stays free for libraries' chatter:
+//   worker -> "ready <native ms of node 0> <node 1> ...\n"
+//   parent -> "measure <backend> <node count> <ids...>\n"      (stdin)
+//   worker -> "ok <median> <p90> <stddev> <samples> <build ms>\n"
+//           | "invalid <build ms> <reason>\n"
+// The parent bounds each answer by a time limit derived from the native reference
+// time of the candidate's nodes; a worker that dies or overruns is killed, reported
+// and replaced on the next request. Timings are taken inside the worker by the
+// same Measurer code as in-process measuring.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend_api/backend.h"
+#include "core/ir/graph.h"
+#include "core/ir/kernel.h"
+#include "core/tuning/cost.h"
+
+namespace collage {
+
+struct MeasureOptions;
+
+struct WorkerOptions {
+  // The worker executable and its leading arguments; empty measures in-process.
+  std::vector<std::string> command;
+  // Per candidate: min_limit_s + limit_factor x the native reference time of its
+  // nodes, at most max_limit_s (build, verification and timing together).
+  double min_limit_s = 10;
+  double limit_factor = 50;
+  double max_limit_s = 120;
+  // Address-space limit of a worker; 0: three quarters of the memory available when
+  // it starts (MemAvailable), so a hoarding kernel fails its allocation before the
+  // machine's OOM killer picks a victim.
+  int64_t memory_budget_mb = 0;
+};
+
+// True for the reasons the parent gives a candidate whose worker died or overran
+// ("crashed: SIGSEGV", "timed out after 10 s", "out of memory", ...): the front
+// ends report these (they are not routine "build failed" refusals).
+bool lost_in_worker(const std::string& invalid_reason);
+
+// A front end's executable doubles as its worker: re-entered with kMeasureWorkerFlag.
+inline constexpr const char* kMeasureWorkerFlag = "--measure-worker";
+
+// First thing in a front end's main(): if argv[1] is kMeasureWorkerFlag, serves as a
+// worker over `backends` and returns its exit code. Otherwise makes this executable
+// the default worker command and returns -1. A program that never calls it (a unit
+// test binary) has no default worker and measures in-process.
+int enable_measure_workers(int argc, char** argv, const std::vector<const BackendSpec*>& backends,
+                           const NodeEvaluator& evaluator);
+// Empty until enable_measure_workers (or a test) sets it.
+const std::vector<std::string>& default_worker_command();
+void set_default_worker_command(std::vector<std::string> command);
+
+// The parent's side: one worker process at a time, started on first use.
+class MeasureWorker {
+ public:
+  MeasureWorker(const Graph& graph, const std::vector<Tensor>& graph_inputs, const MeasureOptions& options);
+  ~MeasureWorker();
+  MeasureWorker(const MeasureWorker&) = delete;
+  MeasureWorker& operator=(const MeasureWorker&) = delete;
+
+  // Builds, verifies and times `nodes` on `backend` in the worker. Never throws for
+  // what the worker does: a crash, overrun or lost worker is an invalid Cost.
+  // Throws Error(Io) if no worker can be started at all.
+  Cost measure(const std::string& backend, const std::vector<NodeId>& nodes);
+  int workers_started() const { return started_; }
+
+ private:
+  struct Process;
+  void start();
+  void stop(bool kill);
+  double limit_s(const std::vector<NodeId>& nodes) const;
+  Cost lost_worker(const std::string& what);
+
+  const Graph& graph_;
+  std::vector<std::string> args_;
+  WorkerOptions worker_;
+  std::string session_dir_;
+  std::unique_ptr<Process> process_;
+  std::vector<double> native_ms_;  // per node, from the worker's reference run
+  int started_ = 0;
+};
+
+}  // namespace collage

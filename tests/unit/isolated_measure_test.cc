@@ -1,0 +1,166 @@
+// Isolated measurement (core/tuning/measure_worker.h), end to end with the test-only
+// faulty backend (tests/faulty): a kernel that crashes, aborts, hangs or hoards memory
+// costs its candidate, with the reason, and the measuring goes on.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "backends/native/native_kernel.h"
+#include "backends/native/native_spec.h"
+#include "core/ir/random_inputs.h"
+#include "core/tuning/measurer.h"
+#include "onnx_test_model.h"
+#include "tests/faulty/faulty_backend.h"
+
+#ifndef COLLAGE_FAULTY_CLI
+#error "COLLAGE_FAULTY_CLI must point at collage_faulty_cli"
+#endif
+
+namespace collage {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::OnnxTestModel;
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAsan = true;  // no address-space limit under ASan: the hoarder would take the machine
+#else
+constexpr bool kAsan = false;
+#endif
+
+// x [1,64] -> per fault a branch Reshape [d, 64/d] -> Relu -> Reshape [1,64]; the
+// branches summed. The faulty backend fails by the Relu's first dim (faulty_backend.h).
+const std::map<int64_t, std::string> kFaultOfDim = {{1, ""},
+                                                    {2, "crashed: SIGSEGV"},
+                                                    {4, "crashed: SIGABRT"},
+                                                    {8, "timed out after 2 s"},
+                                                    {16, "out of memory"}};
+
+OnnxTestModel faulty_model(bool with_hoarder = !kAsan) {
+  OnnxTestModel m(17);
+  m.input("x", {1, 64});
+  m.initializer("flat", Tensor::from_vector<int64_t>({2}, {1, 64}));
+  std::string sum;
+  for (const auto& [d, reason] : kFaultOfDim) {
+    if (!with_hoarder && d == 16) continue;
+    std::string k = std::to_string(d);
+    m.initializer("shape" + k, Tensor::from_vector<int64_t>({2}, {d, 64 / d}));
+    m.node("Reshape", {"x", "shape" + k}, {"r" + k});
+    m.node("Relu", {"r" + k}, {"relu" + k});
+    m.node("Reshape", {"relu" + k, "flat"}, {"b" + k});
+    if (sum.empty()) {
+      sum = "b" + k;
+    } else {
+      m.node("Add", {sum, "b" + k}, {"s" + k});
+      sum = "s" + k;
+    }
+  }
+  m.node("Neg", {sum}, {"y"});
+  m.output("y");
+  return m;
+}
+
+TEST(IsolatedMeasure, EveryFaultCostsOnlyItsCandidate) {
+  Graph g = testing::import_model(faulty_model());
+  std::vector<const BackendSpec*> backends = {&native_backend(), &testing::faulty_backend()};
+  std::vector<Candidate> candidates = enumerate_candidates(g, backends);
+  MeasureOptions options;
+  options.min_time_ms = 2;
+  options.worker.command = {COLLAGE_FAULTY_CLI, kMeasureWorkerFlag};
+  options.worker.min_limit_s = 2;
+  options.worker.limit_factor = 0;
+  options.worker.memory_budget_mb = 1024;
+  Measurer measurer(g, reference_values(g, random_inputs(g, 1), native::node_evaluator()), nullptr, options);
+  std::vector<MeasuredCandidate> costs = measurer.measure(candidates, backends);
+
+  size_t deaths_before_last = 0;
+  std::vector<size_t> deaths;
+  int faulty_seen = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    int64_t dim = g.value(g.node(node_ids(c.nodes).at(0)).inputs.at(0)).shape.at(0);
+    std::string want = c.backend == "faulty" ? kFaultOfDim.at(dim) : "";
+    SCOPED_TRACE(c.backend + " " + c.label + " dim " + std::to_string(dim));
+    if (c.backend == "faulty") ++faulty_seen;
+    if (want.empty()) {
+      EXPECT_TRUE(costs[i].cost.valid()) << costs[i].cost.invalid_reason;
+      EXPECT_GT(costs[i].cost.samples, 0);
+    } else {
+      EXPECT_EQ(costs[i].cost.invalid_reason, want);
+      EXPECT_TRUE(lost_in_worker(costs[i].cost.invalid_reason));
+      if (dim != 16) deaths.push_back(i);  // the hoarder's bad_alloc leaves its worker alive
+    }
+  }
+  EXPECT_EQ(faulty_seen, kAsan ? 4 : 5);
+  for (size_t d : deaths) deaths_before_last += d < candidates.size() - 1;
+  // One worker to start with, and one more after each death that had work after it.
+  EXPECT_EQ(measurer.workers_started(), 1 + static_cast<int>(deaths_before_last));
+}
+
+TEST(IsolatedMeasure, WorkerTimingsMatchInProcessValidity) {
+  Graph g = testing::import_model(faulty_model());
+  std::vector<const BackendSpec*> backends = {&native_backend()};
+  std::vector<Candidate> candidates = enumerate_candidates(g, backends);
+  std::vector<Tensor> values = reference_values(g, random_inputs(g, 1), native::node_evaluator());
+  MeasureOptions options;
+  options.min_time_ms = 2;
+  std::vector<MeasuredCandidate> in_process =
+      Measurer(g, values, nullptr, options).measure(candidates, backends);
+  options.worker.command = {COLLAGE_FAULTY_CLI, kMeasureWorkerFlag};
+  std::vector<MeasuredCandidate> isolated =
+      Measurer(g, values, nullptr, options).measure(candidates, backends);
+  ASSERT_EQ(in_process.size(), isolated.size());
+  for (size_t i = 0; i < isolated.size(); ++i) {
+    EXPECT_EQ(in_process[i].signature, isolated[i].signature);
+    EXPECT_EQ(in_process[i].cost.valid(), isolated[i].cost.valid()) << isolated[i].cost.invalid_reason;
+    EXPECT_GE(isolated[i].cost.samples, 10);  // min_samples, timed inside the worker
+  }
+}
+
+TEST(IsolatedMeasure, AWorkerThatCannotStartIsAClearError) {
+  Graph g = testing::import_model(faulty_model());
+  std::vector<const BackendSpec*> backends = {&native_backend()};
+  MeasureOptions options;
+  options.worker.command = {"/nonexistent/collage-worker", kMeasureWorkerFlag};
+  Measurer measurer(g, reference_values(g, random_inputs(g, 1), native::node_evaluator()), nullptr, options);
+  try {
+    measurer.measure(enumerate_candidates(g, backends), backends);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Io);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/collage-worker"), std::string::npos) << e.what();
+  }
+}
+
+// The CLI: `tune` survives every fault, says which candidates were lost and why, and
+// places the faulty nodes elsewhere.
+TEST(IsolatedMeasure, TheCliTuneGoesOnAndReportsEachLostCandidate) {
+  fs::path dir = fs::temp_directory_path() / ("collage_isolation_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // Without the hoarder: its default budget is 3/4 of the machine's available memory.
+  std::ofstream((dir / "m.onnx").string(), std::ios::binary) << faulty_model(false).bytes();
+  std::string cmd = std::string(COLLAGE_FAULTY_CLI) + " tune " + (dir / "m.onnx").string() +
+                    " --backends native,faulty --no-cost-db --min-time-ms 2 -o " + (dir / "p.json").string() +
+                    " >" + (dir / "out.txt").string() + " 2>" + (dir / "err.txt").string();
+  // The hang candidate waits for its limit: 10 s + 50x its native time.
+  int status = std::system(cmd.c_str());
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string out = slurp(dir / "out.txt"), err = slurp(dir / "err.txt");
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << err;
+  EXPECT_NE(out.find("verified against the native reference: ok"), std::string::npos) << out;
+  for (const char* reason : {"crashed: SIGSEGV", "crashed: SIGABRT", "timed out after 10 s"})
+    EXPECT_NE(err.find(reason), std::string::npos) << reason << "\n" << err;
+  // The verified run above is in-process: a faulty kernel placed on a fault would have killed it.
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace collage
