@@ -5,6 +5,7 @@
 #include "backends/blas/blas_spec.h"
 
 #include "backends/blas/blas_kernels.h"
+#include "core/backend_api/conv_folding.h"
 
 namespace collage {
 
@@ -57,11 +58,11 @@ const BackendSpec& blas_backend() {
     PatternPtr gemm = op("Gemm")->where(f32)->where(gemm_ok);
     PatternPtr matmul = op("MatMul")->where(f32)->where(matmul_ok);
     PatternPtr matmul_bias = op("Add", {matmul, constant()});
-    PatternPtr conv_bn =
-        op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
+    PatternPtr conv_bn = op("BatchNormalization", {conv, constant(), constant(), constant(), constant()})
+                             ->where(foldable_batch_norm);  // folded
     PatternPtr deconv = op("ConvTranspose")->where(f32)->where(conv_transpose_ok);
-    PatternPtr deconv_bn =
-        op("BatchNormalization", {deconv, constant(), constant(), constant(), constant()});  // folded
+    PatternPtr deconv_bn = op("BatchNormalization", {deconv, constant(), constant(), constant(), constant()})
+                               ->where(foldable_batch_norm);  // folded
     for (PatternPtr head : {conv, conv_bn, deconv, deconv_bn, gemm, matmul, matmul_bias}) {
       PatternPtr residual = op("Add", {head, wildcard()});  // residual or bias operand
       for (PatternPtr body : {head, residual}) {

@@ -52,6 +52,7 @@ Geometry geometry(const Node& node, const Tensor& x, const Tensor& w, bool trans
     if (st < 1 || dl < 1) invalid(node, "strides and dilations must be positive");
     int64_t span = (k - 1) * dl + 1;
     int64_t begin = pads[d], end = pads[d + s], out = 0;
+    bool negative_pads_ok = false;
     if (!transposed) {
       if (auto_pad == "VALID") {
         begin = end = 0;
@@ -65,16 +66,23 @@ Geometry geometry(const Node& node, const Tensor& x, const Tensor& w, bool trans
     } else {
       int64_t natural = st * (in - 1) + out_pad[d] + span;
       if (!out_shape.empty() || (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
+        if (!out_shape.empty() && out_shape.size() != s && out_shape.size() != s + 2)
+          invalid(node, "output_shape must have " + std::to_string(s) + " values");
         int64_t target = !out_shape.empty() ? out_shape[out_shape.size() - s + d] : in * st;
+        // Spec: pads from total = natural - target, split with floor division (the reference's
+        // '//'), so a target beyond the natural extent gives a negative end pad: extra outputs
+        // at the end that only the bias reaches.
         int64_t total = natural - target;
-        begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+        begin = auto_pad == "SAME_UPPER" ? half : total - half;
         end = total - begin;
+        negative_pads_ok = true;
       } else if (auto_pad == "VALID") {
         begin = end = 0;
       }
       out = natural - begin - end;
     }
-    if (out < 1 || begin < 0 || end < 0)
+    if (out < 1 || (!negative_pads_ok && (begin < 0 || end < 0)))
       invalid(node, "the convolution leaves an empty or negative output extent");
     g.in[off + d] = in;
     g.k[off + d] = k;

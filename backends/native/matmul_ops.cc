@@ -1,8 +1,7 @@
-// Gemm, MatMul (numpy semantics), two-operand Einsum and Det (LU with partial pivoting).
+// Gemm, MatMul (numpy semantics) and Det (LU with partial pivoting).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
 
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_ops.h"
@@ -104,79 +103,6 @@ std::vector<Tensor> matmul(const Node& node, KernelInputs inputs, TensorAllocato
   return {y};
 }
 
-// General einsum over explicit letters (no ellipsis): loop over every letter's range.
-std::vector<Tensor> einsum(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  std::string eq = node.attr_string("equation", "");
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  if (eq.find("...") != std::string::npos)
-    unsupported(node, "ellipsis ('...') in the equation is not supported");
-  auto arrow = eq.find("->");
-  if (arrow == std::string::npos) unsupported(node, "implicit-output equations are not supported; add '->'");
-  std::string lhs = eq.substr(0, arrow), rhs = eq.substr(arrow + 2);
-  std::vector<std::string> terms;
-  for (size_t start = 0;;) {
-    size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (terms.size() != inputs.size() || terms.size() > 2)
-    unsupported(node, "only one- and two-operand einsum is supported");
-  std::map<char, int64_t> extent;
-  for (size_t t = 0; t < terms.size(); ++t) {
-    const Tensor& x = input(node, inputs, t);
-    require_float(node, x, "operand");
-    if (static_cast<int64_t>(terms[t].size()) != x.rank())
-      invalid(node, "term '" + terms[t] + "' does not match its operand's rank");
-    for (size_t d = 0; d < terms[t].size(); ++d) {
-      auto [it, fresh] = extent.emplace(terms[t][d], x.dim(static_cast<int64_t>(d)));
-      if (!fresh && it->second != x.dim(static_cast<int64_t>(d)))
-        invalid(node, std::string("letter '") + terms[t][d] + "' has two sizes");
-    }
-  }
-  std::vector<char> letters;
-  for (char c : rhs) {
-    if (!extent.count(c)) invalid(node, std::string("output letter '") + c + "' is not in any input");
-    letters.push_back(c);
-  }
-  for (const auto& [c, e] : extent)
-    if (rhs.find(c) == std::string::npos) letters.push_back(c);  // summed letters iterate innermost
-  Shape out_shape;
-  for (char c : rhs) out_shape.push_back(extent[c]);
-  Tensor y = alloc.allocate(DType::Float32, out_shape);
-  float* out = y.data<float>();
-  std::fill(out, out + y.size(), 0.0f);
-  // Stride of each letter in each operand and in the output.
-  auto stride_for = [&](const std::string& term, const Shape& shape) {
-    std::vector<int64_t> s(letters.size(), 0), own = strides_of(shape);
-    for (size_t d = 0; d < term.size(); ++d)
-      s[static_cast<size_t>(std::find(letters.begin(), letters.end(), term[d]) - letters.begin())] += own[d];
-    return s;
-  };
-  std::vector<std::vector<int64_t>> in_strides;
-  for (size_t t = 0; t < terms.size(); ++t) in_strides.push_back(stride_for(terms[t], inputs[t]->shape()));
-  std::vector<int64_t> out_strides = stride_for(rhs, out_shape);
-  std::vector<int64_t> idx(letters.size(), 0);
-  int64_t total = 1;
-  for (char c : letters) total *= extent[c];
-  for (int64_t it = 0; it < total; ++it) {
-    int64_t o = 0;
-    float prod = 1.0f;
-    for (size_t l = 0; l < letters.size(); ++l) o += idx[l] * out_strides[l];
-    for (size_t t = 0; t < terms.size(); ++t) {
-      int64_t off = 0;
-      for (size_t l = 0; l < letters.size(); ++l) off += idx[l] * in_strides[t][l];
-      prod *= inputs[t]->data<float>()[off];
-    }
-    out[o] += prod;
-    for (size_t l = letters.size(); l-- > 0;) {
-      if (++idx[l] < extent[letters[l]]) break;
-      idx[l] = 0;
-    }
-  }
-  return {y};
-}
-
 // Det of [..., M, M] float32/64: LU with partial pivoting in double per matrix.
 std::vector<Tensor> det(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& x = input(node, inputs, 0);
@@ -226,7 +152,6 @@ std::vector<Tensor> det(const Node& node, KernelInputs inputs, TensorAllocator& 
 void register_matmul_ops(OpTable& table) {
   table["Gemm"] = gemm;
   table["MatMul"] = matmul;
-  table["Einsum"] = einsum;
   table["Det"] = det;
 }
 

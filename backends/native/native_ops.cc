@@ -11,6 +11,7 @@ const OpTable& op_table() {
     OpTable t;
     register_conv_ops(t);
     register_matmul_ops(t);
+    register_einsum_ops(t);
     register_pool_ops(t);
     register_norm_ops(t);
     register_reduce_ops(t);

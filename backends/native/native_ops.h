@@ -37,7 +37,8 @@ std::vector<Tensor> run_op(OpFunction fn, const Node& node, KernelInputs inputs,
 
 // One registration function per kernel file (see native_ops.cc).
 void register_conv_ops(OpTable& table);    // Conv, ConvTranspose
-void register_matmul_ops(OpTable& table);  // Gemm, MatMul, Einsum
+void register_matmul_ops(OpTable& table);  // Gemm, MatMul, Det
+void register_einsum_ops(OpTable& table);  // Einsum
 void register_pool_ops(OpTable& table);    // MaxPool, AveragePool, Global*Pool
 void register_norm_ops(
     OpTable& table);  // BatchNormalization, LayerNormalization, InstanceNormalization, Softmax, LogSoftmax

@@ -1,4 +1,4 @@
-// BatchNormalization (inference), LayerNormalization, InstanceNormalization,
+// BatchNormalization (inference and training mode), LayerNormalization, InstanceNormalization,
 // Softmax and LogSoftmax (opset-13 semantics: one axis; the importer rewrites older forms).
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,16 @@ namespace collage::native {
 
 namespace {
 
+// Inference: Y from the given mean/var. training_mode=1 (opset 14+): Y from the batch statistics
+// (population variance over all axes but 1), and optional outputs
+// running_mean/var = input * momentum + batch * (1 - momentum).
 std::vector<Tensor> batch_norm(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  if (node.outputs.size() > 1)
-    unsupported(node, "training-mode outputs (running mean/var) are not supported");
-  if (node.attr_int("training_mode", 0) != 0) unsupported(node, "training_mode=1 is not supported");
+  const bool training = node.attr_int("training_mode", 0) != 0;
+  if (node.opset < 14 && node.outputs.size() > 1)
+    unsupported(node,
+                "training outputs before opset 14 (mean, var, saved_mean, saved_var) are not supported");
+  if (!training && node.outputs.size() > 1)
+    invalid(node, "running_mean/running_var outputs need training_mode=1");
   const Tensor& x = input(node, inputs, 0);
   require_float(node, x, "X");
   if (x.rank() < 2) invalid(node, "input must have rank >= 2");
@@ -32,14 +38,44 @@ std::vector<Tensor> batch_norm(const Node& node, KernelInputs inputs, TensorAllo
               *mean = params[2]->data<float>(), *var = params[3]->data<float>();
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
+  std::vector<float> use_mean(mean, mean + c), use_var(var, var + c);
+  if (training) {
+    const double count = static_cast<double>(x.dim(0) * inner);
+    if (count == 0) invalid(node, "training mode needs a non-empty batch");
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double sum = 0, sq = 0;
+      for (int64_t n = 0; n < x.dim(0); ++n) {
+        const float* in = xp + (n * c + ch) * inner;
+        for (int64_t i = 0; i < inner; ++i) sum += in[i];
+      }
+      const double m = sum / count;
+      for (int64_t n = 0; n < x.dim(0); ++n) {
+        const float* in = xp + (n * c + ch) * inner;
+        for (int64_t i = 0; i < inner; ++i) sq += (in[i] - m) * (in[i] - m);
+      }
+      use_mean[static_cast<size_t>(ch)] = static_cast<float>(m);
+      use_var[static_cast<size_t>(ch)] = static_cast<float>(sq / count);
+    }
+  }
   for (int64_t n = 0; n < x.dim(0); ++n)
     for (int64_t ch = 0; ch < c; ++ch) {
-      float a = scale[ch] / std::sqrt(var[ch] + eps), b = bias[ch] - mean[ch] * a;
+      const size_t k = static_cast<size_t>(ch);
+      float a = scale[ch] / std::sqrt(use_var[k] + eps), b = bias[ch] - use_mean[k] * a;
       const float* in = xp + (n * c + ch) * inner;
       float* out = yp + (n * c + ch) * inner;
       for (int64_t i = 0; i < inner; ++i) out[i] = in[i] * a + b;
     }
-  return {y};
+  std::vector<Tensor> outs = {y};
+  if (node.outputs.size() > 1) {
+    const float momentum = node.attr_float("momentum", 0.9f);
+    for (const auto& [given, batch] : {std::pair{mean, &use_mean}, std::pair{var, &use_var}}) {
+      Tensor r = alloc.allocate(DType::Float32, {c});
+      for (int64_t ch = 0; ch < c; ++ch)
+        r.data<float>()[ch] = given[ch] * momentum + (*batch)[static_cast<size_t>(ch)] * (1.0f - momentum);
+      outs.push_back(r);
+    }
+  }
+  return outs;
 }
 
 // Normalises each row of `inner` elements: y = (x - mean) / sqrt(var + eps) * scale + bias.

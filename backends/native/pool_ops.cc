@@ -1,7 +1,6 @@
 // MaxPool / AveragePool / LpPool (1-D to 3-D; pads, strides, dilations, ceil_mode,
 // auto_pad, count_include_pad, MaxPool's Indices incl. storage_order=1; LpPool's
-// padding adds zeros) and the global pools. Refused: AveragePool with dilations + ceil_mode +
-// count_include_pad.
+// padding adds zeros) and the global pools. MaxPool also on float64, int8 and uint8.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -65,35 +64,35 @@ PoolGeometry pool_geometry(const Node& node, const Tensor& x) {
   return g;
 }
 
-template <bool kMax, bool kLp = false>
-std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
-  const Tensor& x = input(node, inputs, 0);
-  require_float(node, x, "X");
+// T is the element type: float for the averaging pools; MaxPool also runs on float64, int8 and
+// uint8 (float16 reaches it widened to float32).
+template <class T, bool kMax, bool kLp>
+std::vector<Tensor> pool_typed(const Node& node, const Tensor& x, TensorAllocator& alloc) {
   PoolGeometry g = pool_geometry(node, x);
   const double p = kLp ? static_cast<double>(node.attr_int("p", 2)) : 1.0;
   if (kLp && p <= 0) invalid(node, "p must be positive");
   bool include_pad = node.attr_int("count_include_pad", 0) != 0;
-  // The ONNX reference's divisor for dilated windows that overhang the padded
-  // input in ceil mode is not the padded-position count used below: refuse it.
-  if (!kMax && include_pad && node.attr_int("ceil_mode", 0) != 0)
-    for (int64_t d : g.dil)
-      if (d != 1)
-        unsupported(node, "AveragePool with dilations, ceil_mode=1 and count_include_pad=1 is not supported");
+  // Dilated windows in ceil mode: the ONNX reference pads the input up to the last window's end
+  // and counts that overhang like pads, so the divisor is the full window. Undilated windows keep
+  // the PyTorch/ORT divisor, clipped at the end of the padded input.
+  bool dilated = false;
+  for (int64_t d : g.dil) dilated = dilated || d != 1;
+  const bool full_window_divisor = include_pad && dilated && node.attr_int("ceil_mode", 0) != 0;
   bool want_indices = kMax && node.outputs.size() > 1 && node.outputs[1] != kNoValue;
   // storage_order=1: Indices count the spatial dims column-major (w fastest-varying last).
   const bool column_major = kMax && node.attr_int("storage_order", 0) != 0;
   int64_t n = x.dim(0), c = x.dim(1);
   Shape out_shape = {n, c};
   for (int64_t d = 3 - g.spatial; d < 3; ++d) out_shape.push_back(g.out[static_cast<size_t>(d)]);
-  Tensor y = alloc.allocate(DType::Float32, out_shape);
+  Tensor y = alloc.allocate(x.dtype(), out_shape);
   Tensor idx;
   if (want_indices) idx = alloc.allocate(DType::Int64, out_shape);
   const int64_t in_plane = g.in[0] * g.in[1] * g.in[2], out_plane = g.out[0] * g.out[1] * g.out[2];
-  const float* xp = x.data<float>();
-  float* yp = y.data<float>();
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
   for (int64_t plane = 0; plane < n * c; ++plane) {
-    const float* in = xp + plane * in_plane;
-    float* out = yp + plane * out_plane;
+    const T* in = xp + plane * in_plane;
+    T* out = yp + plane * out_plane;
     for (int64_t od = 0; od < g.out[0]; ++od)
       for (int64_t oh = 0; oh < g.out[1]; ++oh)
         for (int64_t ow = 0; ow < g.out[2]; ++ow) {
@@ -107,7 +106,8 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
             int64_t end = std::min(start[d] + (g.k[d] - 1) * g.dil[d] + 1, g.in[d] + g.pad_end[d]);
             padded_count *= (end - start[d] + g.dil[d] - 1) / g.dil[d];
           }
-          float best = -std::numeric_limits<float>::infinity();
+          T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
           int64_t best_index = 0;
           double sum = 0;
           int64_t count = 0;
@@ -121,8 +121,8 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
                 int64_t iw = start[2] + kw * g.dil[2];
                 if (iw < 0 || iw >= g.in[2]) continue;
                 int64_t at = (id * g.in[1] + ih) * g.in[2] + iw;
-                float v = in[at];
-                if (kMax) {
+                T v = in[at];
+                if constexpr (kMax) {
                   if (v > best) {
                     best = v;
                     best_index = column_major ? (iw * g.in[1] + ih) * g.in[0] + id : at;
@@ -135,19 +135,43 @@ std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator&
             }
           }
           int64_t oi = (od * g.out[1] + oh) * g.out[2] + ow;
-          if (kMax) {
+          if constexpr (kMax) {
             out[oi] = best;
             if (want_indices) idx.data<int64_t>()[plane * out_plane + oi] = plane * in_plane + best_index;
-          } else if (kLp) {
-            out[oi] = static_cast<float>(std::pow(sum, 1.0 / p));
+          } else if constexpr (kLp) {
+            out[oi] = static_cast<T>(std::pow(sum, 1.0 / p));
           } else {
-            int64_t divisor = include_pad ? padded_count : count;
-            out[oi] = divisor > 0 ? static_cast<float>(sum / static_cast<double>(divisor)) : 0.0f;
+            int64_t divisor = full_window_divisor ? g.k[0] * g.k[1] * g.k[2]
+                              : include_pad       ? padded_count
+                                                  : count;
+            out[oi] = divisor > 0 ? static_cast<T>(sum / static_cast<double>(divisor)) : T(0);
           }
         }
   }
   if (want_indices) return {y, idx};
   return {y};
+}
+
+template <bool kMax, bool kLp = false>
+std::vector<Tensor> pool(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& x = input(node, inputs, 0);
+  if constexpr (kMax) {
+    switch (x.dtype()) {
+      case DType::Float64:
+        return pool_typed<double, true, false>(node, x, alloc);
+      case DType::Int8:
+        return pool_typed<int8_t, true, false>(node, x, alloc);
+      case DType::UInt8:
+        return pool_typed<uint8_t, true, false>(node, x, alloc);
+      case DType::Float32:
+        break;
+      default:
+        unsupported(node, std::string("X has type ") + dtype_name(x.dtype()) +
+                              "; supported: float32, float64, int8, uint8 (float16 widened)");
+    }
+  }
+  require_float(node, x, "X");
+  return pool_typed<float, kMax, kLp>(node, x, alloc);
 }
 
 template <bool kMax>

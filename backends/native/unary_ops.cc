@@ -1,6 +1,7 @@
 // Elementwise unary kernels, Clip and Cast.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "backends/native/data_ops_internal.h"
@@ -272,8 +273,25 @@ std::vector<Tensor> clip(const Node& node, KernelInputs inputs, TensorAllocator&
   return {out};
 }
 
+// Cast/CastLike to bfloat16 keep the top 16 bits of the float32 value (truncation): ONNX 1.16's
+// Cast test data is generated that way. Storage conversions elsewhere (float_to_bfloat16) round
+// to nearest even, which is the better choice for computed values. NaN stays a quiet NaN.
+uint16_t truncate_to_bfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
 Tensor cast_to(const Node& node, const Tensor& x, DType to, TensorAllocator& alloc) {
   Tensor out = alloc.allocate(to, x.shape());
+  if (to == DType::BFloat16 && x.dtype() != DType::BFloat16) {
+    std::vector<float> wide(static_cast<size_t>(x.size()));
+    convert_elements(node, x.dtype(), x.raw(), DType::Float32, wide.data(), x.size());
+    auto* bits = static_cast<uint16_t*>(out.raw());
+    for (size_t i = 0; i < wide.size(); ++i) bits[i] = truncate_to_bfloat16(wide[i]);
+    return out;
+  }
   convert_elements(node, x.dtype(), x.raw(), to, out.raw(), x.size());
   return out;
 }

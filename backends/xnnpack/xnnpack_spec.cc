@@ -6,6 +6,7 @@
 #include "backends/xnnpack/xnnpack_spec.h"
 
 #include "backends/xnnpack/xnnpack_kernels.h"
+#include "core/backend_api/conv_folding.h"
 
 namespace collage {
 
@@ -65,8 +66,8 @@ const BackendSpec& xnnpack_backend() {
     PatternPtr matmul_bias = op("Add", {matmul, constant()})->where(bias_ok);
     PatternPtr pool = op_any({"MaxPool", "AveragePool", "GlobalAveragePool"})->where(f32)->where(pool_ok);
     PatternPtr binary = op_any({"Add", "Mul"})->where(f32)->where(runtime_binary);
-    PatternPtr conv_bn =
-        op("BatchNormalization", {conv, constant(), constant(), constant(), constant()});  // folded
+    PatternPtr conv_bn = op("BatchNormalization", {conv, constant(), constant(), constant(), constant()})
+                             ->where(foldable_batch_norm);  // folded
     for (PatternPtr head : {conv, conv_bn, gemm, matmul, matmul_bias, pool, binary}) {
       s.patterns.push_back(head);
       s.patterns.push_back(clamp(head));

@@ -71,7 +71,7 @@ bool supported(const Graph& g, const Node& n) {
   if (op == "GlobalAveragePool") return rank(n.inputs[0]) == 4;
   // Folded into the producing Conv when both sit in the region (checked at compile time).
   if (op == "BatchNormalization")
-    return rank(n.inputs[0]) == 4 && n.outputs.size() == 1 && const_in(g, n, 1) && const_in(g, n, 2) &&
+    return rank(n.inputs[0]) == 4 && foldable_batch_norm(g, n) && const_in(g, n, 1) && const_in(g, n, 2) &&
            const_in(g, n, 3) && const_in(g, n, 4);
   return false;
 }

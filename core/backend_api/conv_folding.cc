@@ -4,6 +4,10 @@
 
 namespace collage {
 
+bool foldable_batch_norm(const Graph&, const Node& bn) {
+  return bn.op_type == "BatchNormalization" && bn.outputs.size() == 1 && bn.attr_int("training_mode", 0) == 0;
+}
+
 bool starts_with_conv_batch_norm(const Graph& g, const SubGraph& sub) {
   if (sub.node_list.size() < 2) return false;
   const Node& conv = g.node(sub.node_list[0]);
@@ -11,7 +15,7 @@ bool starts_with_conv_batch_norm(const Graph& g, const SubGraph& sub) {
   if ((conv.op_type != "Conv" && conv.op_type != "ConvTranspose") || bn.op_type != "BatchNormalization" ||
       bn.inputs.at(0) != conv.outputs.at(0))
     return false;
-  if (bn.inputs.size() < 5 || bn.outputs.size() != 1) return false;
+  if (bn.inputs.size() < 5 || !foldable_batch_norm(g, bn)) return false;
   for (size_t i = 1; i < 5; ++i)
     if (bn.inputs[i] == kNoValue || !g.value(bn.inputs[i]).constant) return false;
   return true;
@@ -22,7 +26,7 @@ const Node* batch_norm_after(const Graph& g, const Node& conv, const IndexSet& n
   if (y.consumers.size() != 1 || y.is_graph_output) return nullptr;
   NodeId c = y.consumers[0];
   const Node& bn = g.node(c);
-  return bn.op_type == "BatchNormalization" && nodes.contains(static_cast<size_t>(c)) ? &bn : nullptr;
+  return foldable_batch_norm(g, bn) && nodes.contains(static_cast<size_t>(c)) ? &bn : nullptr;
 }
 
 FoldedConv fold_conv(const Graph& g, const SubGraph& sub) {

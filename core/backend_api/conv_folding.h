@@ -15,6 +15,10 @@ struct FoldedConv {
   size_t nodes_used = 1;       // 2 when a BatchNormalization was folded
 };
 
+// True for an inference BatchNormalization (one output, training_mode=0): the only kind a
+// convolution can absorb, as training mode normalises with the batch's own statistics.
+bool foldable_batch_norm(const Graph& graph, const Node& bn);
+
 // True if the sub-graph starts with Conv/ConvTranspose -> BatchNormalization (constant parameters).
 bool starts_with_conv_batch_norm(const Graph& graph, const SubGraph& sub);
 

@@ -76,6 +76,22 @@ TEST(BlasBackend, ConvTransposeWithFoldedBatchNorm) {
   }
 }
 
+// A training-mode BatchNormalization normalises with the batch's statistics: it is not folded.
+TEST(BlasBackend, TrainingModeBatchNormIsNotFolded) {
+  OnnxTestModel m(17);
+  m.input("x", {2, 3, 6, 6});
+  m.initializer("w", random_tensor_f32({4, 3, 3, 3}, 40));
+  m.node("Conv", {"x", "w"}, {"c"});
+  for (const char* p : {"gamma", "beta", "mean", "var"}) m.initializer(p, random_tensor_f32({4}, 41));
+  auto& bn = m.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"n"});
+  OnnxTestModel::attr_int(bn, "training_mode", 1);
+  m.node("Relu", {"n"}, {"y"});
+  m.output("y");
+  auto labels = check_blas(import_model(m), "training bn");
+  EXPECT_TRUE(labels.count("Conv"));
+  for (const std::string& l : labels) EXPECT_EQ(l.find("BatchNormalization"), std::string::npos) << l;
+}
+
 TEST(BlasBackend, GemmAndMatMulWithBiasAndActivation) {
   for (auto [batch, in, out] : {std::tuple<int64_t, int64_t, int64_t>{1, 7, 5}, {3, 16, 9}, {4, 33, 17}}) {
     auto labels = check_blas(dense_model(batch, in, out), "dense");
