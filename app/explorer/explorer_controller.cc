@@ -14,6 +14,7 @@
 #include "core/ir/error.h"
 #include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
+#include "core/tuning/measure_worker.h"
 
 namespace collage {
 
@@ -191,6 +192,15 @@ bool ExplorerController::start_tune() {
       r.mismatch = QString::fromStdString(run->verify.mismatch);
       r.summary = tune_summary(*c.tuned_, run->timing.median_ms, previous_ms, run->verify.mismatch);
       r.log << r.summary;
+      // A worker lost to a candidate is news (a library bug on this shape); routine refusals are not.
+      for (size_t i = 0; i < c.tuned_->costs.size(); ++i) {
+        const MeasuredCandidate& m = c.tuned_->costs[i];
+        if (m.from_cache || !lost_in_worker(m.cost.invalid_reason)) continue;
+        const Candidate& cand = c.tuned_->candidates[i];
+        r.log << QString("candidate %1 %2: %3; tuned without it")
+                     .arg(QString::fromStdString(cand.backend), QString::fromStdString(cand.label),
+                          QString::fromStdString(m.cost.invalid_reason));
+      }
       return r;
     };
   });

@@ -15,6 +15,7 @@
 #include "core/tuning/measurer.h"
 #include "onnx_test_model.h"
 #include "tests/faulty/faulty_backend.h"
+#include "tests/faulty/faulty_model.h"
 
 #ifndef COLLAGE_FAULTY_CLI
 #error "COLLAGE_FAULTY_CLI must point at collage_faulty_cli"
@@ -24,45 +25,8 @@ namespace collage {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::OnnxTestModel;
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;  // no address-space limit under ASan: the hoarder would take the machine
-#else
-constexpr bool kAsan = false;
-#endif
-
-// x [1,64] -> per fault a branch Reshape [d, 64/d] -> Relu -> Reshape [1,64]; the
-// branches summed. The faulty backend fails by the Relu's first dim (faulty_backend.h).
-const std::map<int64_t, std::string> kFaultOfDim = {{1, ""},
-                                                    {2, "crashed: SIGSEGV"},
-                                                    {4, "crashed: SIGABRT"},
-                                                    {8, "timed out after 2 s"},
-                                                    {16, "out of memory"}};
-
-OnnxTestModel faulty_model(bool with_hoarder = !kAsan) {
-  OnnxTestModel m(17);
-  m.input("x", {1, 64});
-  m.initializer("flat", Tensor::from_vector<int64_t>({2}, {1, 64}));
-  std::string sum;
-  for (const auto& [d, reason] : kFaultOfDim) {
-    if (!with_hoarder && d == 16) continue;
-    std::string k = std::to_string(d);
-    m.initializer("shape" + k, Tensor::from_vector<int64_t>({2}, {d, 64 / d}));
-    m.node("Reshape", {"x", "shape" + k}, {"r" + k});
-    m.node("Relu", {"r" + k}, {"relu" + k});
-    m.node("Reshape", {"relu" + k, "flat"}, {"b" + k});
-    if (sum.empty()) {
-      sum = "b" + k;
-    } else {
-      m.node("Add", {sum, "b" + k}, {"s" + k});
-      sum = "s" + k;
-    }
-  }
-  m.node("Neg", {sum}, {"y"});
-  m.output("y");
-  return m;
-}
+using testing::faulty_model;
+using testing::kFaultOfDim;
 
 TEST(IsolatedMeasure, EveryFaultCostsOnlyItsCandidate) {
   Graph g = testing::import_model(faulty_model());
@@ -95,7 +59,7 @@ TEST(IsolatedMeasure, EveryFaultCostsOnlyItsCandidate) {
       if (dim != 16) deaths.push_back(i);  // the hoarder's bad_alloc leaves its worker alive
     }
   }
-  EXPECT_EQ(faulty_seen, kAsan ? 4 : 5);
+  EXPECT_EQ(faulty_seen, testing::kFaultyModelHasHoarder ? 5 : 4);
   for (size_t d : deaths) deaths_before_last += d < candidates.size() - 1;
   // One worker to start with, and one more after each death that had work after it.
   EXPECT_EQ(measurer.workers_started(), 1 + static_cast<int>(deaths_before_last));
