@@ -8,10 +8,8 @@
 #include <vector>
 
 #include "app/cli_commands.h"
-#include "backends/native/native_kernel.h"
-#include "backends/registry.h"
 #include "core/ir/error.h"
-#include "core/tuning/measure_worker.h"
+#include "core/workflow/measure_worker_main.h"
 
 namespace {
 
@@ -55,8 +53,7 @@ const char* kUsage =
 namespace collage::cli {
 
 int run_cli(int argc, char** argv) {
-  int worker_rc =
-      collage::enable_measure_workers(argc, argv, collage::all_backends(), collage::native::node_evaluator());
+  int worker_rc = collage::workflow::enable_measure_workers(argc, argv);
   if (worker_rc >= 0) return worker_rc;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {

@@ -180,7 +180,11 @@ int command_tune(const std::vector<std::string>& argv) {
     ropts.generations = args.get_int("--generations", ropts.generations, 1, 100000);
     ropts.seed = static_cast<uint64_t>(args.get_int("--seed", static_cast<int>(ropts.seed), 0, 1 << 30));
     ropts.patience = args.get_int("--patience", ropts.patience, 1, 100000);
+    ropts.isolated = topts.isolated;
     workflow::RefineReport report = workflow::refine(graph, placement, inputs, ropts, db.get(), &progress);
+    for (const std::string& lost : report.lost_evaluations)
+      std::fprintf(stderr, "refine: a genome's evaluation was lost (%s); it counts as unbuildable\n",
+                   lost.c_str());
     const RefineResult& refined = report.result;
     final_placement = refined.best;
     workflow::PlacementRunReport after =

@@ -7,14 +7,11 @@
 
 #include "app/explorer/batch_screenshot.h"
 #include "app/explorer/main_window.h"
-#include "backends/native/native_kernel.h"
-#include "backends/registry.h"
-#include "core/tuning/measure_worker.h"
+#include "core/workflow/measure_worker_main.h"
 
 int main(int argc, char** argv) {
   // The explorer measures in copies of itself: a crashing library takes a worker, not the window.
-  int worker_rc =
-      collage::enable_measure_workers(argc, argv, collage::all_backends(), collage::native::node_evaluator());
+  int worker_rc = collage::workflow::enable_measure_workers(argc, argv);
   if (worker_rc >= 0) return worker_rc;
   QApplication app(argc, argv);
   QApplication::setApplicationName("collage-explorer");

@@ -26,13 +26,16 @@ namespace collage {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr int kChannelFd = 3;
 constexpr double kStartLimitS = 300;  // loading the graph and the reference run of the whole model
 
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
+
+}  // namespace
+
+namespace worker_channel {
 
 bool write_all(int fd, const std::string& text) {
   size_t done = 0;
@@ -86,128 +89,47 @@ std::string format_double(double v) {
   return s.str();
 }
 
-// ---- the worker's side ----
-
-struct WorkerArgs {
-  std::string session;
-  MeasureOptions options;
-};
-
-WorkerArgs parse_worker_args(int argc, char** argv) {
-  WorkerArgs w;
-  for (int a = 2; a + 1 < argc; a += 2) {
-    std::string key = argv[a];
-    std::string value = argv[a + 1];
-    MeasureOptions& o = w.options;
-    if (key == "--session")
-      w.session = value;
-    else if (key == "--threads")
-      o.threads = std::stoi(value);
-    else if (key == "--warmup")
-      o.warmup_runs = std::stoi(value);
-    else if (key == "--min-samples")
-      o.min_samples = std::stoi(value);
-    else if (key == "--max-samples")
-      o.max_samples = std::stoi(value);
-    else if (key == "--min-time-ms")
-      o.min_time_ms = std::stod(value);
-    else if (key == "--max-time-ms")
-      o.max_time_ms = std::stod(value);
-    else if (key == "--atol")
-      o.tolerance.atol = std::stod(value);
-    else if (key == "--rtol")
-      o.tolerance.rtol = std::stod(value);
-    else if (key == "--peak-rtol")
-      o.tolerance.peak_rtol = std::stod(value);
-    else if (key == "--memory-mb")
-      o.worker.memory_budget_mb = std::stoll(value);
-    else
-      throw Error(ErrorKind::InvalidInput, "measure worker: unknown option " + key);
+std::string cost_reply(const Cost& cost) {
+  if (!cost.valid()) {
+    std::string reason = cost.invalid_reason;
+    for (char& c : reason)
+      if (c == '\n' || c == '\r') c = ' ';
+    return "invalid " + format_double(cost.build_ms) + " " + reason + "\n";
   }
-  if (w.session.empty()) throw Error(ErrorKind::InvalidInput, "measure worker: --session is required");
-  return w;
+  return "ok " + format_double(cost.median_ms) + " " + format_double(cost.p90_ms) + " " +
+         format_double(cost.stddev_ms) + " " + std::to_string(cost.samples) + " " +
+         format_double(cost.build_ms) + "\n";
 }
 
-// MemAvailable (what can be had without swapping others out), else physical memory.
-int64_t available_memory_mb() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  while (meminfo >> key >> kb)
-    if (key == "MemAvailable:") return kb / 1024;
-  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / (1 << 20) : 0;
-}
-
-void limit_memory(int64_t budget_mb) {
-#if defined(__SANITIZE_ADDRESS__)
-  (void)budget_mb;  // ASan reserves terabytes of shadow address space
-#else
-  if (budget_mb <= 0) budget_mb = available_memory_mb() * 3 / 4;
-  if (budget_mb <= 0) return;
-  rlimit limit{};
-  limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(budget_mb) << 20;
-  ::setrlimit(RLIMIT_AS, &limit);
-#endif
-}
-
-std::string one_line(std::string text) {
-  for (char& c : text)
-    if (c == '\n' || c == '\r') c = ' ';
-  return text;
-}
-
-int serve(int argc, char** argv, const std::vector<const BackendSpec*>& backends,
-          const NodeEvaluator& evaluator) {
-  WorkerArgs w = parse_worker_args(argc, argv);
-  limit_memory(w.options.worker.memory_budget_mb);
-  apply_threads(backends, w.options.threads);
-  Artifact session = load_artifact((fs::path(w.session) / "graph.collage").string());
-  const Graph& graph = session.graph;
-  std::vector<Tensor> inputs;
-  for (size_t i = 0; i < graph.inputs.size(); ++i)
-    inputs.push_back(
-        read_tensor_file((fs::path(w.session) / ("input_" + std::to_string(i) + ".pb")).string()));
-  std::vector<double> node_ms;
-  Measurer measurer(graph, reference_values(graph, inputs, evaluator, &node_ms), nullptr, w.options);
-  std::string ready = "ready";
-  for (double ms : node_ms) ready += " " + format_double(ms);
-  if (!write_all(kChannelFd, ready + "\n")) return 1;
-
-  std::string buffer, line;
-  while (read_line(kChannelFd, buffer, line, std::chrono::steady_clock::time_point::max(), nullptr)) {
-    std::istringstream request(line);
-    std::string verb, backend_name;
-    size_t count = 0;
-    request >> verb >> backend_name >> count;
-    IndexSet nodes(static_cast<size_t>(graph.num_nodes()));
-    for (size_t k = 0; k < count; ++k) {
-      NodeId n = kNoNode;
-      request >> n;
-      if (n >= 0 && n < graph.num_nodes()) nodes.add(static_cast<size_t>(n));
+Cost parse_cost_reply(const std::string& line) {
+  std::istringstream reply(line);
+  std::string verb;
+  reply >> verb;
+  Cost cost;
+  if (verb == "ok") {
+    reply >> cost.median_ms >> cost.p90_ms >> cost.stddev_ms >> cost.samples >> cost.build_ms;
+    if (!reply.fail()) return cost;
+  } else if (verb == "invalid") {
+    double build_ms = 0;
+    reply >> build_ms;
+    std::string reason;
+    std::getline(reply, reason);
+    if (!reason.empty() && reason[0] == ' ') reason.erase(0, 1);
+    if (!reason.empty()) {
+      cost = Cost::invalid(reason);
+      cost.build_ms = build_ms;
+      return cost;
     }
-    const BackendSpec* backend = nullptr;
-    for (const BackendSpec* b : backends)
-      if (b->name == backend_name) backend = b;
-    Cost cost;
-    if (verb != "measure" || !backend || nodes.empty()) {
-      cost = Cost::invalid("measure worker: malformed request '" + line + "'");
-    } else {
-      try {
-        cost = measurer.measure_in_process(*backend, make_subgraph(graph, nodes));
-      } catch (const std::bad_alloc&) {
-        cost = Cost::invalid("out of memory");
-      }
-    }
-    std::string reply = cost.valid()
-                            ? "ok " + format_double(cost.median_ms) + " " + format_double(cost.p90_ms) + " " +
-                                  format_double(cost.stddev_ms) + " " + std::to_string(cost.samples) + " " +
-                                  format_double(cost.build_ms)
-                            : "invalid " + format_double(cost.build_ms) + " " + one_line(cost.invalid_reason);
-    if (!write_all(kChannelFd, reply + "\n")) return 1;
   }
-  return 0;
+  return Cost::invalid("measure worker: malformed reply '" + line + "'");
 }
+
+}  // namespace worker_channel
+
+namespace {
+using worker_channel::format_double;
+using worker_channel::read_line;
+using worker_channel::write_all;
 
 }  // namespace
 
@@ -224,24 +146,6 @@ std::vector<std::string>& default_command() {
 
 const std::vector<std::string>& default_worker_command() { return default_command(); }
 void set_default_worker_command(std::vector<std::string> command) { default_command() = std::move(command); }
-
-int enable_measure_workers(int argc, char** argv, const std::vector<const BackendSpec*>& backends,
-                           const NodeEvaluator& evaluator) {
-  if (argc < 2 || std::strcmp(argv[1], kMeasureWorkerFlag) != 0) {
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) set_default_worker_command({self.string(), kMeasureWorkerFlag});
-    return -1;
-  }
-  // stdout belongs to the parent's output: library chatter goes to stderr.
-  ::dup2(STDERR_FILENO, STDOUT_FILENO);
-  try {
-    return serve(argc, argv, backends, evaluator);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "collage measure worker: %s\n", e.what());
-    return 2;
-  }
-}
 
 // ---- the parent's side ----
 
@@ -306,7 +210,7 @@ void MeasureWorker::start() {
                 std::string("cannot create a socket pair for a measurement worker: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pair[1], kChannelFd);  // dup2 clears CLOEXEC on fd 3
+  posix_spawn_file_actions_adddup2(&actions, pair[1], worker_channel::kFd);  // dup2 clears CLOEXEC on fd 3
   std::vector<char*> argv;
   for (std::string& a : args_) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -373,41 +277,42 @@ Cost MeasureWorker::lost_worker(const std::string& what) {
   return Cost::invalid("the measurement worker exited with code " + std::to_string(WEXITSTATUS(status)));
 }
 
-Cost MeasureWorker::measure(const std::string& backend, const std::vector<NodeId>& nodes) {
+Cost MeasureWorker::request(const std::string& line, double limit) {
   if (!process_) start();
-  std::string request = "measure " + backend + " " + std::to_string(nodes.size());
-  for (NodeId n : nodes) request += " " + std::to_string(n);
-  if (!write_all(process_->fd, request + "\n")) return lost_worker("");
-  double limit = limit_s(nodes);
+  if (!write_all(process_->fd, line + "\n")) return lost_worker("");
   auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit));
-  std::string line;
+  std::string reply;
   bool timed_out = false;
-  if (!read_line(process_->fd, process_->buffer, line, deadline, &timed_out)) {
+  if (!read_line(process_->fd, process_->buffer, reply, deadline, &timed_out)) {
     if (!timed_out) return lost_worker("");
     ::kill(process_->pid, SIGKILL);
     char text[64];
     std::snprintf(text, sizeof text, "timed out after %.0f s", limit);
     return lost_worker(text);
   }
-  std::istringstream reply(line);
-  std::string verb;
-  reply >> verb;
-  Cost cost;
-  if (verb == "ok") {
-    reply >> cost.median_ms >> cost.p90_ms >> cost.stddev_ms >> cost.samples >> cost.build_ms;
-    if (reply.fail()) return Cost::invalid("measure worker: malformed reply '" + line + "'");
-    return cost;
+  return worker_channel::parse_cost_reply(reply);
+}
+
+Cost MeasureWorker::measure(const std::string& backend, const std::vector<NodeId>& nodes) {
+  if (!process_) start();  // the limit needs the worker's reference times
+  std::string line = "measure " + backend + " " + std::to_string(nodes.size());
+  for (NodeId n : nodes) line += " " + std::to_string(n);
+  return request(line, limit_s(nodes));
+}
+
+Cost MeasureWorker::fitness(const std::vector<KernelGroup>& kernels, int runs) {
+  if (!process_) start();
+  std::string line = "fitness " + std::to_string(runs) + " " + std::to_string(kernels.size());
+  std::vector<NodeId> all;
+  for (const KernelGroup& k : kernels) {
+    line += " " + k.backend + " " + std::to_string(k.nodes.size());
+    for (NodeId n : k.nodes) line += " " + std::to_string(n);
+    all.insert(all.end(), k.nodes.begin(), k.nodes.end());
   }
-  double build_ms = 0;
-  reply >> build_ms;
-  std::string reason;
-  std::getline(reply, reason);
-  if (!reason.empty() && reason[0] == ' ') reason.erase(0, 1);
-  cost = Cost::invalid(verb == "invalid" ? reason : "measure worker: malformed reply '" + line + "'");
-  cost.build_ms = build_ms;
-  return cost;
+  // Compiling every kernel, a warm-up and `runs` timed runs: scaled like one candidate per run.
+  return request(line, std::min(worker_.max_limit_s, limit_s(all) * (runs + 2)));
 }
 
 }  // namespace collage

@@ -9,15 +9,18 @@
 // inputs, hence the same values as in the parent), applies the thread count and a
 // memory limit, and answers on fd 3 -- stdout stays free for libraries' chatter:
 //   worker -> "ready <native ms of node 0> <node 1> ...\n"
-//   parent -> "measure <backend> <node count> <ids...>\n"      (stdin)
+//   parent -> "measure <backend> <node count> <ids...>\n"
+//           | "fitness <runs> <kernel count> {<backend> <node count> <ids...>}...\n"
 //   worker -> "ok <median> <p90> <stddev> <samples> <build ms>\n"
 //           | "invalid <build ms> <reason>\n"
+// (fitness: a whole placement compiled, one warm-up run, the median of `runs`).
 // The parent bounds each answer by a time limit derived from the native reference
 // time of the candidate's nodes; a worker that dies or overruns is killed, reported
 // and replaced on the next request. Timings are taken inside the worker by the
 // same Measurer code as in-process measuring.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +28,7 @@
 #include "core/backend_api/backend.h"
 #include "core/ir/graph.h"
 #include "core/ir/kernel.h"
+#include "core/ir/kernel_group.h"
 #include "core/tuning/cost.h"
 
 namespace collage {
@@ -50,16 +54,12 @@ struct WorkerOptions {
 // ends report these (they are not routine "build failed" refusals).
 bool lost_in_worker(const std::string& invalid_reason);
 
-// A front end's executable doubles as its worker: re-entered with kMeasureWorkerFlag.
+// A front end's executable doubles as its worker: re-entered with kMeasureWorkerFlag
+// (workflow::enable_measure_workers, first thing in its main()).
 inline constexpr const char* kMeasureWorkerFlag = "--measure-worker";
 
-// First thing in a front end's main(): if argv[1] is kMeasureWorkerFlag, serves as a
-// worker over `backends` and returns its exit code. Otherwise makes this executable
-// the default worker command and returns -1. A program that never calls it (a unit
-// test binary) has no default worker and measures in-process.
-int enable_measure_workers(int argc, char** argv, const std::vector<const BackendSpec*>& backends,
-                           const NodeEvaluator& evaluator);
-// Empty until enable_measure_workers (or a test) sets it.
+// Empty until enable_measure_workers (or a test) sets it: a program that never sets it
+// (a unit test binary) measures in-process.
 const std::vector<std::string>& default_worker_command();
 void set_default_worker_command(std::vector<std::string> command);
 
@@ -75,10 +75,13 @@ class MeasureWorker {
   // what the worker does: a crash, overrun or lost worker is an invalid Cost.
   // Throws Error(Io) if no worker can be started at all.
   Cost measure(const std::string& backend, const std::vector<NodeId>& nodes);
+  // Whole-placement fitness (refinement): the median of `runs` timed runs as median_ms.
+  Cost fitness(const std::vector<KernelGroup>& kernels, int runs);
   int workers_started() const { return started_; }
 
  private:
   struct Process;
+  Cost request(const std::string& line, double limit_s);
   void start();
   void stop(bool kill);
   double limit_s(const std::vector<NodeId>& nodes) const;
@@ -92,5 +95,18 @@ class MeasureWorker {
   std::vector<double> native_ms_;  // per node, from the worker's reference run
   int started_ = 0;
 };
+
+// The line protocol, shared by both sides.
+namespace worker_channel {
+inline constexpr int kFd = 3;  // the worker's end of the socket pair
+bool write_all(int fd, const std::string& text);
+// One line, waiting at most until `deadline` (time_point::max(): forever); false on
+// EOF, error or timeout (`timed_out` tells which).
+bool read_line(int fd, std::string& buffer, std::string& line, std::chrono::steady_clock::time_point deadline,
+               bool* timed_out);
+std::string format_double(double v);  // round-trips
+std::string cost_reply(const Cost& cost);
+Cost parse_cost_reply(const std::string& line);
+}  // namespace worker_channel
 
 }  // namespace collage

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/runtime/executor.h"
+#include "core/tuning/measure_worker.h"
+#include "core/tuning/measurer.h"
 
 namespace collage::workflow {
 
@@ -222,10 +225,27 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   ropts.patience = options.patience;
   ropts.time_budget_s = options.budget_s;
   ropts.seed = options.seed;
-  FitnessFn fitness = options.fitness ? options.fitness
-                                      : measured_fitness(graph, backends, compile_options(options.threads),
-                                                         inputs, options.fitness_runs);
   RefineReport r;
+  // Measured fitness runs in a worker like candidate measuring: a region library that
+  // crashes or hangs on one genome costs that genome (infinite fitness), not the refine.
+  std::unique_ptr<MeasureWorker> worker;
+  FitnessFn fitness = options.fitness;
+  if (!fitness && options.isolated && !default_worker_command().empty()) {
+    MeasureOptions mopts;
+    mopts.threads = options.threads;
+    mopts.worker.command = default_worker_command();
+    worker = std::make_unique<MeasureWorker>(graph, inputs, mopts);
+    fitness = [&worker, &r, runs = options.fitness_runs](const Placement& p) {
+      std::vector<KernelGroup> kernels(p.kernels.begin(), p.kernels.end());
+      Cost cost = worker->fitness(kernels, runs);
+      if (cost.valid()) return cost.median_ms;
+      if (lost_in_worker(cost.invalid_reason)) r.lost_evaluations.push_back(cost.invalid_reason);
+      return std::numeric_limits<double>::infinity();
+    };
+  } else if (!fitness) {
+    fitness =
+        measured_fitness(graph, backends, compile_options(options.threads), inputs, options.fitness_runs);
+  }
   auto t0 = Clock::now();
   r.result = refine_placement(graph, op_level, graph_level,
                               cached_fitness(fitness, db, graph, options.threads), ropts, observer);

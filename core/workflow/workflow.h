@@ -110,8 +110,10 @@ struct RefineStepOptions {
   int fitness_runs = kSettings.fitness_runs;
   double budget_s = kSettings.refine_budget_s;
   uint64_t seed = kSettings.refine_seed;
-  // Empty: measured_fitness() over `fitness_runs` runs. Tests inject a deterministic one.
+  // Empty: measured_fitness() over `fitness_runs` runs, in a measure worker when
+  // `isolated` (as TuneStepOptions::isolated). Tests inject a deterministic one.
   FitnessFn fitness;
+  bool isolated = kSettings.isolate_measurement;
 };
 
 struct RegionSummary {
@@ -123,8 +125,9 @@ struct RegionSummary {
 struct RefineReport {
   RefineResult result;
   double seconds = 0;
-  int best_generation = 0;             // first generation whose best is the final best (0 = a seed)
-  std::vector<RegionSummary> regions;  // the graph-level kernels of result.best, in order
+  int best_generation = 0;                    // first generation whose best is the final best (0 = a seed)
+  std::vector<RegionSummary> regions;         // the graph-level kernels of result.best, in order
+  std::vector<std::string> lost_evaluations;  // genomes whose worker crashed or overran (the reason)
 };
 
 // Throws InvalidInput when `options.backends` holds no graph-level backend.

@@ -85,6 +85,30 @@ TEST(IsolatedMeasure, WorkerTimingsMatchInProcessValidity) {
   }
 }
 
+// Refinement's whole-placement fitness in the worker: a placement with a crashing
+// kernel costs that evaluation, the next one gets a fresh worker.
+TEST(IsolatedMeasure, FitnessOfAPlacementRunsInTheWorker) {
+  Graph g = testing::import_model(faulty_model(false));
+  MeasureOptions options;
+  options.worker.command = {COLLAGE_FAULTY_CLI, kMeasureWorkerFlag};
+  MeasureWorker worker(g, random_inputs(g, 1), options);
+  auto placement = [&](bool crash) {
+    std::vector<KernelGroup> kernels;
+    for (NodeId n = 0; n < g.num_nodes(); ++n) {
+      bool faulty = g.node(n).op_type == "Relu" && g.value(g.node(n).inputs[0]).shape[0] == (crash ? 2 : 1);
+      kernels.push_back({{n}, faulty ? "faulty" : "native", g.node(n).op_type});
+    }
+    return kernels;
+  };
+  Cost ok = worker.fitness(placement(false), 3);
+  ASSERT_TRUE(ok.valid()) << ok.invalid_reason;
+  EXPECT_EQ(ok.samples, 3);
+  EXPECT_GT(ok.median_ms, 0);
+  EXPECT_EQ(worker.fitness(placement(true), 3).invalid_reason, "crashed: SIGSEGV");
+  EXPECT_TRUE(worker.fitness(placement(false), 3).valid());
+  EXPECT_EQ(worker.workers_started(), 2);
+}
+
 TEST(IsolatedMeasure, AWorkerThatCannotStartIsAClearError) {
   Graph g = testing::import_model(faulty_model());
   std::vector<const BackendSpec*> backends = {&native_backend()};
