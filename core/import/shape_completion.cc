@@ -1,6 +1,7 @@
 // Static shapes everywhere: rewrites that need input shapes, constant folding,
 // and shape discovery by evaluating a node on placeholder inputs where ONNX
-// shape inference left a gap.
+// shape inference left a gap -- never through a shape-steering input computed at
+// run time (value_dependence.h): that refuses the import, naming the inputs to bind.
 #include "core/import/shape_completion.h"
 
 #include <algorithm>
@@ -262,7 +263,9 @@ class ShapeCompleter {
     if (refusals_.size() > 1) msg += " and " + std::to_string(refusals_.size() - 1) + " more";
     msg += refusals_.size() > 1 ? " have shapes that depend" : " has a shape that depends";
     if (inputs.empty()) {
-      msg += " on values computed at run time, not on any graph input; Collage needs static shapes";
+      msg +=
+          " on values computed at run time that no graph input feeds (random ops, or ops that could not "
+          "be folded at import); Collage needs static shapes";
     } else {
       std::string names, binds;
       for (const std::string& name : inputs) {

@@ -93,6 +93,17 @@ TEST(ValueDependentShapes, PadTracedThroughComputation) {
   EXPECT_EQ(out.at(0).to_double_vector(), want);
 }
 
+TEST(ValueDependentShapes, ValueDependentInputsOfAFile) {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("collage_value_dependent_" + std::to_string(::getpid()) + ".onnx"))
+                         .string();
+  std::ofstream(path, std::ios::binary) << pad_model();
+  EXPECT_EQ(value_dependent_inputs(path, options()), (std::vector<std::string>{"p"}));
+  EXPECT_TRUE(
+      value_dependent_inputs(path, options({{"p", Tensor::from_vector<int64_t>({2}, {1, 1})}})).empty());
+  std::filesystem::remove(path);
+}
+
 TEST(ValueDependentShapes, BindingIsChecked) {
   auto kind = [](const std::map<std::string, Tensor>& bound) {
     try {
