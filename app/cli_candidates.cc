@@ -31,12 +31,12 @@ std::string json_escape(const std::string& s) {
 }  // namespace
 
 int command_candidates(const std::vector<std::string>& argv) {
-  Args args = parse_args(argv, {"--dim", "--backends"}, {"--json"});
+  Args args = parse_args(argv, with_model_options({"--backends"}), {"--json"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput, "usage: collage candidates MODEL [--backends B1,B2] [--json]");
   const std::string& path = args.positional[0];
   std::vector<const BackendSpec*> backends = select_backends(args.get("--backends", ""));
-  Graph graph = load_model(path, parse_dims(args.all("--dim")));
+  Graph graph = workflow::load_model(path, parse_load_options(args));
   std::vector<Candidate> candidates = enumerate_candidates(graph, backends);
 
   if (args.has("--json")) {

@@ -37,6 +37,37 @@ std::string human(double x) {
   return buf;
 }
 
+// `collage run` has the input values: a model whose shapes depend on some of them is
+// specialised on the given ones (bound as with --bind) instead of refused.
+Graph load_specialised(const std::string& path, workflow::LoadOptions& load,
+                       const std::map<std::string, std::string>& input_files) {
+  try {
+    return workflow::load_model(path, load);
+  } catch (const ValueDependentShapeError& e) {
+    std::string names, missing;
+    size_t count = 0;
+    for (const std::string& name : e.inputs()) {
+      if (load.bound_inputs.count(name)) continue;
+      auto it = input_files.find(name);
+      if (it == input_files.end()) {
+        missing += " --input " + name + "=FILE.pb";
+        continue;
+      }
+      load.bound_inputs[name] = read_tensor_file(it->second);
+      names += (names.empty() ? "'" : ", '") + name + "'";
+      ++count;
+    }
+    if (!missing.empty())
+      throw ValueDependentShapeError(std::string(e.what()) + " (or give their values:" + missing + ")",
+                                     e.inputs());
+    if (names.empty()) throw;
+    Graph graph = workflow::load_model(path, load);
+    std::cout << "note: shapes depend on input" << (count == 1 ? " " : "s ") << names
+              << ": specialised on the given values\n";
+    return graph;
+  }
+}
+
 const std::string& single_model(const Args& args, const char* command) {
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
@@ -47,10 +78,10 @@ const std::string& single_model(const Args& args, const char* command) {
 }  // namespace
 
 int command_info(const std::vector<std::string>& argv) {
-  Args args = parse_args(argv, {"--dim"}, {});
+  Args args = parse_args(argv, with_model_options({}), {});
   const std::string& path = single_model(args, "info");
   ImportReport report;
-  Graph graph = load_model(path, parse_dims(args.all("--dim")), &report);
+  Graph graph = workflow::load_model(path, parse_load_options(args), &report);
 
   std::cout << "model: " << path << "\n";
   for (const auto& note : report.notes) std::cout << "note: " << note << "\n";
@@ -86,21 +117,29 @@ int command_info(const std::vector<std::string>& argv) {
 
 int command_run(const std::vector<std::string>& argv) {
   Args args = parse_args(
-      argv, {"--dim", "--input", "--output-dir", "--repeat", "--threads", "--seed", "--placement"}, {});
+      argv, with_model_options({"--input", "--output-dir", "--repeat", "--threads", "--seed", "--placement"}),
+      {});
   const std::string& path = single_model(args, "run");
   int repeat = args.get_int("--repeat", 1, 1, 1000000);
   int threads = args.get_int("--threads", 1, 1, 1024);
   int seed = args.get_int("--seed", 1, 0, 1 << 30);
   set_backend_threads(threads);
-  Graph graph = load_model(path, parse_dims(args.all("--dim")));
-
-  std::vector<Tensor> inputs = random_inputs(graph, static_cast<uint64_t>(seed));
+  std::map<std::string, std::string> input_files;
   for (const std::string& spec : args.all("--input")) {
     auto [name, file] = split_assignment(spec, "--input");
+    input_files[name] = file;
+  }
+  workflow::LoadOptions load = parse_load_options(args);
+  Graph graph = load_specialised(path, load, input_files);
+
+  std::vector<Tensor> inputs = random_inputs(graph, static_cast<uint64_t>(seed));
+  for (const auto& [name, file] : input_files) {
+    if (load.bound_inputs.count(name)) continue;  // a constant of the graph now
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                            [&](ValueId id) { return graph.value(id).name == name; });
     if (it == graph.inputs.end())
-      throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
+      throw Error(ErrorKind::InvalidInput,
+                  "--input " + name + "=" + file + ": the model has no input '" + name + "'");
     inputs[static_cast<size_t>(it - graph.inputs.begin())] = read_tensor_file(file);
   }
 

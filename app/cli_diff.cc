@@ -60,7 +60,7 @@ void print_side(const char* side, const std::string& path, const Placement& p) {
 }  // namespace
 
 int command_diff(const std::vector<std::string>& argv) {
-  Args args = parse_args(argv, {"--model", "--dim"}, {"--json"});
+  Args args = parse_args(argv, with_model_options({"--model"}), {"--json"});
   if (args.positional.size() != 2)
     throw Error(ErrorKind::InvalidInput, "usage: collage diff A.json B.json [--model MODEL] [--json]");
   const std::string& path_a = args.positional[0];
@@ -71,7 +71,7 @@ int command_diff(const std::vector<std::string>& argv) {
   PlacementDiff diff = diff_placements(a, b, path_a, path_b);  // different models: refused here
   std::optional<Graph> graph;
   if (args.has("--model")) {
-    graph = load_model(args.get("--model", ""), parse_dims(args.all("--dim")));
+    graph = workflow::load_model(args.get("--model", ""), parse_load_options(args));
     auto validated = [&](const std::string& text) {
       return placement_from_json(text, *graph, all_backends());
     };

@@ -127,8 +127,9 @@ void print_detail(const Graph& graph, const NodeExplanation& e, const std::vecto
 }  // namespace
 
 int command_explain(const std::vector<std::string>& argv) {
-  Args args = parse_args(argv, {"--dim", "--placement", "--node", "--cost-db", "--backends", "--threads"},
-                         {"--json", "--no-cost-db"});
+  Args args =
+      parse_args(argv, with_model_options({"--placement", "--node", "--cost-db", "--backends", "--threads"}),
+                 {"--json", "--no-cost-db"});
   if (args.positional.size() != 1 || !args.has("--placement"))
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage explain MODEL --placement P.json [--node NAME|ID] [--json] [--cost-db PATH]");
@@ -136,7 +137,7 @@ int command_explain(const std::vector<std::string>& argv) {
     throw Error(ErrorKind::InvalidInput, "--cost-db and --no-cost-db exclude each other");
   const std::string& path = args.positional[0];
   const std::string placement_path = args.get("--placement", "");
-  Graph graph = load_model(path, parse_dims(args.all("--dim")));
+  Graph graph = workflow::load_model(path, parse_load_options(args));
   Placement placement = workflow::read_placement(placement_path, graph);
   NodeId only = args.has("--node") ? node_by_ref(graph, args.get("--node", ""), "--node") : kNoNode;
 

@@ -10,13 +10,13 @@
 namespace collage::cli {
 
 int command_export(const std::vector<std::string>& argv) {
-  Args args = parse_args(argv, {"--dim", "--placement", "-o", "--output"}, {});
+  Args args = parse_args(argv, with_model_options({"--placement", "-o", "--output"}), {});
   std::string out_path = args.get("-o", args.get("--output", ""));
   if (args.positional.size() != 1 || !args.has("--placement") || out_path.empty())
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage export MODEL --placement P.json -o OUT.collage [--dim NAME=VALUE ...]");
   const std::string& path = args.positional[0];
-  Graph graph = load_model(path, parse_dims(args.all("--dim")));
+  Graph graph = workflow::load_model(path, parse_load_options(args));
   Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
   workflow::ExportStepOptions options;
   options.model_name = graph.name.empty() ? std::filesystem::path(path).stem().string() : graph.name;

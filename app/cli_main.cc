@@ -46,7 +46,12 @@ const char* kUsage =
     "      why each node runs where the placement put it (reason, runner-up and its predicted delta);\n"
     "      --node: the candidates covering it and the what-ifs (run on / forbid each backend);\n"
     "      from the cost DB's costs alone, nothing is measured\n"
-    "Symbolic input dims default to 1; set them with --dim batch=8.\n";
+    "Symbolic input dims default to 1; set them with --dim batch=8.\n"
+    "A model whose shapes depend on input VALUES (Range bounds, a Reshape shape fed by an input,\n"
+    "NonMaxSuppression...) is refused naming those inputs; --bind NAME=FILE.pb (repeatable, every\n"
+    "command that takes MODEL) specialises it on their values. `run` binds its --input values itself.\n"
+    "Candidates are measured in worker processes (a crashing library costs one candidate);\n"
+    "tune --in-process measures in the collage process itself.\n";
 
 }  // namespace
 

@@ -12,15 +12,15 @@
 namespace collage::cli {
 
 int command_profile(const std::vector<std::string>& argv) {
-  Args args =
-      parse_args(argv, {"--placement", "--repeat", "--threads", "--dim", "--seed", "--trace"}, {"--json"});
+  Args args = parse_args(
+      argv, with_model_options({"--placement", "--repeat", "--threads", "--seed", "--trace"}), {"--json"});
   if (args.positional.size() != 1 || !args.has("--placement"))
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage profile MODEL --placement P.json [--repeat N] [--threads N] [--json] "
                 "[--trace out.json]");
   int repeat = args.get_int("--repeat", workflow::kSettings.repeat, 1, 100000);
   int seed = args.get_int("--seed", 1, 0, 1 << 30);
-  Graph graph = load_model(args.positional[0], parse_dims(args.all("--dim")));
+  Graph graph = workflow::load_model(args.positional[0], parse_load_options(args));
   Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
   workflow::RunOptions options;
   // Isolated costs were measured at the placement's thread count: run at it unless told otherwise.

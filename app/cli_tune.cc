@@ -94,11 +94,12 @@ void print_verification(const workflow::VerifyReport& verify) {
 }  // namespace
 
 int command_tune(const std::vector<std::string>& argv) {
-  Args args = parse_args(
-      argv,
-      {"--dim", "--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon", "-o", "--output",
-       "--repeat", "--min-time-ms", "--budget", "--population", "--seed", "--generations", "--patience"},
-      {"--no-cost-db", "--refine", "--in-process"});
+  Args args =
+      parse_args(argv,
+                 with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
+                                     "-o", "--output", "--repeat", "--min-time-ms", "--budget",
+                                     "--population", "--seed", "--generations", "--patience"}),
+                 {"--no-cost-db", "--refine", "--in-process"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
@@ -107,7 +108,7 @@ int command_tune(const std::vector<std::string>& argv) {
   int threads = args.get_int("--threads", 1, 1, 1024);
   int repeat = args.get_int("--repeat", 20, 1, 100000);
   std::vector<const BackendSpec*> backends = select_backends(args.get("--backends", ""));
-  Graph graph = load_model(path, parse_dims(args.all("--dim")));
+  Graph graph = workflow::load_model(path, parse_load_options(args));
 
   Pins pins;
   for (const std::string& spec : args.all("--pin")) {

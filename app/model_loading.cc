@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "app/cli_args.h"
-#include "backends/native/native_kernel.h"
+#include "core/tensor_io/tensor_proto.h"
 
 namespace collage::cli {
 
@@ -25,11 +25,22 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dim_op
   return dims;
 }
 
-Graph load_model(const std::string& path, const std::map<std::string, int64_t>& dims, ImportReport* report) {
-  ImportOptions options;
-  options.dims = dims;
-  options.evaluator = native::node_evaluator();
-  return import_onnx_file(path, options, report);
+std::set<std::string> with_model_options(std::set<std::string> value_options) {
+  value_options.insert("--dim");
+  value_options.insert("--bind");
+  return value_options;
+}
+
+workflow::LoadOptions parse_load_options(const Args& args) {
+  workflow::LoadOptions options;
+  options.dims = parse_dims(args.all("--dim"));
+  for (const std::string& text : args.all("--bind")) {
+    auto [name, file] = split_assignment(text, "--bind");
+    if (options.bound_inputs.count(name))
+      throw Error(ErrorKind::InvalidInput, "--bind " + text + ": input '" + name + "' is bound twice");
+    options.bound_inputs[name] = read_tensor_file(file);
+  }
+  return options;
 }
 
 NodeId node_by_ref(const Graph& graph, const std::string& ref, const std::string& option) {

@@ -1,18 +1,24 @@
-// The app-side wiring of the importer: native kernels for folding, --dim values.
+// The CLI's model options, shared by every command that imports a model:
+// --dim NAME=N and --bind NAME=FILE.pb (workflow::LoadOptions).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
+#include "app/cli_args.h"
 #include "core/import/onnx_import.h"
 #include "core/ir/graph.h"
+#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 
+// `value_options` plus the model options (--dim, --bind), for parse_args.
+std::set<std::string> with_model_options(std::set<std::string> value_options);
 // Parses repeated "--dim NAME=VALUE" options.
 std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dim_options);
-Graph load_model(const std::string& path, const std::map<std::string, int64_t>& dims,
-                 ImportReport* report = nullptr);
+// --dim and --bind (tensor files read here), for workflow::load_model.
+workflow::LoadOptions parse_load_options(const Args& args);
 // A node named `ref`, else with post-DFS id `ref`; InvalidInput naming `option` otherwise.
 NodeId node_by_ref(const Graph& graph, const std::string& ref, const std::string& option);
 

@@ -130,9 +130,7 @@ void ExplorerController::job_ended(Job job, Apply apply, QString error, double s
 bool ExplorerController::open_model(const QString& path) {
   wait_for_job();
   return run(Job::Load, [path](ProgressObserver&) -> Apply {
-    ImportOptions options;
-    options.evaluator = native::node_evaluator();
-    auto graph = std::make_shared<const Graph>(import_onnx_file(path.toStdString(), options));
+    auto graph = std::make_shared<const Graph>(workflow::load_model(path.toStdString(), {}));
     auto layout = std::make_shared<GraphLayout>(layout_graph(*graph));
     return [path, graph, layout](ExplorerController& c) {
       c.model_path_ = path;

@@ -1,7 +1,8 @@
 // DeformConv (opset 19, 2-D), RoiAlign (opsets 10 and 16: avg/max modes, half_pixel and output_half_pixel
 // coordinates, adaptive or fixed sampling) and TfIdfVectorizer over integer
-// tokens (string pools are out of scope). NonMaxSuppression is not here: its
-// output shape depends on the data, which static shapes cannot express.
+// tokens (string pools are out of scope) and NonMaxSuppression (opsets 10/11). NMS's
+// output count depends on the data: the importer refuses it unless its inputs are
+// bound to values (ImportOptions::bound_inputs), then it is folded at import.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -316,12 +317,91 @@ std::vector<Tensor> deform_conv(const Node& node, KernelInputs inputs, TensorAll
   return {y};
 }
 
+// A box as (y1, x1, y2, x2) with y1 <= y2 and x1 <= x2.
+struct Box {
+  float y1, x1, y2, x2;
+  float area() const { return (y2 - y1) * (x2 - x1); }
+};
+
+Box read_box(const float* p, bool center_point) {
+  if (center_point) {  // [x_center, y_center, width, height]
+    float hw = p[2] / 2, hh = p[3] / 2;
+    return {p[1] - hh, p[0] - hw, p[1] + hh, p[0] + hw};
+  }
+  // [y1, x1, y2, x2] with the corners of either diagonal.
+  return {std::min(p[0], p[2]), std::min(p[1], p[3]), std::max(p[0], p[2]), std::max(p[1], p[3])};
+}
+
+// IoU above the threshold; degenerate boxes overlap nothing.
+bool overlaps(const Box& a, const Box& b, float iou_threshold) {
+  float ih = std::min(a.y2, b.y2) - std::max(a.y1, b.y1), iw = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
+  if (ih <= 0 || iw <= 0) return false;
+  float inter = ih * iw, uni = a.area() + b.area() - inter;
+  if (a.area() <= 0 || b.area() <= 0 || uni <= 0) return false;
+  return inter / uni > iou_threshold;
+}
+
+std::vector<Tensor> non_max_suppression(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  const Tensor& boxes = input(node, inputs, 0);
+  const Tensor& scores = input(node, inputs, 1);
+  require_float(node, boxes, "boxes");
+  require_float(node, scores, "scores");
+  if (boxes.rank() != 3 || boxes.dim(2) != 4) invalid(node, "boxes must have shape [batches, boxes, 4]");
+  if (scores.rank() != 3 || scores.dim(0) != boxes.dim(0) || scores.dim(2) != boxes.dim(1))
+    invalid(node, "scores must have shape [batches, classes, boxes] matching boxes");
+  int64_t center = node.attr_int("center_point_box", 0);
+  if (center != 0 && center != 1) invalid(node, "center_point_box must be 0 or 1");
+  auto scalar = [&](size_t i, const char* role) -> const Tensor* {
+    const Tensor* t = optional_input(inputs, i);
+    if (t && t->size() > 1) invalid(node, std::string(role) + " must hold one value");
+    return t && t->size() == 1 ? t : nullptr;
+  };
+  const Tensor* max_t = scalar(2, "max_output_boxes_per_class");
+  const Tensor* iou_t = scalar(3, "iou_threshold");
+  const Tensor* score_t = scalar(4, "score_threshold");
+  if (max_t && max_t->dtype() != DType::Int64) invalid(node, "max_output_boxes_per_class must be int64");
+  if (iou_t) require_float(node, *iou_t, "iou_threshold");
+  if (score_t) require_float(node, *score_t, "score_threshold");
+  int64_t max_out = max_t ? max_t->data<int64_t>()[0] : 0;
+  float iou = iou_t ? iou_t->data<float>()[0] : 0.0f;
+  if (iou < 0 || iou > 1) invalid(node, "iou_threshold must be in [0, 1]");
+  int64_t nb = boxes.dim(0), nc = scores.dim(1), n = boxes.dim(1);
+  const float *bp = boxes.data<float>(), *sp = scores.data<float>();
+  std::vector<int64_t> selected;  // (batch, class, box) triples
+  for (int64_t b = 0; b < nb && max_out > 0; ++b) {
+    std::vector<Box> bx(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) bx[static_cast<size_t>(i)] = read_box(bp + (b * n + i) * 4, center == 1);
+    for (int64_t c = 0; c < nc; ++c) {
+      const float* s = sp + (b * nc + c) * n;
+      std::vector<int64_t> order;
+      for (int64_t i = 0; i < n; ++i)
+        if (!score_t || s[i] > score_t->data<float>()[0]) order.push_back(i);
+      // Highest score first; ties keep the lower box index first.
+      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+      std::vector<int64_t> kept;
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        bool suppressed = std::any_of(kept.begin(), kept.end(), [&](int64_t k) {
+          return overlaps(bx[static_cast<size_t>(k)], bx[static_cast<size_t>(i)], iou);
+        });
+        if (!suppressed) kept.push_back(i);
+      }
+      for (int64_t k : kept) selected.insert(selected.end(), {b, c, k});
+    }
+  }
+  int64_t count = static_cast<int64_t>(selected.size() / 3);
+  Tensor y = alloc.allocate(DType::Int64, {count, 3});
+  std::copy(selected.begin(), selected.end(), y.data<int64_t>());
+  return {y};
+}
+
 }  // namespace
 
 void register_detection_ops(OpTable& table) {
   table["RoiAlign"] = roi_align;
   table["TfIdfVectorizer"] = tfidf_vectorizer;
   table["DeformConv"] = deform_conv;
+  table["NonMaxSuppression"] = non_max_suppression;
 }
 
 }  // namespace collage::native

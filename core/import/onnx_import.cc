@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <climits>
 #include <filesystem>
 #include <fstream>
@@ -66,9 +67,72 @@ std::map<std::string, int> read_opsets(const onnx::ModelProto& model) {
   return opsets;
 }
 
+// Turns the bound graph inputs into initialisers (before ONNX inference, which then
+// propagates their values too). Returns the symbolic dims the bound tensors fix.
+std::map<std::string, int64_t> bind_inputs(onnx::GraphProto& g,
+                                           const std::set<std::string>& initializer_names,
+                                           const ImportOptions& options, ImportReport& report) {
+  std::map<std::string, int64_t> implied;
+  for (const auto& [name, tensor] : options.bound_inputs) {
+    auto it = std::find_if(g.input().begin(), g.input().end(), [&](const onnx::ValueInfoProto& in) {
+      return in.name() == name && !initializer_names.count(name);
+    });
+    std::string what = "--bind " + name;
+    if (it == g.input().end())
+      throw Error(ErrorKind::InvalidInput, what + ": the model has no graph input '" + name + "'");
+    if (it->type().has_tensor_type()) {
+      const auto& tt = it->type().tensor_type();
+      if (tt.elem_type() != 0 && tt.elem_type() != onnx::TensorProto::STRING &&
+          dtype_from_onnx(tt.elem_type()) != tensor.dtype())
+        throw Error(ErrorKind::InvalidInput, what + ": the value is " + dtype_name(tensor.dtype()) +
+                                                 ", the input is declared " +
+                                                 dtype_name(dtype_from_onnx(tt.elem_type())));
+      if (tt.has_shape()) {
+        const auto& dims = tt.shape().dim();
+        bool same_rank = dims.size() == static_cast<int>(tensor.rank());
+        for (int d = 0; same_rank && d < dims.size(); ++d) {
+          int64_t given = tensor.dim(d);
+          if (dims[d].has_dim_value() && dims[d].dim_value() >= 0) {
+            same_rank = dims[d].dim_value() == given;
+          } else if (dims[d].has_dim_param() && !dims[d].dim_param().empty()) {
+            const std::string& param = dims[d].dim_param();
+            auto user = options.dims.find(param);
+            auto prior = implied.find(param);
+            if ((user != options.dims.end() && user->second != given) ||
+                (prior != implied.end() && prior->second != given))
+              throw Error(ErrorKind::InvalidInput,
+                          what + ": dim " + std::to_string(d) + " is " + std::to_string(given) + ", but '" +
+                              param + "' is " +
+                              std::to_string(user != options.dims.end() ? user->second : prior->second) +
+                              " elsewhere");
+            implied[param] = given;
+          }
+        }
+        if (!same_rank) {
+          std::string declared = "[";
+          for (int d = 0; d < dims.size(); ++d)
+            declared += (d ? "," : "") + (dims[d].has_dim_value()       ? std::to_string(dims[d].dim_value())
+                                          : dims[d].dim_param().empty() ? std::string("?")
+                                                                        : dims[d].dim_param());
+          throw Error(ErrorKind::InvalidInput, what + ": the value has shape " +
+                                                   shape_to_string(tensor.shape()) +
+                                                   ", the input is declared " + declared + "]");
+        }
+      }
+    }
+    g.mutable_input()->erase(it);
+    *g.add_initializer() = tensor_to_proto(tensor, name);
+    report.notes.push_back("input '" + name + "' bound to the given " + dtype_name(tensor.dtype()) + " " +
+                           shape_to_string(tensor.shape()) + " value (a constant now)");
+  }
+  return implied;
+}
+
 // Replaces symbolic or missing input dims by user values (default 1).
+// `implied`: dims fixed by bound inputs, used where the user gave no value.
 void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initializer_names,
-                    const ImportOptions& options, ImportReport& report) {
+                    const ImportOptions& options, const std::map<std::string, int64_t>& implied,
+                    ImportReport& report) {
   std::set<std::string> used;
   for (auto& input : *g.mutable_input()) {
     if (initializer_names.count(input.name())) continue;
@@ -85,9 +149,12 @@ void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initialize
       std::string param = dim->has_dim_param() ? dim->dim_param() : "";
       int64_t v = 1;
       auto it = options.dims.find(param);
+      auto bound = implied.find(param);
       if (!param.empty() && it != options.dims.end()) {
         v = it->second;
         used.insert(param);
+      } else if (!param.empty() && bound != implied.end()) {
+        v = bound->second;
       }
       dim->set_dim_value(v);
       report.notes.push_back("input '" + input.name() + "' dim " + std::to_string(d) +
@@ -97,7 +164,7 @@ void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initialize
   for (const auto& [param, v] : options.dims) {
     if (v <= 0)
       throw Error(ErrorKind::InvalidInput, "--dim " + param + "=" + std::to_string(v) + ": must be positive");
-    if (!used.count(param))
+    if (!used.count(param) && !implied.count(param))
       throw Error(ErrorKind::InvalidInput,
                   "--dim " + param + ": no graph input has a symbolic dim named '" + param + "'");
   }
@@ -278,7 +345,9 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   auto opsets = read_opsets(model);
   std::set<std::string> initializer_names;
   for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());
-  fix_input_dims(*model.mutable_graph(), initializer_names, options, report);
+  auto implied = bind_inputs(*model.mutable_graph(), initializer_names, options, report);
+  for (const auto& [name, tensor] : options.bound_inputs) initializer_names.insert(name);
+  fix_input_dims(*model.mutable_graph(), initializer_names, options, implied, report);
   run_onnx_shape_inference(model, report);
   Graph graph = convert_graph(model, opsets, base_dir);
   model.Clear();  // free the proto's copy of the weights early
@@ -318,9 +387,20 @@ Graph import_onnx_file(const std::string& path, const ImportOptions& options, Im
   std::string dir = fs::path(path).parent_path().string();
   try {
     return import_onnx_bytes(bytes, dir.empty() ? "." : dir, options, report);
+  } catch (const ValueDependentShapeError& e) {
+    throw ValueDependentShapeError(path + ": " + e.what(), e.inputs());
   } catch (const Error& e) {
     throw Error(e.kind(), path + ": " + e.what());
   }
+}
+
+std::vector<std::string> value_dependent_inputs(const std::string& path, const ImportOptions& options) {
+  try {
+    import_onnx_file(path, options);
+  } catch (const ValueDependentShapeError& e) {
+    return e.inputs();
+  }
+  return {};
 }
 
 }  // namespace collage

@@ -23,6 +23,25 @@ struct ImportOptions {
   // float16/bfloat16 models compute in float32 behind their half interface
   // (import_detail::compute_half_in_float32); false keeps them as written.
   bool half_in_float32 = true;
+  // Graph inputs specialised on a value (`--bind NAME=FILE.pb`): each becomes a constant,
+  // so shapes that depend on its value (Reshape's shape, Range's bounds...) are computed.
+  // Checked against the declared dtype and shape; symbolic dims take the tensor's.
+  std::map<std::string, Tensor> bound_inputs;
+};
+
+// Import refused because some shapes depend on the VALUES of graph inputs (a Range's
+// limit, a Reshape's shape fed by an input, NonZero...). `inputs()` are those graph
+// inputs, in graph order: bind them (ImportOptions::bound_inputs) to import a version
+// specialised on their values. Empty when the values are computed at run time by
+// nodes no input feeds (random ops): binding cannot help then.
+class ValueDependentShapeError : public Error {
+ public:
+  ValueDependentShapeError(const std::string& message, std::vector<std::string> inputs)
+      : Error(ErrorKind::Unsupported, message), inputs_(std::move(inputs)) {}
+  const std::vector<std::string>& inputs() const { return inputs_; }
+
+ private:
+  std::vector<std::string> inputs_;
 };
 
 struct ImportReport {
@@ -34,5 +53,9 @@ Graph import_onnx_file(const std::string& path, const ImportOptions& options, Im
 // `base_dir` resolves external data files.
 Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options,
                         ImportReport* report = nullptr);
+
+// The graph inputs whose values the model's shapes depend on (empty when it imports
+// as is); other import errors are thrown.
+std::vector<std::string> value_dependent_inputs(const std::string& path, const ImportOptions& options);
 
 }  // namespace collage

@@ -1,11 +1,14 @@
 // Static shapes everywhere: rewrites that need input shapes, constant folding,
 // and shape discovery by evaluating a node on placeholder inputs where ONNX
-// shape inference left a gap.
+// shape inference left a gap -- never through a shape-steering input computed at
+// run time (value_dependence.h): that refuses the import, naming the inputs to bind.
 #include "core/import/shape_completion.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/import/normalize.h"
+#include "core/import/value_dependence.h"
 
 namespace collage::import_detail {
 
@@ -24,6 +27,7 @@ class ShapeCompleter {
   void run() {
     const size_t original = graph_.nodes.size();
     for (size_t i = 0; i < original; ++i) process(static_cast<NodeId>(i));
+    if (!refusals_.empty()) throw_value_dependent();
     std::vector<Node> kept;
     for (size_t i = 0; i < graph_.nodes.size(); ++i)
       if (!dead_.count(static_cast<NodeId>(i))) kept.push_back(std::move(graph_.nodes[i]));
@@ -50,6 +54,7 @@ class ShapeCompleter {
 
   const Shape& known_shape(NodeId id, ValueId v) {
     const Value& value = graph_.value(v);
+    if (!value.shape_known && !refusals_.empty()) throw_value_dependent();
     if (!value.shape_known)
       throw Error(ErrorKind::Unsupported, node(id).describe() + ": the shape of input '" + value.name +
                                               "' could not be determined statically");
@@ -214,9 +219,68 @@ class ShapeCompleter {
     ++report_.folded_nodes;
   }
 
+  // A node whose shape-steering input (value_dependence.h) is computed at run time has
+  // no static output shape: a placeholder there would silently give a wrong one, and a
+  // declared shape only holds for the values its author had in mind.
+  bool refuse_value_dependent(NodeId id) {
+    const Node& n = node(id);
+    std::vector<ValueId> steering;
+    for (size_t slot = 0; slot < n.inputs.size(); ++slot) {
+      ValueId in = n.inputs[slot];
+      if (in == kNoValue || graph_.value(in).constant || !steers_shape(n, slot)) continue;
+      const Value& v = graph_.value(in);
+      if (v.shape_known && shape_size(v.shape) == 0) continue;  // an empty tensor has one value
+      steering.push_back(in);
+    }
+    if (steering.empty()) return false;
+    Refusal r;
+    r.node = n.name;
+    r.op = n.op_type;
+    r.opset = n.opset;
+    for (ValueId out : n.outputs)
+      if (out != kNoValue) {
+        if (r.value.empty()) r.value = graph_.value(out).name;
+        graph_.value(out).shape_known = false;
+      }
+    for (ValueId in : steering)
+      for (const std::string& name : graph_inputs_feeding(graph_, in))
+        if (std::find(r.inputs.begin(), r.inputs.end(), name) == r.inputs.end()) r.inputs.push_back(name);
+    refusals_.push_back(std::move(r));
+    return true;
+  }
+
+  [[noreturn]] void throw_value_dependent() const {
+    const Refusal& first = refusals_.front();
+    std::vector<std::string> inputs;  // over all refusals, in graph input order
+    for (ValueId in : graph_.inputs)
+      for (const Refusal& r : refusals_)
+        if (std::find(r.inputs.begin(), r.inputs.end(), graph_.value(in).name) != r.inputs.end()) {
+          inputs.push_back(graph_.value(in).name);
+          break;
+        }
+    std::string msg = "value '" + first.value + "' (node '" + first.node + "', " + first.op + " opset " +
+                      std::to_string(first.opset) + ")";
+    if (refusals_.size() > 1) msg += " and " + std::to_string(refusals_.size() - 1) + " more";
+    msg += refusals_.size() > 1 ? " have shapes that depend" : " has a shape that depends";
+    if (inputs.empty()) {
+      msg +=
+          " on values computed at run time that no graph input feeds (random ops, or ops that could not "
+          "be folded at import); Collage needs static shapes";
+    } else {
+      std::string names, binds;
+      for (const std::string& name : inputs) {
+        names += (names.empty() ? "'" : ", '") + name + "'";
+        binds += (binds.empty() ? "--bind " : " --bind ") + name + "=FILE.pb";
+      }
+      msg += " on the values of input(s) " + names + "; Collage needs static shapes: bind them with " + binds;
+    }
+    throw ValueDependentShapeError(msg, inputs);
+  }
+
   // Fills output shapes/dtypes ONNX inference missed by running the node on
   // zero placeholders (constants keep their real values: they steer shapes).
   void complete_outputs(NodeId id) {
+    if (refuse_value_dependent(id)) return;
     const Node& n = node(id);
     bool complete = true;
     for (ValueId out : n.outputs)
@@ -237,11 +301,6 @@ class ShapeCompleter {
         inputs.push_back(&*v.constant);
         continue;
       }
-      // A zero placeholder for a non-empty runtime Reduce* axes input would silently
-      // reduce axis 0: leave the shape unknown (reported as not static by the final check).
-      if (n.domain.empty() && n.op_type.rfind("Reduce", 0) == 0 && inputs.size() == 1 &&
-          !(v.shape_known && shape_size(v.shape) == 0))
-        return;
       if (!v.shape_known || v.dtype == DType::Undefined) return;  // reported by the final check
       bytes += static_cast<size_t>(shape_size(v.shape)) * dtype_size(v.dtype);
       if (bytes > kMaxPlaceholderBytes)
@@ -266,10 +325,17 @@ class ShapeCompleter {
     }
   }
 
+  struct Refusal {
+    std::string value, node, op;
+    int opset = 0;
+    std::vector<std::string> inputs;  // the graph inputs feeding its steering inputs
+  };
+
   Graph& graph_;
   const NodeEvaluator& evaluator_;
   ImportReport& report_;
   std::set<NodeId> dead_;
+  std::vector<Refusal> refusals_;
 };
 
 }  // namespace

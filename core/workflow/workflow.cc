@@ -97,6 +97,14 @@ std::string describe_region(const Graph& graph, const PlacedKernel& kernel) {
 
 }  // namespace
 
+Graph load_model(const std::string& path, const LoadOptions& options, ImportReport* report) {
+  ImportOptions import;
+  import.dims = options.dims;
+  import.bound_inputs = options.bound_inputs;
+  import.evaluator = native::node_evaluator();
+  return import_onnx_file(path, import, report);
+}
+
 std::string cost_db_path(const std::string& given) { return given.empty() ? CostDb::default_path() : given; }
 
 Placement read_placement(const std::string& path, const Graph& graph) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/import/onnx_import.h"
 #include "core/search/artifact_export.h"
 #include "core/search/placement_timing.h"
 #include "core/search/profile_report.h"
@@ -21,6 +22,19 @@
 #include "core/workflow/settings.h"
 
 namespace collage::workflow {
+
+// ---- load: the model as both front ends import it ----
+struct LoadOptions {
+  // `--dim NAME=N`: symbolic input dims (unlisted ones are 1).
+  std::map<std::string, int64_t> dims;
+  // `--bind NAME=FILE.pb`: graph inputs specialised on a value (they become constants),
+  // so shapes that depend on input values can be computed. Without them such a model
+  // is refused with ValueDependentShapeError, which names the inputs to bind.
+  std::map<std::string, Tensor> bound_inputs;
+};
+
+// Imports `path` with the native kernels folding constants.
+Graph load_model(const std::string& path, const LoadOptions& options, ImportReport* report = nullptr);
 
 // The cost DB to open: `given` if not empty, else CostDb::default_path()
 // ($COLLAGE_COST_DB, else $XDG_DATA_HOME/collage-explorer/costs.sqlite).

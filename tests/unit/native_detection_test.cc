@@ -1,4 +1,4 @@
-// Native RoiAlign, DeformConv and TfIdfVectorizer (detection_ops.cc): weighting modes the
+// Native RoiAlign, DeformConv, TfIdfVectorizer and NonMaxSuppression (detection_ops.cc): weighting modes the
 // ONNX node tests leave out, and every bad-input refusal.
 #include <cmath>
 
@@ -155,6 +155,46 @@ TEST(NativeDeformConv, ZeroOffsetsEqualConvAndRefusals) {
             }),
             ErrorKind::InvalidModel);
   EXPECT_EQ(error_kind([&] { run1(n, {iota_f32({1, 2, 4}), w, full}); }), ErrorKind::Unsupported);
+}
+
+// Four unit-height boxes; IoUs worked out by hand: A and D are the same box (D's corners
+// flipped), B overlaps A by 0.9 / 1.1 = 0.82, C is disjoint from all.
+Tensor nms_boxes() { return f32({1, 4, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3, 1, 1, 0, 0}); }
+
+TEST(NativeNonMaxSuppression, GreedyByScoreWithThresholds) {
+  Tensor scores = f32({1, 2, 4}, {0.9f, 0.8f, 0.7f, 0.95f,   // class 0
+                                  0.3f, 0.6f, 0.4f, 0.1f});  // class 1
+  Node nms = make_node("NonMaxSuppression");
+  // Class 0: D (0.95) first; A (IoU 1 with D) and B (0.82) suppressed at 0.5; C kept.
+  // Class 1: only B scores above 0.5.
+  Tensor y = run1(nms, {nms_boxes(), scores, i64({1}, {10}), f32({1}, {0.5f}), f32({1}, {0.5f})});
+  EXPECT_EQ(y.shape(), (Shape{3, 3}));
+  EXPECT_EQ(values<int64_t>(y), (std::vector<int64_t>{0, 0, 3, 0, 0, 2, 0, 1, 1}));
+  // IoU threshold 0.9 keeps B (0.82 < 0.9) but not A; max 2 per class stops after D, B.
+  y = run1(nms, {nms_boxes(), scores, i64({1}, {2}), f32({1}, {0.9f})});
+  EXPECT_EQ(values<int64_t>(y), (std::vector<int64_t>{0, 0, 3, 0, 0, 1, 0, 1, 1, 0, 1, 2}));
+  // max_output_boxes_per_class omitted: 0, no output.
+  EXPECT_EQ(run1(nms, {nms_boxes(), scores}).shape(), (Shape{0, 3}));
+}
+
+TEST(NativeNonMaxSuppression, CenterPointBoxesAndRefusals) {
+  // [x_center, y_center, w, h]: box 1 is box 0 moved by half its width (IoU 1/3).
+  Tensor boxes = f32({1, 2, 4}, {0.5f, 0.5f, 1, 1, 1.0f, 0.5f, 1, 1});
+  Tensor scores = f32({1, 1, 2}, {0.5f, 0.6f});
+  Node nms = make_node("NonMaxSuppression", {{"center_point_box", Attribute::of_int(1)}});
+  EXPECT_EQ(values<int64_t>(run1(nms, {boxes, scores, i64({1}, {5}), f32({1}, {0.3f})})),
+            (std::vector<int64_t>{0, 0, 1}));
+  EXPECT_EQ(values<int64_t>(run1(nms, {boxes, scores, i64({1}, {5}), f32({1}, {0.34f})})),
+            (std::vector<int64_t>{0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(error_kind([&] {
+              run1(nms, {f32({1, 2, 3}, {0, 0, 0, 0, 0, 0}), scores});
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] { run1(nms, {boxes, f32({1, 1, 3}, {0, 0, 0})}); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(error_kind([&] {
+              run1(nms, {boxes, scores, i64({1}, {5}), f32({1}, {1.5f})});
+            }),
+            ErrorKind::InvalidModel);
 }
 
 }  // namespace
