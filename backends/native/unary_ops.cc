@@ -13,28 +13,41 @@ namespace {
 // Each op is a functor built from the node (to read its attributes once).
 struct Relu {
   explicit Relu(const Node&) {}
-  float operator()(float x) const { return x < 0.0f ? 0.0f : x; }  // keeps NaN
+  template <class T>
+  T operator()(T x) const {
+    return x < 0.0f ? 0.0f : x;
+  }  // keeps NaN
 };
 struct LeakyRelu {
   float alpha;
   explicit LeakyRelu(const Node& n) : alpha(n.attr_float("alpha", 0.01f)) {}
-  float operator()(float x) const { return x < 0.0f ? alpha * x : x; }
+  template <class T>
+  T operator()(T x) const {
+    return x < 0.0f ? alpha * x : x;
+  }
 };
 struct Elu {
   float alpha;
   explicit Elu(const Node& n) : alpha(n.attr_float("alpha", 1.0f)) {}
-  float operator()(float x) const { return x < 0.0f ? alpha * std::expm1(x) : x; }
+  template <class T>
+  T operator()(T x) const {
+    return x < 0.0f ? alpha * std::expm1(x) : x;
+  }
 };
 struct Selu {
   float alpha, gamma;
   explicit Selu(const Node& n)
       : alpha(n.attr_float("alpha", 1.67326319217681884765625f)),
         gamma(n.attr_float("gamma", 1.05070102214813232421875f)) {}
-  float operator()(float x) const { return x <= 0.0f ? gamma * alpha * std::expm1(x) : gamma * x; }
+  template <class T>
+  T operator()(T x) const {
+    return x <= 0.0f ? gamma * alpha * std::expm1(x) : gamma * x;
+  }
 };
 struct Sigmoid {
   explicit Sigmoid(const Node&) {}
-  float operator()(float x) const {
+  template <class T>
+  T operator()(T x) const {
     // Two branches so exp never overflows.
     if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
     float e = std::exp(x);
@@ -43,32 +56,48 @@ struct Sigmoid {
 };
 struct Tanh {
   explicit Tanh(const Node&) {}
-  float operator()(float x) const { return std::tanh(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::tanh(x);
+  }
 };
 struct Softplus {
   explicit Softplus(const Node&) {}
-  float operator()(float x) const {
+  template <class T>
+  T operator()(T x) const {
     return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
   }
 };
 struct Softsign {
   explicit Softsign(const Node&) {}
-  float operator()(float x) const { return x / (1.0f + std::fabs(x)); }
+  template <class T>
+  T operator()(T x) const {
+    return x / (1.0f + std::fabs(x));
+  }
 };
 float clamp01(float v) { return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v); }
 struct HardSigmoid {
   float alpha, beta;
   explicit HardSigmoid(const Node& n)
       : alpha(n.attr_float("alpha", 0.2f)), beta(n.attr_float("beta", 0.5f)) {}
-  float operator()(float x) const { return clamp01(alpha * x + beta); }
+  template <class T>
+  T operator()(T x) const {
+    return clamp01(alpha * x + beta);
+  }
 };
 struct HardSwish {
   explicit HardSwish(const Node&) {}
-  float operator()(float x) const { return x * clamp01(x / 6.0f + 0.5f); }
+  template <class T>
+  T operator()(T x) const {
+    return x * clamp01(x / 6.0f + 0.5f);
+  }
 };
 struct Erf {
   explicit Erf(const Node&) {}
-  float operator()(float x) const { return std::erf(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::erf(x);
+  }
 };
 struct Gelu {
   bool tanh_approx;
@@ -78,7 +107,8 @@ struct Gelu {
       unsupported(n, "attribute approximate='" + mode + "' is not supported");
     tanh_approx = mode == "tanh";
   }
-  float operator()(float x) const {
+  template <class T>
+  T operator()(T x) const {
     if (tanh_approx) {
       const double k = std::sqrt(2.0 / 3.14159265358979323846);
       double xd = x;
@@ -89,97 +119,161 @@ struct Gelu {
 };
 struct Exp {
   explicit Exp(const Node&) {}
-  float operator()(float x) const { return std::exp(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::exp(x);
+  }
 };
 struct Log {
   explicit Log(const Node&) {}
-  float operator()(float x) const { return std::log(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::log(x);
+  }
 };
 struct Sqrt {
   explicit Sqrt(const Node&) {}
-  float operator()(float x) const { return std::sqrt(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::sqrt(x);
+  }
 };
 struct Reciprocal {
   explicit Reciprocal(const Node&) {}
-  float operator()(float x) const { return 1.0f / x; }
+  template <class T>
+  T operator()(T x) const {
+    return 1.0f / x;
+  }
 };
 struct Floor {
   explicit Floor(const Node&) {}
-  float operator()(float x) const { return std::floor(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::floor(x);
+  }
 };
 struct Ceil {
   explicit Ceil(const Node&) {}
-  float operator()(float x) const { return std::ceil(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::ceil(x);
+  }
 };
 struct Round {
   explicit Round(const Node&) {}
   // The default rounding mode rounds half to even, as ONNX requires.
-  float operator()(float x) const { return std::nearbyint(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::nearbyint(x);
+  }
 };
 struct Shrink {
   float bias, lambd;
   explicit Shrink(const Node& n) : bias(n.attr_float("bias", 0.0f)), lambd(n.attr_float("lambd", 0.5f)) {}
-  float operator()(float x) const { return x < -lambd ? x + bias : (x > lambd ? x - bias : 0.0f); }
+  template <class T>
+  T operator()(T x) const {
+    return x < -lambd ? x + bias : (x > lambd ? x - bias : 0.0f);
+  }
 };
 struct Sin {
   explicit Sin(const Node&) {}
-  float operator()(float x) const { return std::sin(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::sin(x);
+  }
 };
 struct Cos {
   explicit Cos(const Node&) {}
-  float operator()(float x) const { return std::cos(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::cos(x);
+  }
 };
 struct Tan {
   explicit Tan(const Node&) {}
-  float operator()(float x) const { return std::tan(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::tan(x);
+  }
 };
 struct Asin {
   explicit Asin(const Node&) {}
-  float operator()(float x) const { return std::asin(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::asin(x);
+  }
 };
 struct Acos {
   explicit Acos(const Node&) {}
-  float operator()(float x) const { return std::acos(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::acos(x);
+  }
 };
 struct Atan {
   explicit Atan(const Node&) {}
-  float operator()(float x) const { return std::atan(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::atan(x);
+  }
 };
 struct Sinh {
   explicit Sinh(const Node&) {}
-  float operator()(float x) const { return std::sinh(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::sinh(x);
+  }
 };
 struct Cosh {
   explicit Cosh(const Node&) {}
-  float operator()(float x) const { return std::cosh(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::cosh(x);
+  }
 };
 struct Asinh {
   explicit Asinh(const Node&) {}
-  float operator()(float x) const { return std::asinh(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::asinh(x);
+  }
 };
 struct Acosh {
   explicit Acosh(const Node&) {}
-  float operator()(float x) const { return std::acosh(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::acosh(x);
+  }
 };
 struct Atanh {
   explicit Atanh(const Node&) {}
-  float operator()(float x) const { return std::atanh(x); }
+  template <class T>
+  T operator()(T x) const {
+    return std::atanh(x);
+  }
 };
 struct Celu {
   float alpha;
   explicit Celu(const Node& n) : alpha(n.attr_float("alpha", 1.0f)) {
     if (alpha == 0.0f) invalid(n, "attribute alpha must not be 0");
   }
-  float operator()(float x) const { return x > 0.0f ? x : alpha * std::expm1(x / alpha); }
+  template <class T>
+  T operator()(T x) const {
+    return x > 0.0f ? x : alpha * std::expm1(x / alpha);
+  }
 };
 struct ThresholdedRelu {
   float alpha;
   explicit ThresholdedRelu(const Node& n) : alpha(n.attr_float("alpha", 1.0f)) {}
-  float operator()(float x) const { return x > alpha ? x : 0.0f; }
+  template <class T>
+  T operator()(T x) const {
+    return x > alpha ? x : 0.0f;
+  }
 };
 struct Mish {
   explicit Mish(const Node&) {}
-  float operator()(float x) const {
+  template <class T>
+  T operator()(T x) const {
     const double xd = x;
     const double softplus = xd > 0.0 ? xd + std::log1p(std::exp(-xd)) : std::log1p(std::exp(xd));
     return static_cast<float>(xd * std::tanh(softplus));
@@ -223,6 +317,9 @@ struct Sign {
       return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
   }
 };
+
+// float64 computes in double: PyTorch exports and ONNX's expanded functions use it.
+using UnaryTypes = TypeList<float, double>;
 
 template <class Op, class TypeSet>
 std::vector<Tensor> unary_kernel(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
@@ -316,40 +413,40 @@ std::vector<Tensor> cast_like(const Node& node, KernelInputs inputs, TensorAlloc
 }  // namespace
 
 void register_unary_ops(OpTable& table) {
-  table["Relu"] = unary_kernel<Relu, FloatTypes>;
-  table["LeakyRelu"] = unary_kernel<LeakyRelu, FloatTypes>;
-  table["Elu"] = unary_kernel<Elu, FloatTypes>;
-  table["Selu"] = unary_kernel<Selu, FloatTypes>;
-  table["Sigmoid"] = unary_kernel<Sigmoid, FloatTypes>;
-  table["Tanh"] = unary_kernel<Tanh, FloatTypes>;
-  table["Softplus"] = unary_kernel<Softplus, FloatTypes>;
-  table["Softsign"] = unary_kernel<Softsign, FloatTypes>;
-  table["HardSigmoid"] = unary_kernel<HardSigmoid, FloatTypes>;
-  table["HardSwish"] = unary_kernel<HardSwish, FloatTypes>;
-  table["Erf"] = unary_kernel<Erf, FloatTypes>;
-  table["Gelu"] = unary_kernel<Gelu, FloatTypes>;
-  table["Exp"] = unary_kernel<Exp, FloatTypes>;
-  table["Log"] = unary_kernel<Log, FloatTypes>;
-  table["Sqrt"] = unary_kernel<Sqrt, FloatTypes>;
-  table["Reciprocal"] = unary_kernel<Reciprocal, FloatTypes>;
-  table["Floor"] = unary_kernel<Floor, FloatTypes>;
-  table["Ceil"] = unary_kernel<Ceil, FloatTypes>;
-  table["Round"] = unary_kernel<Round, FloatTypes>;
-  table["Shrink"] = unary_kernel<Shrink, FloatTypes>;
-  table["Sin"] = unary_kernel<Sin, FloatTypes>;
-  table["Cos"] = unary_kernel<Cos, FloatTypes>;
-  table["Tan"] = unary_kernel<Tan, FloatTypes>;
-  table["Asin"] = unary_kernel<Asin, FloatTypes>;
-  table["Acos"] = unary_kernel<Acos, FloatTypes>;
-  table["Atan"] = unary_kernel<Atan, FloatTypes>;
-  table["Sinh"] = unary_kernel<Sinh, FloatTypes>;
-  table["Cosh"] = unary_kernel<Cosh, FloatTypes>;
-  table["Asinh"] = unary_kernel<Asinh, FloatTypes>;
-  table["Acosh"] = unary_kernel<Acosh, FloatTypes>;
-  table["Atanh"] = unary_kernel<Atanh, FloatTypes>;
-  table["Celu"] = unary_kernel<Celu, FloatTypes>;
-  table["ThresholdedRelu"] = unary_kernel<ThresholdedRelu, FloatTypes>;
-  table["Mish"] = unary_kernel<Mish, FloatTypes>;
+  table["Relu"] = unary_kernel<Relu, UnaryTypes>;
+  table["LeakyRelu"] = unary_kernel<LeakyRelu, UnaryTypes>;
+  table["Elu"] = unary_kernel<Elu, UnaryTypes>;
+  table["Selu"] = unary_kernel<Selu, UnaryTypes>;
+  table["Sigmoid"] = unary_kernel<Sigmoid, UnaryTypes>;
+  table["Tanh"] = unary_kernel<Tanh, UnaryTypes>;
+  table["Softplus"] = unary_kernel<Softplus, UnaryTypes>;
+  table["Softsign"] = unary_kernel<Softsign, UnaryTypes>;
+  table["HardSigmoid"] = unary_kernel<HardSigmoid, UnaryTypes>;
+  table["HardSwish"] = unary_kernel<HardSwish, UnaryTypes>;
+  table["Erf"] = unary_kernel<Erf, UnaryTypes>;
+  table["Gelu"] = unary_kernel<Gelu, UnaryTypes>;
+  table["Exp"] = unary_kernel<Exp, UnaryTypes>;
+  table["Log"] = unary_kernel<Log, UnaryTypes>;
+  table["Sqrt"] = unary_kernel<Sqrt, UnaryTypes>;
+  table["Reciprocal"] = unary_kernel<Reciprocal, UnaryTypes>;
+  table["Floor"] = unary_kernel<Floor, UnaryTypes>;
+  table["Ceil"] = unary_kernel<Ceil, UnaryTypes>;
+  table["Round"] = unary_kernel<Round, UnaryTypes>;
+  table["Shrink"] = unary_kernel<Shrink, UnaryTypes>;
+  table["Sin"] = unary_kernel<Sin, UnaryTypes>;
+  table["Cos"] = unary_kernel<Cos, UnaryTypes>;
+  table["Tan"] = unary_kernel<Tan, UnaryTypes>;
+  table["Asin"] = unary_kernel<Asin, UnaryTypes>;
+  table["Acos"] = unary_kernel<Acos, UnaryTypes>;
+  table["Atan"] = unary_kernel<Atan, UnaryTypes>;
+  table["Sinh"] = unary_kernel<Sinh, UnaryTypes>;
+  table["Cosh"] = unary_kernel<Cosh, UnaryTypes>;
+  table["Asinh"] = unary_kernel<Asinh, UnaryTypes>;
+  table["Acosh"] = unary_kernel<Acosh, UnaryTypes>;
+  table["Atanh"] = unary_kernel<Atanh, UnaryTypes>;
+  table["Celu"] = unary_kernel<Celu, UnaryTypes>;
+  table["ThresholdedRelu"] = unary_kernel<ThresholdedRelu, UnaryTypes>;
+  table["Mish"] = unary_kernel<Mish, UnaryTypes>;
   table["Neg"] = unary_kernel<Neg, ArithTypes>;
   table["Abs"] = unary_kernel<Abs, ArithTypes>;
   table["Sign"] = unary_kernel<Sign, ArithTypes>;
