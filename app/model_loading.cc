@@ -28,7 +28,26 @@ std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dim_op
 std::set<std::string> with_model_options(std::set<std::string> value_options) {
   value_options.insert("--dim");
   value_options.insert("--bind");
+  value_options.insert("--memory-budget");
   return value_options;
+}
+
+// "512M", "4G", "1073741824": a positive byte count (K/M/G/T are powers of 1024).
+int64_t parse_bytes(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = used ? text.substr(used) : "";
+  static const std::map<std::string, double> kUnits = {
+      {"", 1}, {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}, {"T", 1099511627776.0}};
+  auto it = kUnits.find(unit);
+  if (!used || it == kUnits.end() || !(v > 0) || v * it->second > 9e18)
+    throw Error(ErrorKind::InvalidInput, "--memory-budget " + text + ": expected a size such as 512M or 4G");
+  return static_cast<int64_t>(v * it->second);
 }
 
 workflow::LoadOptions parse_load_options(const Args& args) {
@@ -40,6 +59,7 @@ workflow::LoadOptions parse_load_options(const Args& args) {
       throw Error(ErrorKind::InvalidInput, "--bind " + text + ": input '" + name + "' is bound twice");
     options.bound_inputs[name] = read_tensor_file(file);
   }
+  if (args.has("--memory-budget")) options.memory_budget_bytes = parse_bytes(args.get("--memory-budget", ""));
   return options;
 }
 

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
@@ -10,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/import/attribute_checks.h"
 #include "core/import/half_compute.h"
 #include "core/import/normalize.h"
 #include "core/import/shape_completion.h"
@@ -348,13 +350,21 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   auto implied = bind_inputs(*model.mutable_graph(), initializer_names, options, report);
   for (const auto& [name, tensor] : options.bound_inputs) initializer_names.insert(name);
   fix_input_dims(*model.mutable_graph(), initializer_names, options, implied, report);
+  import_detail::check_attributes(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset);
+  std::set<std::string> declared_outputs;  // outputs whose shape the model states
+  for (const auto& out : model.graph().output())
+    if (out.type().tensor_type().has_shape()) declared_outputs.insert(out.name());
   run_onnx_shape_inference(model, report);
   Graph graph = convert_graph(model, opsets, base_dir);
   model.Clear();  // free the proto's copy of the weights early
+  const int64_t budget = tensor_memory_budget(options);
+  for (const Value& v : graph.values)  // declared inputs and every shape inference implied
+    if (v.shape_known && v.dtype != DType::Undefined)
+      import_detail::check_tensor_budget(v.shape, v.dtype, budget, "value '" + v.name + "'");
   import_detail::normalize_legacy_forms(graph);
   graph.sort_and_prune();
   graph.validate();
-  import_detail::complete_shapes_and_fold(graph, options.evaluator, report);
+  import_detail::complete_shapes_and_fold(graph, options.evaluator, budget, report);
   graph.sort_and_prune();
   graph.validate();
   for (const Value& v : graph.values) {
@@ -365,8 +375,16 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
                   "could not determine a static shape and type for value '" + v.name + "'" + where);
     }
   }
+  import_detail::check_graph_output_shapes(graph, options.evaluator, budget, declared_outputs);
   if (options.half_in_float32) import_detail::compute_half_in_float32(graph, report);
   return graph;
+}
+
+int64_t tensor_memory_budget(const ImportOptions& options) {
+  if (options.memory_budget_bytes > 0) return options.memory_budget_bytes;
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  int64_t physical = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : int64_t{16} << 30;
+  return physical / 4;
 }
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options, ImportReport* report) {

@@ -27,7 +27,14 @@ struct ImportOptions {
   // so shapes that depend on its value (Reshape's shape, Range's bounds...) are computed.
   // Checked against the declared dtype and shape; symbolic dims take the tensor's.
   std::map<std::string, Tensor> bound_inputs;
+  // The largest tensor the model may ask for, in bytes (an input, a weight, any value
+  // its shapes imply or a folded constant); larger ones are refused with a message
+  // before anything is allocated. 0: a quarter of this machine's physical memory.
+  int64_t memory_budget_bytes = 0;
 };
+
+// memory_budget_bytes resolved (0 -> a quarter of physical memory).
+int64_t tensor_memory_budget(const ImportOptions& options);
 
 // Import refused because some shapes depend on the VALUES of graph inputs (a Range's
 // limit, a Reshape's shape fed by an input, NonZero...). `inputs()` are those graph

@@ -5,7 +5,9 @@
 #include "core/import/shape_completion.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
+#include <stdexcept>
 
 #include "core/import/normalize.h"
 #include "core/import/value_dependence.h"
@@ -19,10 +21,49 @@ constexpr size_t kMaxPlaceholderBytes = size_t{4} << 30;
 const std::set<std::string> kLegacyBroadcastOps = {"Add", "Sub", "Mul",   "Div",     "Pow", "And",
                                                    "Or",  "Xor", "Equal", "Greater", "Less"};
 
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g GiB", bytes / double(int64_t{1} << 30));
+  return text;
+}
+
+// Evaluations at import allocate through this: a node whose output would exceed the
+// budget (pads of 2^31, a ConstantOfShape of 10^12 elements) is refused, not allocated.
+class BudgetAllocator : public TensorAllocator {
+ public:
+  BudgetAllocator(const Node& node, int64_t budget) : node_(node), budget_(budget) {}
+  Tensor allocate(DType dtype, const Shape& shape) override {
+    check_tensor_budget(shape, dtype, budget_, node_.describe() + ": an output");
+    return Tensor(dtype, shape);
+  }
+
+ private:
+  const Node& node_;
+  int64_t budget_;
+};
+
+// A kernel that indexes past a malformed attribute or input throws a standard
+// exception; at import that is the model's fault: say which node.
+template <class F>
+auto evaluating(const Node& n, F&& f) {
+  try {
+    return f();
+  } catch (const std::out_of_range& e) {
+    throw Error(ErrorKind::InvalidModel,
+                n.describe() + ": malformed attributes or inputs (" + e.what() + ")");
+  } catch (const std::length_error& e) {
+    throw Error(ErrorKind::InvalidModel,
+                n.describe() + ": malformed attributes or inputs (" + e.what() + ")");
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::InvalidModel,
+                n.describe() + ": malformed attributes or inputs (" + e.what() + ")");
+  }
+}
+
 class ShapeCompleter {
  public:
-  ShapeCompleter(Graph& graph, const NodeEvaluator& evaluator, ImportReport& report)
-      : graph_(graph), evaluator_(evaluator), report_(report) {}
+  ShapeCompleter(Graph& graph, const NodeEvaluator& evaluator, int64_t budget, ImportReport& report)
+      : graph_(graph), evaluator_(evaluator), budget_(budget), report_(report) {}
 
   void run() {
     const size_t original = graph_.nodes.size();
@@ -173,8 +214,9 @@ class ShapeCompleter {
     for (ValueId in : n.inputs) inputs.push_back(in == kNoValue ? nullptr : &*graph_.value(in).constant);
     std::vector<Tensor> outputs;
     try {
-      HeapAllocator alloc;
-      outputs = evaluator_(n, inputs, alloc);
+      check_declared_outputs(n);
+      BudgetAllocator alloc(n, budget_);
+      outputs = evaluating(n, [&] { return evaluator_(n, inputs, alloc); });
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Unsupported) return false;  // reported when the node is run
       throw;
@@ -205,8 +247,7 @@ class ShapeCompleter {
 
   void set_constant_outputs(NodeId id, std::vector<Tensor> outputs) {
     const Node& n = node(id);
-    if (outputs.size() < n.outputs.size())
-      throw Error(ErrorKind::Internal, n.describe() + ": evaluator returned too few outputs");
+    check_output_count(n, outputs.size());
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       if (n.outputs[k] == kNoValue) continue;
       Value& v = graph_.value(n.outputs[k]);
@@ -305,17 +346,20 @@ class ShapeCompleter {
       bytes += static_cast<size_t>(shape_size(v.shape)) * dtype_size(v.dtype);
       if (bytes > kMaxPlaceholderBytes)
         throw Error(ErrorKind::InvalidModel, n.describe() + ": inputs need more than 4 GiB (absurd shape?)");
+      check_tensor_budget(v.shape, v.dtype, budget_, "value '" + v.name + "'");
       placeholders.emplace_back(v.dtype, v.shape);
       inputs.push_back(&placeholders.back());
     }
     std::vector<Tensor> outputs;
     try {
-      HeapAllocator alloc;
-      outputs = evaluator_(n, inputs, alloc);
+      check_declared_outputs(n);
+      BudgetAllocator alloc(n, budget_);
+      outputs = evaluating(n, [&] { return evaluator_(n, inputs, alloc); });
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Unsupported) return;
       throw;
     }
+    check_output_count(n, outputs.size());
     for (size_t k = 0; k < n.outputs.size() && k < outputs.size(); ++k) {
       if (n.outputs[k] == kNoValue) continue;
       Value& v = graph_.value(n.outputs[k]);
@@ -331,8 +375,25 @@ class ShapeCompleter {
     std::vector<std::string> inputs;  // the graph inputs feeding its steering inputs
   };
 
+  // Shapes ONNX inference already gave the outputs are held to the budget before the
+  // node runs (its kernel would allocate them).
+  void check_declared_outputs(const Node& n) {
+    for (ValueId out : n.outputs)
+      if (out != kNoValue && graph_.value(out).shape_known && graph_.value(out).dtype != DType::Undefined)
+        check_tensor_budget(graph_.value(out).shape, graph_.value(out).dtype, budget_,
+                            n.describe() + ": output '" + graph_.value(out).name + "'");
+  }
+
+  static void check_output_count(const Node& n, size_t produced) {
+    if (produced < n.outputs.size())
+      throw Error(ErrorKind::InvalidModel, n.describe() + ": the node names " +
+                                               std::to_string(n.outputs.size()) +
+                                               " outputs, the op produces " + std::to_string(produced));
+  }
+
   Graph& graph_;
   const NodeEvaluator& evaluator_;
+  int64_t budget_;
   ImportReport& report_;
   std::set<NodeId> dead_;
   std::vector<Refusal> refusals_;
@@ -340,8 +401,68 @@ class ShapeCompleter {
 
 }  // namespace
 
-void complete_shapes_and_fold(Graph& graph, const NodeEvaluator& evaluator, ImportReport& report) {
-  ShapeCompleter(graph, evaluator, report).run();
+void complete_shapes_and_fold(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes,
+                              ImportReport& report) {
+  ShapeCompleter(graph, evaluator, budget_bytes, report).run();
+}
+
+void check_graph_output_shapes(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes,
+                               const std::set<std::string>& declared) {
+  for (ValueId out : graph.outputs) {
+    const Value& v = graph.value(out);
+    if (v.producer == kNoNode || v.constant) continue;
+    const Node& n = graph.node(v.producer);
+    std::vector<Tensor> placeholders;
+    std::vector<const Tensor*> inputs;
+    placeholders.reserve(n.inputs.size());
+    bool runnable = true;
+    for (ValueId in : n.inputs) {
+      if (in == kNoValue) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      const Value& iv = graph.value(in);
+      if (iv.constant) {
+        inputs.push_back(&*iv.constant);
+        continue;
+      }
+      if (shape_size(iv.shape) * static_cast<int64_t>(dtype_size(iv.dtype)) > budget_bytes) runnable = false;
+      if (!runnable) break;
+      placeholders.emplace_back(iv.dtype, iv.shape);
+      inputs.push_back(&placeholders.back());
+    }
+    if (!runnable) continue;
+    std::vector<Tensor> outputs;
+    try {
+      BudgetAllocator alloc(n, budget_bytes);
+      outputs = evaluating(n, [&] { return evaluator(n, inputs, alloc); });
+    } catch (const Error&) {
+      continue;  // e.g. a zero placeholder for a scale: the executor checks at run time
+    }
+    for (size_t k = 0; k < n.outputs.size() && k < outputs.size(); ++k) {
+      if (n.outputs[k] == kNoValue) continue;
+      Value& ov = graph.value(n.outputs[k]);
+      if (ov.shape == outputs[k].shape()) continue;
+      if (declared.count(ov.name))
+        throw Error(ErrorKind::InvalidModel, "graph output '" + ov.name + "' is declared " +
+                                                 shape_to_string(ov.shape) + " but " + n.describe() +
+                                                 " computes " + shape_to_string(outputs[k].shape()));
+      ov.shape = outputs[k].shape();
+    }
+  }
+}
+
+void check_tensor_budget(const Shape& shape, DType dtype, int64_t budget_bytes, const std::string& what) {
+  double bytes = static_cast<double>(std::max<size_t>(dtype_size(dtype), 1));
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(ErrorKind::InvalidModel, what + " has a negative dimension " + shape_to_string(shape));
+    bytes *= static_cast<double>(d);
+  }
+  if (bytes > static_cast<double>(budget_bytes))
+    throw Error(ErrorKind::InvalidModel, what + " of shape " + shape_to_string(shape) + " needs " +
+                                             gib(bytes) + ", beyond the memory budget of " +
+                                             gib(double(budget_bytes)) + " per tensor (--memory-budget)");
 }
 
 }  // namespace collage::import_detail

@@ -31,6 +31,8 @@ struct LoadOptions {
   // so shapes that depend on input values can be computed. Without them such a model
   // is refused with ValueDependentShapeError, which names the inputs to bind.
   std::map<std::string, Tensor> bound_inputs;
+  // `--memory-budget 4G`: the largest tensor the model may ask for (0: a quarter of RAM).
+  int64_t memory_budget_bytes = 0;
 };
 
 // Imports `path` with the native kernels folding constants.

@@ -78,7 +78,24 @@ TEST_F(CliTest, HostileFilesExitTwo) {
   absurd.input("x", {1 << 30, 1 << 30, 1 << 30});
   absurd.node("Relu", {"x"}, {"y"});
   absurd.output("y");
-  expect_bad_input("run " + write("absurd.onnx", absurd.bytes()), "too");
+  expect_bad_input("run " + write("absurd.onnx", absurd.bytes()), "memory budget");
+}
+
+// What a mutation run of hostile models found: each is one clear line and exit 2.
+TEST_F(CliTest, HostileModelsFoundByMutationExitTwo) {
+  OnnxTestModel conv(17);
+  conv.input("x", {1, 2, 8, 8});
+  conv.initializer("w", Tensor(DType::Float32, {2, 2, 3, 3}));
+  OnnxTestModel::attr_ints(conv.node("Conv", {"x", "w"}, {"y"}), "strides", {0, 0});
+  conv.output("y");
+  expect_bad_input("info " + write("stride0.onnx", conv.bytes()), "attribute strides has 0");
+
+  OnnxTestModel big(17);
+  big.input("x", {1 << 16, 1 << 16});
+  big.node("Relu", {"x"}, {"y"});
+  big.output("y");
+  expect_bad_input("run " + write("big.onnx", big.bytes()) + " --memory-budget 1G", "memory budget");
+  expect_bad_input("info " + write("big2.onnx", big.bytes()) + " --memory-budget 1X", "--memory-budget 1X");
 }
 
 TEST_F(CliTest, BadArgumentsExitTwo) {

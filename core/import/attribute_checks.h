@@ -1,0 +1,14 @@
+// Import stage 0: attribute values the kernels divide by or loop over, checked once
+// per node before anything runs (a stride of 0 would be a division by zero in every
+// backend's shape logic, a negative pad an out-of-bounds write).
+#pragma once
+
+#include "onnx/onnx_pb.h"
+
+namespace collage::import_detail {
+
+// On the proto, before ONNX shape inference (whose conv/pool inference divides by the
+// strides too). Throws InvalidModel naming the node, the attribute and the rule it breaks.
+void check_attributes(const onnx::GraphProto& graph, int default_opset);
+
+}  // namespace collage::import_detail
