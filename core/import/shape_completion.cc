@@ -60,6 +60,41 @@ auto evaluating(const Node& n, F&& f) {
   }
 }
 
+// A node's inputs for a shape-only evaluation: constants as they are, every other
+// input a zero placeholder of its shape (storage in `placeholders`). False if an
+// input's shape is unknown; InvalidModel past the budget.
+bool placeholder_inputs(const Graph& graph, const Node& n, int64_t budget, std::vector<Tensor>& placeholders,
+                        std::vector<const Tensor*>& inputs) {
+  placeholders.reserve(n.inputs.size());
+  size_t bytes = 0;
+  for (ValueId in : n.inputs) {
+    if (in == kNoValue) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const Value& v = graph.value(in);
+    if (v.constant) {
+      inputs.push_back(&*v.constant);
+      continue;
+    }
+    if (!v.shape_known || v.dtype == DType::Undefined) return false;
+    check_tensor_budget(v.shape, v.dtype, budget, "value '" + v.name + "'");
+    bytes += static_cast<size_t>(shape_size(v.shape)) * dtype_size(v.dtype);
+    if (bytes > kMaxPlaceholderBytes)
+      throw Error(ErrorKind::InvalidModel, n.describe() + ": inputs need more than 4 GiB (absurd shape?)");
+    placeholders.emplace_back(v.dtype, v.shape);
+    inputs.push_back(&placeholders.back());
+  }
+  return true;
+}
+
+// The evaluator on `inputs`, every allocation held to the budget.
+std::vector<Tensor> evaluate(const Node& n, const NodeEvaluator& evaluator,
+                             const std::vector<const Tensor*>& inputs, int64_t budget) {
+  BudgetAllocator alloc(n, budget);
+  return evaluating(n, [&] { return evaluator(n, inputs, alloc); });
+}
+
 class ShapeCompleter {
  public:
   ShapeCompleter(Graph& graph, const NodeEvaluator& evaluator, int64_t budget, ImportReport& report)
@@ -215,8 +250,7 @@ class ShapeCompleter {
     std::vector<Tensor> outputs;
     try {
       check_declared_outputs(n);
-      BudgetAllocator alloc(n, budget_);
-      outputs = evaluating(n, [&] { return evaluator_(n, inputs, alloc); });
+      outputs = evaluate(n, evaluator_, inputs, budget_);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Unsupported) return false;  // reported when the node is run
       throw;
@@ -330,31 +364,11 @@ class ShapeCompleter {
     if (complete) return;
     std::vector<Tensor> placeholders;
     std::vector<const Tensor*> inputs;
-    placeholders.reserve(n.inputs.size());
-    size_t bytes = 0;
-    for (ValueId in : n.inputs) {
-      if (in == kNoValue) {
-        inputs.push_back(nullptr);
-        continue;
-      }
-      const Value& v = graph_.value(in);
-      if (v.constant) {
-        inputs.push_back(&*v.constant);
-        continue;
-      }
-      if (!v.shape_known || v.dtype == DType::Undefined) return;  // reported by the final check
-      bytes += static_cast<size_t>(shape_size(v.shape)) * dtype_size(v.dtype);
-      if (bytes > kMaxPlaceholderBytes)
-        throw Error(ErrorKind::InvalidModel, n.describe() + ": inputs need more than 4 GiB (absurd shape?)");
-      check_tensor_budget(v.shape, v.dtype, budget_, "value '" + v.name + "'");
-      placeholders.emplace_back(v.dtype, v.shape);
-      inputs.push_back(&placeholders.back());
-    }
+    if (!placeholder_inputs(graph_, n, budget_, placeholders, inputs)) return;  // reported by the final check
     std::vector<Tensor> outputs;
     try {
       check_declared_outputs(n);
-      BudgetAllocator alloc(n, budget_);
-      outputs = evaluating(n, [&] { return evaluator_(n, inputs, alloc); });
+      outputs = evaluate(n, evaluator_, inputs, budget_);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::Unsupported) return;
       throw;
@@ -414,28 +428,10 @@ void check_graph_output_shapes(Graph& graph, const NodeEvaluator& evaluator, int
     const Node& n = graph.node(v.producer);
     std::vector<Tensor> placeholders;
     std::vector<const Tensor*> inputs;
-    placeholders.reserve(n.inputs.size());
-    bool runnable = true;
-    for (ValueId in : n.inputs) {
-      if (in == kNoValue) {
-        inputs.push_back(nullptr);
-        continue;
-      }
-      const Value& iv = graph.value(in);
-      if (iv.constant) {
-        inputs.push_back(&*iv.constant);
-        continue;
-      }
-      if (shape_size(iv.shape) * static_cast<int64_t>(dtype_size(iv.dtype)) > budget_bytes) runnable = false;
-      if (!runnable) break;
-      placeholders.emplace_back(iv.dtype, iv.shape);
-      inputs.push_back(&placeholders.back());
-    }
-    if (!runnable) continue;
     std::vector<Tensor> outputs;
     try {
-      BudgetAllocator alloc(n, budget_bytes);
-      outputs = evaluating(n, [&] { return evaluator(n, inputs, alloc); });
+      if (!placeholder_inputs(graph, n, budget_bytes, placeholders, inputs)) continue;
+      outputs = evaluate(n, evaluator, inputs, budget_bytes);
     } catch (const Error&) {
       continue;  // e.g. a zero placeholder for a scale: the executor checks at run time
     }
