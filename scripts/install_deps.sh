@@ -4,7 +4,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev
-  libsqlite3-dev libgtest-dev nlohmann-json3-dev
+  libsqlite3-dev libpq-dev postgresql libgtest-dev nlohmann-json3-dev
   qtbase5-dev libqt5charts5-dev libqt5svg5-dev libgraphviz-dev
   libdnnl-dev ocl-icd-opencl-dev libopenblas-openmp-dev libxnnpack-dev libpthreadpool-dev
   xvfb xauth bc clang-format

@@ -9,12 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ir/error.h"
+#include "core/tuning/cost_store.h"
 
 namespace collage {
 
 namespace {
 
-constexpr const char* kAppId = "collage-explorer-costs";
+using cost_store::kAppId;
 
 // Migrations: entry i upgrades schema version i to i + 1.
 const char* const kMigrations[] = {
@@ -107,139 +108,170 @@ std::string CostDb::default_path() {
   return (base / "collage-explorer" / "costs.sqlite").string();
 }
 
-CostDb::CostDb(const std::string& path) : path_(path) {
-  std::error_code ec;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw Error(ErrorKind::Io, "cannot open cost DB '" + path + "': " + msg);
-  }
-  sqlite3_busy_timeout(db_, 30000);  // another process measuring into the same file
-  try {
-    exec("PRAGMA journal_mode=WAL;");
-    migrate();
-  } catch (const Error& e) {
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw Error(ErrorKind::InvalidInput, "cost DB '" + path + "': " + e.what());
-  }
-}
+namespace {
 
-CostDb::~CostDb() { sqlite3_close(db_); }
-
-void CostDb::exec(const char* sql) const {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errmsg(db_);
-    sqlite3_free(err);
-    throw Error(ErrorKind::Io, msg);
+class SqliteStore : public cost_store::CostStore {
+ public:
+  explicit SqliteStore(const std::string& path) : path_(path) {
+    std::error_code ec;
+    auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (sqlite3_open_v2(path.c_str(), &db_,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                        nullptr) != SQLITE_OK) {
+      std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw Error(ErrorKind::Io, "cannot open cost DB '" + path + "': " + msg);
+    }
+    sqlite3_busy_timeout(db_, 30000);  // another process measuring into the same file
+    try {
+      exec("PRAGMA journal_mode=WAL;");
+      migrate();
+    } catch (const Error& e) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw Error(ErrorKind::InvalidInput, "cost DB '" + path + "': " + e.what());
+    }
   }
-}
 
-void CostDb::migrate() {
-  exec("BEGIN IMMEDIATE;");
-  try {
-    exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);");
-    std::string app;
-    int version = 0;
-    {
-      Statement s(db_, "SELECT key, value FROM meta;");
-      while (s.step()) {
-        if (s.text(0) == "app") app = s.text(1);
-        if (s.text(0) == "schema_version") version = std::atoi(s.text(1).c_str());
+  ~SqliteStore() override { sqlite3_close(db_); }
+
+  void exec(const char* sql) const {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      throw Error(ErrorKind::Io, msg);
+    }
+  }
+
+  void migrate() {
+    exec("BEGIN IMMEDIATE;");
+    try {
+      exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);");
+      std::string app;
+      int version = 0;
+      {
+        Statement s(db_, "SELECT key, value FROM meta;");
+        while (s.step()) {
+          if (s.text(0) == "app") app = s.text(1);
+          if (s.text(0) == "schema_version") version = std::atoi(s.text(1).c_str());
+        }
       }
+      if (!app.empty() && app != kAppId)
+        throw Error(ErrorKind::InvalidInput, "not a Collage cost database (app '" + app + "')");
+      if (app.empty()) {
+        Statement count(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name != 'meta';");
+        count.step();
+        if (count.integer(0) > 0)
+          throw Error(ErrorKind::InvalidInput, "not a Collage cost database (foreign tables)");
+      }
+      if (version > CostDb::kSchemaVersion)
+        throw Error(ErrorKind::InvalidInput, "written by a newer version (schema " + std::to_string(version) +
+                                                 ", this build reads up to " +
+                                                 std::to_string(CostDb::kSchemaVersion) + ")");
+      for (int v = version; v < CostDb::kSchemaVersion; ++v) exec(kMigrations[v]);
+      Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2);");
+      put.bind(1, std::string("app"));
+      put.bind(2, std::string(kAppId));
+      put.step();
+      Statement ver(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?1);");
+      ver.bind(1, std::to_string(CostDb::kSchemaVersion));
+      ver.step();
+      exec("COMMIT;");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+      throw;
     }
-    if (!app.empty() && app != kAppId)
-      throw Error(ErrorKind::InvalidInput, "not a Collage cost database (app '" + app + "')");
-    if (app.empty()) {
-      Statement count(db_, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name != 'meta';");
-      count.step();
-      if (count.integer(0) > 0)
-        throw Error(ErrorKind::InvalidInput, "not a Collage cost database (foreign tables)");
-    }
-    if (version > kSchemaVersion)
-      throw Error(ErrorKind::InvalidInput, "written by a newer version (schema " + std::to_string(version) +
-                                               ", this build reads up to " + std::to_string(kSchemaVersion) +
-                                               ")");
-    for (int v = version; v < kSchemaVersion; ++v) exec(kMigrations[v]);
-    Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2);");
-    put.bind(1, std::string("app"));
-    put.bind(2, std::string(kAppId));
-    put.step();
-    Statement ver(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?1);");
-    ver.bind(1, std::to_string(kSchemaVersion));
-    ver.step();
-    exec("COMMIT;");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
-    throw;
   }
-}
 
-std::optional<CostRecord> CostDb::find(const CostKey& key) const {
-  Statement s(db_, (std::string("SELECT ") + kColumns +
-                    " FROM costs WHERE signature = ?1 AND threads = ?2 AND device = ?3;")
-                       .c_str());
-  s.bind(1, key.signature);
-  s.bind(2, key.threads);
-  s.bind(3, key.device);
-  if (!s.step()) return std::nullopt;
-  return read_row(s);
-}
-
-void CostDb::put(const CostRecord& record) { put_all({record}); }
-
-void CostDb::put_all(const std::vector<CostRecord>& records) {
-  exec("BEGIN IMMEDIATE;");
-  try {
-    Statement s(db_, (std::string("INSERT OR REPLACE INTO costs (") + kColumns +
-                      ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14);")
+  std::optional<CostRecord> find(const CostKey& key) const override {
+    Statement s(db_, (std::string("SELECT ") + kColumns +
+                      " FROM costs WHERE signature = ?1 AND threads = ?2 AND device = ?3;")
                          .c_str());
-    for (const CostRecord& r : records) {
-      s.bind(1, r.key.signature);
-      s.bind(2, r.key.threads);
-      s.bind(3, r.key.device);
-      s.bind(4, r.backend);
-      s.bind(5, r.backend_version);
-      s.bind(6, r.label);
-      s.bind(7, r.cost.valid() ? 1 : 0);
-      s.bind(8, r.cost.invalid_reason);
-      s.bind(9, r.cost.median_ms);
-      s.bind(10, r.cost.p90_ms);
-      s.bind(11, r.cost.stddev_ms);
-      s.bind(12, r.cost.samples);
-      s.bind(13, r.cost.build_ms);
-      s.bind(14, r.measured_at.empty() ? now_iso8601() : r.measured_at);
-      s.step();
-      s.reset();
-    }
-    exec("COMMIT;");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
-    throw;
+    s.bind(1, key.signature);
+    s.bind(2, key.threads);
+    s.bind(3, key.device);
+    if (!s.step()) return std::nullopt;
+    return read_row(s);
   }
-}
 
+  void put_all(const std::vector<CostRecord>& records) override {
+    exec("BEGIN IMMEDIATE;");
+    try {
+      Statement s(db_, (std::string("INSERT OR REPLACE INTO costs (") + kColumns +
+                        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14);")
+                           .c_str());
+      for (const CostRecord& r : records) {
+        s.bind(1, r.key.signature);
+        s.bind(2, r.key.threads);
+        s.bind(3, r.key.device);
+        s.bind(4, r.backend);
+        s.bind(5, r.backend_version);
+        s.bind(6, r.label);
+        s.bind(7, r.cost.valid() ? 1 : 0);
+        s.bind(8, r.cost.invalid_reason);
+        s.bind(9, r.cost.median_ms);
+        s.bind(10, r.cost.p90_ms);
+        s.bind(11, r.cost.stddev_ms);
+        s.bind(12, r.cost.samples);
+        s.bind(13, r.cost.build_ms);
+        s.bind(14, r.measured_at.empty() ? now_iso8601() : r.measured_at);
+        s.step();
+        s.reset();
+      }
+      exec("COMMIT;");
+    } catch (...) {
+      sqlite3_exec(db_, "ROLLBACK;", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  std::vector<CostRecord> list(const std::string& backend_filter) const override {
+    std::string sql = std::string("SELECT ") + kColumns + " FROM costs" +
+                      (backend_filter.empty() ? "" : " WHERE backend = ?1") +
+                      " ORDER BY backend, label, signature;";
+    Statement s(db_, sql.c_str());
+    if (!backend_filter.empty()) s.bind(1, backend_filter);
+    std::vector<CostRecord> out;
+    while (s.step()) out.push_back(read_row(s));
+    return out;
+  }
+
+  size_t size() const override {
+    Statement s(db_, "SELECT count(*) FROM costs;");
+    s.step();
+    return static_cast<size_t>(s.integer(0));
+  }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace
+
+namespace cost_store {
+std::unique_ptr<CostStore> open_sqlite(const std::string& path) {
+  return std::make_unique<SqliteStore>(path);
+}
+}  // namespace cost_store
+
+CostDb::CostDb(const std::string& location)
+    : path_(cost_store::redacted(location)),
+      store_(cost_store::is_postgres_location(location) ? cost_store::open_postgres(location)
+                                                        : cost_store::open_sqlite(location)) {}
+
+CostDb::~CostDb() = default;
+
+std::optional<CostRecord> CostDb::find(const CostKey& key) const { return store_->find(key); }
+void CostDb::put(const CostRecord& record) { store_->put_all({record}); }
+void CostDb::put_all(const std::vector<CostRecord>& records) { store_->put_all(records); }
 std::vector<CostRecord> CostDb::list(const std::string& backend_filter) const {
-  std::string sql = std::string("SELECT ") + kColumns + " FROM costs" +
-                    (backend_filter.empty() ? "" : " WHERE backend = ?1") +
-                    " ORDER BY backend, label, signature;";
-  Statement s(db_, sql.c_str());
-  if (!backend_filter.empty()) s.bind(1, backend_filter);
-  std::vector<CostRecord> out;
-  while (s.step()) out.push_back(read_row(s));
-  return out;
+  return store_->list(backend_filter);
 }
-
-size_t CostDb::size() const {
-  Statement s(db_, "SELECT count(*) FROM costs;");
-  s.step();
-  return static_cast<size_t>(s.integer(0));
-}
+size_t CostDb::size() const { return store_->size(); }
 
 std::string CostDb::export_json(const std::string& backend_filter) const {
   nlohmann::json records = nlohmann::json::array();

@@ -1,17 +1,22 @@
-// Persistent kernel costs in one SQLite file (WAL mode, versioned schema,
-// every write in a transaction). Keyed by canonical kernel signature, thread
-// count and device fingerprint, so later runs and other models reuse them.
+// Persistent kernel costs, keyed by canonical kernel signature, thread count and
+// device fingerprint, so later runs, other models and (with PostgreSQL) other
+// machines of a team reuse them. The location picks the store (cost_store.h):
+// a file path is SQLite (WAL mode, the embedded default), a postgresql:// URL a
+// shared PostgreSQL database. Same schema version, semantics and JSON exchange.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/tuning/cost.h"
 
-struct sqlite3;
-
 namespace collage {
+
+namespace cost_store {
+class CostStore;
+}
 
 struct CostKey {
   std::string signature;  // kernel_signature(...)
@@ -34,9 +39,10 @@ class CostDb {
   // $COLLAGE_COST_DB, else $XDG_DATA_HOME/collage-explorer/costs.sqlite, else ~/.local/share/...
   static std::string default_path();
 
-  // Opens or creates the database; migrates older schemas. Throws InvalidInput for
-  // a file that is not a Collage cost DB or was written by a newer version.
-  explicit CostDb(const std::string& path);
+  // Opens or creates the database at `location` (a path, or postgresql://user@host:port/db);
+  // migrates older schemas. Throws InvalidInput for a database that is not a Collage cost
+  // DB or was written by a newer version, Io when it cannot be opened or reached.
+  explicit CostDb(const std::string& location);
   ~CostDb();
   CostDb(const CostDb&) = delete;
   CostDb& operator=(const CostDb&) = delete;
@@ -51,13 +57,12 @@ class CostDb {
   std::string export_json(const std::string& backend_filter = "") const;
   size_t import_json(const std::string& text);  // returns records imported; throws InvalidInput
 
+  // The location, with any password replaced (for messages).
   const std::string& path() const { return path_; }
 
  private:
-  void exec(const char* sql) const;
-  void migrate();
   std::string path_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<cost_store::CostStore> store_;
 };
 
 }  // namespace collage
