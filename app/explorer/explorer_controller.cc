@@ -14,6 +14,7 @@
 #include "core/ir/error.h"
 #include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
+#include "core/tuning/cost_store.h"
 #include "core/tuning/measure_worker.h"
 
 namespace collage {
@@ -164,7 +165,7 @@ bool ExplorerController::start_tune() {
   emit message(QString("tuning with %1 backends, %2 thread(s), cost DB %3")
                    .arg(backends.size())
                    .arg(threads)
-                   .arg(cost_db_path_));
+                   .arg(QString::fromStdString(cost_store::redacted(cost_db_path_.toStdString()))));
   return run(Job::Tune, [=](ProgressObserver& observer) -> Apply {
     // The workflow `collage tune` runs, with the same settings (core/workflow/settings.h).
     CostDb db(db_path);
