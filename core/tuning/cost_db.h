@@ -34,9 +34,16 @@ class CostDb {
   // $COLLAGE_COST_DB, else $XDG_DATA_HOME/collage-explorer/costs.sqlite, else ~/.local/share/...
   static std::string default_path();
 
-  // Opens or creates the database; migrates older schemas. Throws InvalidInput for
-  // a file that is not a Collage cost DB or was written by a newer version.
-  explicit CostDb(const std::string& path);
+  // ReadWrite opens or creates the database and migrates older schemas; a file or
+  // directory this process cannot write is refused up front (Error(Io) naming the file
+  // and "read-only"), before anything is measured. ReadOnly only reads (listing,
+  // explaining): it works on a 0444 file in a read-only directory. Throws
+  // InvalidInput for a file that is not a Collage cost DB or was written by a newer version.
+  enum class Access { ReadWrite, ReadOnly };
+  explicit CostDb(const std::string& path, Access access = Access::ReadWrite);
+  // For commands that only read: ReadOnly when the file exists (so a read-only DB can
+  // be listed), else ReadWrite (an empty DB is created, as before).
+  static Access access_for_reading(const std::string& path);
   ~CostDb();
   CostDb(const CostDb&) = delete;
   CostDb& operator=(const CostDb&) = delete;
@@ -52,12 +59,25 @@ class CostDb {
   size_t import_json(const std::string& text);  // returns records imported; throws InvalidInput
 
   const std::string& path() const { return path_; }
+  bool read_only() const { return access_ == Access::ReadOnly; }
+  // How long a write waits for another process's transaction before failing with
+  // Error(Io) "locked"; after kBusyNoticeMs of waiting it says so on stderr, once.
+  void set_busy_timeout_ms(int ms) { busy_timeout_ms_ = ms; }
+  static constexpr int kBusyNoticeMs = 1000;
 
  private:
   void exec(const char* sql) const;
   void migrate();
+  void check_schema();
+  void check_writable() const;
+  [[noreturn]] void fail() const;  // Error naming the file and SQLite's (and the OS's) reason
+  static int on_busy(void* self, int attempt);
   std::string path_;
+  Access access_;
   sqlite3* db_ = nullptr;
+  int busy_timeout_ms_ = 30000;
+  bool busy_noticed_ = false;
+  double busy_started_ms_ = 0;
 };
 
 }  // namespace collage
