@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -90,6 +91,7 @@ std::string format_double(double v) {
 
 struct WorkerArgs {
   std::string session;
+  pid_t parent = 0;
   MeasureOptions options;
 };
 
@@ -101,6 +103,8 @@ WorkerArgs parse_worker_args(int argc, char** argv) {
     MeasureOptions& o = w.options;
     if (key == "--session")
       w.session = value;
+    else if (key == "--parent")
+      w.parent = static_cast<pid_t>(std::stol(value));
     else if (key == "--threads")
       o.threads = std::stoi(value);
     else if (key == "--warmup")
@@ -160,6 +164,11 @@ std::string one_line(std::string text) {
 int serve(int argc, char** argv, const std::vector<const BackendSpec*>& backends,
           const NodeEvaluator& evaluator) {
   WorkerArgs w = parse_worker_args(argc, argv);
+  // A parent that dies (SIGKILL) closes the socket, and a waiting worker sees EOF; one
+  // busy in a hanging kernel would never look, so the kernel kills it. (The signal
+  // follows the spawning thread: a MeasureWorker is used and destroyed on one thread.)
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (w.parent != 0 && ::getppid() != w.parent) return 1;  // the parent died before prctl
   limit_memory(w.options.worker.memory_budget_mb);
   apply_threads(backends, w.options.threads);
   Artifact session = load_artifact((fs::path(w.session) / "graph.collage").string());
@@ -263,24 +272,31 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
     throw Error(ErrorKind::Io, "cannot create a directory for the measurement workers in " + pattern + ": " +
                                    std::strerror(errno));
   session_dir_ = dir.data();
-  Artifact session;
-  session.graph = graph;
-  for (NodeId n = 0; n < graph.num_nodes(); ++n)
-    session.kernels.push_back({{n}, "native", graph.node(n).op_type});
-  for (ValueId v : graph.inputs)
-    session.info.inputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
-  for (ValueId v : graph.outputs)
-    session.info.outputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
-  write_artifact(session, (fs::path(session_dir_) / "graph.collage").string());
-  for (size_t i = 0; i < graph_inputs.size(); ++i)
-    write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
-                      (fs::path(session_dir_) / ("input_" + std::to_string(i) + ".pb")).string());
+  try {  // the destructor will not run: leave no directory behind
+    Artifact session;
+    session.graph = graph;
+    for (NodeId n = 0; n < graph.num_nodes(); ++n)
+      session.kernels.push_back({{n}, "native", graph.node(n).op_type});
+    for (ValueId v : graph.inputs)
+      session.info.inputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
+    for (ValueId v : graph.outputs)
+      session.info.outputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
+    write_artifact(session, (fs::path(session_dir_) / "graph.collage").string());
+    for (size_t i = 0; i < graph_inputs.size(); ++i)
+      write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
+                        (fs::path(session_dir_) / ("input_" + std::to_string(i) + ".pb")).string());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(session_dir_, ec);
+    throw;
+  }
   args_ = worker_.command;
   auto arg = [&](const char* key, const std::string& value) {
     args_.push_back(key);
     args_.push_back(value);
   };
   arg("--session", session_dir_);
+  arg("--parent", std::to_string(::getpid()));
   arg("--threads", std::to_string(options.threads));
   arg("--warmup", std::to_string(options.warmup_runs));
   arg("--min-samples", std::to_string(options.min_samples));
