@@ -22,6 +22,7 @@ namespace collage {
 namespace {
 
 constexpr const char* kAppId = "collage-explorer-costs";
+constexpr const char* kLocked = "locked by another process";
 
 // Migrations: entry i upgrades schema version i to i + 1.
 const char* const kMigrations[] = {
@@ -60,8 +61,8 @@ std::string write_failure(const std::string& path) {
 std::string sqlite_reason(sqlite3* db, const std::string& path, int busy_timeout_ms) {
   int code = sqlite3_errcode(db);
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-    return "locked by another process for more than " +
-           std::to_string(busy_timeout_ms / 1000.0).substr(0, 4) + " s (nothing was written)";
+    return std::string(kLocked) + " for more than " + std::to_string(busy_timeout_ms / 1000.0).substr(0, 4) +
+           " s (nothing was written)";
   std::string reason = sqlite3_errmsg(db);
   if (code == SQLITE_READONLY) reason += " (the file is read-only)";
   int sys = sqlite3_system_errno(db);
@@ -189,7 +190,11 @@ std::string CostDb::default_path() {
 }
 
 CostDb::Access CostDb::access_for_reading(const std::string& path) {
-  return exists(path) ? Access::ReadOnly : Access::ReadWrite;
+  if (!exists(path)) return Access::ReadWrite;
+  auto parent = std::filesystem::path(path).parent_path();
+  std::string dir = parent.empty() ? "." : parent.string();
+  bool writable = ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+  return writable ? Access::ReadWrite : Access::ReadOnly;
 }
 
 // Refuse up front what SQLite would only refuse at the first write, after the tune
@@ -253,12 +258,21 @@ CostDb::CostDb(const std::string& path, Access access) : path_(path), access_(ac
     close();
     throw Error(ErrorKind::Io, "cost DB '" + path + "' is read-only; `collage costs` can still list it");
   }
-  try {
-    exec("PRAGMA journal_mode=WAL;");
-    migrate();
-  } catch (...) {
-    close();
-    throw;
+  // Two processes creating the DB at once: switching a new file to WAL can report
+  // SQLITE_BUSY without consulting the busy handler, so the setup retries itself.
+  double deadline = now_ms() + busy_timeout_ms_;
+  for (;;) {
+    try {
+      exec("PRAGMA journal_mode=WAL;");
+      migrate();
+      return;
+    } catch (const Error& e) {
+      if (std::string(e.what()).find(kLocked) == std::string::npos || now_ms() >= deadline) {
+        close();
+        throw;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
 }
 

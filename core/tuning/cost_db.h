@@ -41,8 +41,9 @@ class CostDb {
   // InvalidInput for a file that is not a Collage cost DB or was written by a newer version.
   enum class Access { ReadWrite, ReadOnly };
   explicit CostDb(const std::string& path, Access access = Access::ReadWrite);
-  // For commands that only read: ReadOnly when the file exists (so a read-only DB can
-  // be listed), else ReadWrite (an empty DB is created, as before).
+  // For commands that only read: ReadOnly for an existing file this process cannot
+  // write (or whose directory it cannot write), else ReadWrite (which also creates a
+  // missing DB and takes part in another process's creating it).
   static Access access_for_reading(const std::string& path);
   ~CostDb();
   CostDb(const CostDb&) = delete;
