@@ -254,6 +254,27 @@ int enable_measure_workers(int argc, char** argv, const std::vector<const Backen
 
 // ---- the parent's side ----
 
+namespace {
+
+constexpr const char* kSessionPrefix = "collage-measure-";
+
+// A killed tune (SIGKILL) cannot remove its session directory: the next one removes
+// those whose tune (the pid in the name) is gone.
+void remove_stale_sessions(const std::string& tmp_dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tmp_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(kSessionPrefix, 0) != 0) continue;
+    std::string rest = name.substr(std::strlen(kSessionPrefix));
+    size_t dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0 || rest.find_first_not_of("0123456789") != dash) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
 struct MeasureWorker::Process {
   pid_t pid = -1;
   int fd = -1;  // the parent's end of the socket pair
@@ -265,7 +286,9 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
     : graph_(graph), worker_(options.worker) {
   if (worker_.command.empty()) throw Error(ErrorKind::Internal, "MeasureWorker needs a worker command");
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/collage-measure-XXXXXX";
+  std::string tmp_dir = tmp && *tmp ? tmp : "/tmp";
+  remove_stale_sessions(tmp_dir);
+  std::string pattern = tmp_dir + "/" + kSessionPrefix + std::to_string(::getpid()) + "-XXXXXX";
   std::vector<char> dir(pattern.begin(), pattern.end());
   dir.push_back('\0');
   if (!::mkdtemp(dir.data()))
