@@ -17,7 +17,9 @@ int command_costs(const std::vector<std::string>& argv) {
   if (!args.positional.empty())
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage costs [--backend B] [--json] [--export F] [--import F]");
-  CostDb db(workflow::cost_db_path(args.get("--cost-db", "")));
+  std::string path = workflow::cost_db_path(args.get("--cost-db", ""));
+  // Listing and exporting only read: they work on a read-only DB; importing writes.
+  CostDb db(path, args.has("--import") ? CostDb::Access::ReadWrite : CostDb::access_for_reading(path));
   std::string backend = args.get("--backend", "");
   if (args.has("--import")) {
     std::string file = args.get("--import", "");

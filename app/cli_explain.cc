@@ -146,7 +146,8 @@ int command_explain(const std::vector<std::string>& argv) {
   options.threads = args.get_int("--threads", placement.threads, 1, 1024);
   std::string db_path = workflow::cost_db_path(args.get("--cost-db", ""));
   std::unique_ptr<CostDb> db;
-  if (!args.has("--no-cost-db")) db = std::make_unique<CostDb>(db_path);
+  if (!args.has("--no-cost-db"))  // explain only reads: a read-only DB will do
+    db = std::make_unique<CostDb>(db_path, CostDb::access_for_reading(db_path));
   TuneResult cached = workflow::cached_costs(graph, options, db.get());
   if (cached.from_cache == 0)
     throw Error(ErrorKind::InvalidInput,

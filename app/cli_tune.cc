@@ -30,12 +30,24 @@ extern "C" void on_interrupt(int) {
 // A one-line progress bar on stderr (a terminal redraws it; logs get one line per update).
 class ConsoleProgress : public ProgressObserver {
  public:
+  // log_costs: one line per measured cost, written after the cost DB committed it.
+  ConsoleProgress(bool log_costs, bool stored) : log_costs_(log_costs), stored_(stored) {}
   bool cancel_requested() const override { return g_interrupted != 0; }
   void on_candidates(const std::vector<Candidate>& candidates) override { candidates_ = candidates; }
-  // A worker lost to a candidate is news (a library bug on this shape); routine refusals are not.
   void on_measured(size_t index, const MeasuredCandidate& result) override {
-    if (result.from_cache || result.cost.valid() || !lost_in_worker(result.cost.invalid_reason)) return;
+    if (result.from_cache) return;
     const Candidate& c = candidates_.at(index);
+    if (log_costs_) {
+      std::string cost = result.cost.valid() ? std::to_string(result.cost.median_ms) + " ms (" +
+                                                   std::to_string(result.cost.samples) + " samples)"
+                                             : "invalid: " + result.cost.invalid_reason;
+      std::fprintf(stderr, "%s%s %s %s (nodes %s): %s; signature %016llx\n", tty_ ? "\r" : "",
+                   stored_ ? "cost stored:" : "cost measured:", c.backend.c_str(), c.label.c_str(),
+                   describe_nodes(node_ids(c.nodes)).c_str(), cost.c_str(), signature_hash(result.signature));
+      std::fflush(stderr);
+    }
+    // A worker lost to a candidate is news (a library bug on this shape); routine refusals are not.
+    if (result.cost.valid() || !lost_in_worker(result.cost.invalid_reason)) return;
     std::fprintf(stderr, "%scandidate %s %s (nodes %s): %s; the tune goes on without it\n", tty_ ? "\r" : "",
                  c.backend.c_str(), c.label.c_str(), describe_nodes(node_ids(c.nodes)).c_str(),
                  result.cost.invalid_reason.c_str());
@@ -75,6 +87,13 @@ class ConsoleProgress : public ProgressObserver {
   }
 
  private:
+  bool log_costs_ = false, stored_ = false;
+  // A short name for a kernel signature (they run to kilobytes): its 64-bit FNV-1a hash.
+  static unsigned long long signature_hash(const std::string& signature) {
+    unsigned long long h = 14695981039346656037ull;
+    for (unsigned char ch : signature) h = (h ^ ch) * 1099511628211ull;
+    return h;
+  }
   static std::string describe_nodes(const std::vector<NodeId>& ids) {
     std::string text;
     for (NodeId n : ids) text += (text.empty() ? "" : ",") + std::to_string(n);
@@ -99,7 +118,7 @@ int command_tune(const std::vector<std::string>& argv) {
                  with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
                                      "-o", "--output", "--repeat", "--min-time-ms", "--budget",
                                      "--population", "--seed", "--generations", "--patience"}),
-                 {"--no-cost-db", "--refine", "--in-process"});
+                 {"--no-cost-db", "--refine", "--in-process", "--log-costs"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
@@ -132,7 +151,7 @@ int command_tune(const std::vector<std::string>& argv) {
   topts.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
   topts.pins = pins;
   topts.isolated = !args.has("--in-process");
-  ConsoleProgress progress;
+  ConsoleProgress progress(args.has("--log-costs"), db != nullptr);
   g_interrupted = 0;
   std::signal(SIGINT, on_interrupt);
   TuneResult tuned = workflow::tune(graph, topts, db.get(), &progress);

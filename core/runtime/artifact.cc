@@ -193,7 +193,13 @@ void write_artifact(const Artifact& artifact, const std::string& path) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw Error(ErrorKind::Io, "cannot write artifact '" + path + "'");
+    out.flush();
+    if (!out) {
+      std::string why = std::strerror(errno);  // e.g. "No space left on device", "File too large"
+      out.close();
+      std::remove(tmp.c_str());
+      throw Error(ErrorKind::Io, "cannot write artifact '" + path + "': " + why);
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -39,10 +39,19 @@ class CostDb {
   // $COLLAGE_COST_DB, else $XDG_DATA_HOME/collage-explorer/costs.sqlite, else ~/.local/share/...
   static std::string default_path();
 
-  // Opens or creates the database at `location` (a path, or postgresql://user@host:port/db);
-  // migrates older schemas. Throws InvalidInput for a database that is not a Collage cost
-  // DB or was written by a newer version, Io when it cannot be opened or reached.
-  explicit CostDb(const std::string& location);
+  // Opens the database at `location` (a path, or postgresql://user@host:port/db).
+  // ReadWrite opens or creates it and migrates older schemas; an SQLite file or directory
+  // this process cannot write is refused up front (Error(Io) naming the file and
+  // "read-only"), before anything is measured. ReadOnly only reads (listing, explaining):
+  // it works on a 0444 file in a read-only directory. Throws InvalidInput for a database
+  // that is not a Collage cost DB or was written by a newer version, Io when it cannot be
+  // opened or reached.
+  enum class Access { ReadWrite, ReadOnly };
+  explicit CostDb(const std::string& location, Access access = Access::ReadWrite);
+  // For commands that only read: ReadOnly for an existing SQLite file this process cannot
+  // write (or whose directory it cannot write), else ReadWrite (which also creates a
+  // missing DB and takes part in another process's creating it).
+  static Access access_for_reading(const std::string& location);
   ~CostDb();
   CostDb(const CostDb&) = delete;
   CostDb& operator=(const CostDb&) = delete;
@@ -59,9 +68,15 @@ class CostDb {
 
   // The location, with any password replaced (for messages).
   const std::string& path() const { return path_; }
+  bool read_only() const { return access_ == Access::ReadOnly; }
+  // How long an SQLite write waits for another process's transaction before failing with
+  // Error(Io) "locked"; after kBusyNoticeMs of waiting it says so on stderr, once.
+  void set_busy_timeout_ms(int ms);
+  static constexpr int kBusyNoticeMs = 1000;
 
  private:
   std::string path_;
+  Access access_;
   std::unique_ptr<cost_store::CostStore> store_;
 };
 

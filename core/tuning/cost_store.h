@@ -22,6 +22,7 @@ class CostStore {
   virtual void put_all(const std::vector<CostRecord>& records) = 0;  // one transaction
   virtual std::vector<CostRecord> list(const std::string& backend_filter) const = 0;
   virtual size_t size() const = 0;
+  virtual void set_busy_timeout_ms(int /*ms*/) {}  // SQLite: how long a write waits for a lock
 };
 
 inline constexpr const char* kAppId = "collage-explorer-costs";
@@ -33,7 +34,7 @@ std::string redacted(const std::string& location);
 
 // Throw Error(Io) when the store cannot be reached, Error(InvalidInput) for a
 // foreign or newer schema.
-std::unique_ptr<CostStore> open_sqlite(const std::string& path);
+std::unique_ptr<CostStore> open_sqlite(const std::string& path, bool read_only);
 std::unique_ptr<CostStore> open_postgres(const std::string& url);
 
 }  // namespace collage::cost_store

@@ -149,6 +149,27 @@ void set_default_worker_command(std::vector<std::string> command) { default_comm
 
 // ---- the parent's side ----
 
+namespace {
+
+constexpr const char* kSessionPrefix = "collage-measure-";
+
+// A killed tune (SIGKILL) cannot remove its session directory: the next one removes
+// those whose tune (the pid in the name) is gone.
+void remove_stale_sessions(const std::string& tmp_dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(tmp_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(kSessionPrefix, 0) != 0) continue;
+    std::string rest = name.substr(std::strlen(kSessionPrefix));
+    size_t dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0 || rest.find_first_not_of("0123456789") != dash) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
 struct MeasureWorker::Process {
   pid_t pid = -1;
   int fd = -1;  // the parent's end of the socket pair
@@ -160,31 +181,40 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
     : graph_(graph), worker_(options.worker) {
   if (worker_.command.empty()) throw Error(ErrorKind::Internal, "MeasureWorker needs a worker command");
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/collage-measure-XXXXXX";
+  std::string tmp_dir = tmp && *tmp ? tmp : "/tmp";
+  remove_stale_sessions(tmp_dir);
+  std::string pattern = tmp_dir + "/" + kSessionPrefix + std::to_string(::getpid()) + "-XXXXXX";
   std::vector<char> dir(pattern.begin(), pattern.end());
   dir.push_back('\0');
   if (!::mkdtemp(dir.data()))
     throw Error(ErrorKind::Io, "cannot create a directory for the measurement workers in " + pattern + ": " +
                                    std::strerror(errno));
   session_dir_ = dir.data();
-  Artifact session;
-  session.graph = graph;
-  for (NodeId n = 0; n < graph.num_nodes(); ++n)
-    session.kernels.push_back({{n}, "native", graph.node(n).op_type});
-  for (ValueId v : graph.inputs)
-    session.info.inputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
-  for (ValueId v : graph.outputs)
-    session.info.outputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
-  write_artifact(session, (fs::path(session_dir_) / "graph.collage").string());
-  for (size_t i = 0; i < graph_inputs.size(); ++i)
-    write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
-                      (fs::path(session_dir_) / ("input_" + std::to_string(i) + ".pb")).string());
+  try {  // the destructor will not run: leave no directory behind
+    Artifact session;
+    session.graph = graph;
+    for (NodeId n = 0; n < graph.num_nodes(); ++n)
+      session.kernels.push_back({{n}, "native", graph.node(n).op_type});
+    for (ValueId v : graph.inputs)
+      session.info.inputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
+    for (ValueId v : graph.outputs)
+      session.info.outputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
+    write_artifact(session, (fs::path(session_dir_) / "graph.collage").string());
+    for (size_t i = 0; i < graph_inputs.size(); ++i)
+      write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
+                        (fs::path(session_dir_) / ("input_" + std::to_string(i) + ".pb")).string());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(session_dir_, ec);
+    throw;
+  }
   args_ = worker_.command;
   auto arg = [&](const char* key, const std::string& value) {
     args_.push_back(key);
     args_.push_back(value);
   };
   arg("--session", session_dir_);
+  arg("--parent", std::to_string(::getpid()));
   arg("--threads", std::to_string(options.threads));
   arg("--warmup", std::to_string(options.warmup_runs));
   arg("--min-samples", std::to_string(options.min_samples));

@@ -1,5 +1,7 @@
 #include "core/workflow/measure_worker_main.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@ using worker_channel::kFd;
 
 struct WorkerArgs {
   std::string session;
+  pid_t parent = 0;
   MeasureOptions options;
 };
 
@@ -35,6 +38,8 @@ WorkerArgs parse_worker_args(int argc, char** argv) {
     std::string key = argv[a], value = argv[a + 1];
     if (key == "--session")
       w.session = value;
+    else if (key == "--parent")
+      w.parent = static_cast<pid_t>(std::stol(value));
     else if (key == "--threads")
       o.threads = std::stoi(value);
     else if (key == "--warmup")
@@ -145,6 +150,11 @@ Cost fitness(const Graph& graph, const std::vector<Tensor>& inputs, int threads,
 
 int serve(int argc, char** argv) {
   WorkerArgs w = parse_worker_args(argc, argv);
+  // A parent that dies (SIGKILL) closes the socket, and a waiting worker sees EOF; one
+  // busy in a hanging kernel would never look, so the kernel kills it. (The signal
+  // follows the spawning thread: a MeasureWorker is used and destroyed on one thread.)
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (w.parent != 0 && ::getppid() != w.parent) return 1;  // the parent died before prctl
   limit_memory(w.options.worker.memory_budget_mb);
   apply_threads(all_backends(), w.options.threads);
   Artifact session = load_artifact((fs::path(w.session) / "graph.collage").string());
