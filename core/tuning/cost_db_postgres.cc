@@ -7,7 +7,6 @@
 
 #include <cstdlib>
 #include <ctime>
-#include <regex>
 
 #include "core/ir/error.h"
 #include "core/tuning/cost_store.h"
@@ -74,12 +73,18 @@ class PostgresStore : public CostStore {
       conn_ = nullptr;
       throw Error(ErrorKind::Io, "cannot connect to cost DB '" + where_ + "': " + trim(msg));
     }
-    exec("SET client_min_messages TO WARNING");  // IF NOT EXISTS notices are not news
-    // Costs are a cache: a server crash may lose the last commits (never half a row or a
-    // corrupt table), which are re-measured; waiting for the WAL flush on every stored
-    // cost would cost ~4 ms each on this VM (tests/bench/cost_db_bench.sh).
-    exec("SET synchronous_commit TO off");
-    migrate();
+    try {
+      exec("SET client_min_messages TO WARNING");  // IF NOT EXISTS notices are not news
+      // Costs are a cache: a server crash may lose the last commits (never half a row or a
+      // corrupt table), which are re-measured; waiting for the WAL flush on every stored
+      // cost would cost ~4 ms each on this VM (tests/bench/cost_db_bench.sh).
+      exec("SET synchronous_commit TO off");
+      migrate();
+    } catch (...) {
+      PQfinish(conn_);  // the destructor does not run for a constructor that throws
+      conn_ = nullptr;
+      throw;
+    }
   }
   ~PostgresStore() override { PQfinish(conn_); }
 
@@ -224,8 +229,16 @@ bool is_postgres_location(const std::string& location) {
 }
 
 std::string redacted(const std::string& location) {
-  static const std::regex password(R"(^(postgres(?:ql)?://[^:/@]*):[^@]*@)");
-  return std::regex_replace(location, password, "$1:***@");
+  // postgresql://user:password@host...: the password sits between the first ':' after the
+  // scheme and the '@' of the authority.
+  if (!is_postgres_location(location)) return location;
+  size_t start = location.find("://") + 3;
+  size_t end = location.find_first_of("/?", start);
+  size_t at = location.rfind('@', end == std::string::npos ? std::string::npos : end);
+  if (at == std::string::npos || at < start) return location;
+  size_t colon = location.find(':', start);
+  if (colon == std::string::npos || colon > at) return location;
+  return location.substr(0, colon + 1) + "***" + location.substr(at);
 }
 
 std::unique_ptr<CostStore> open_postgres(const std::string& url) {

@@ -11,19 +11,19 @@
 namespace collage::testing {
 
 #if defined(__SANITIZE_ADDRESS__)
-constexpr bool kFaultyModelHasHoarder =
-    false;  // no address-space limit under ASan: it would take the machine
+// No address-space limit under ASan: the hoarder would take the machine.
+constexpr bool kFaultyModelHasHoarder = false;
+// ASan catches the SIGSEGV itself, prints its report and exits with code 1.
+inline constexpr const char* kSegvReason = "the measurement worker exited with code 1";
 #else
 constexpr bool kFaultyModelHasHoarder = true;
+inline constexpr const char* kSegvReason = "crashed: SIGSEGV";
 #endif
 
 // First dim of the Relu -> the invalid reason its faulty candidate gets ("" = none),
 // at a 2 s time limit.
-inline const std::map<int64_t, std::string> kFaultOfDim = {{1, ""},
-                                                           {2, "crashed: SIGSEGV"},
-                                                           {4, "crashed: SIGABRT"},
-                                                           {8, "timed out after 2 s"},
-                                                           {16, "out of memory"}};
+inline const std::map<int64_t, std::string> kFaultOfDim = {
+    {1, ""}, {2, kSegvReason}, {4, "crashed: SIGABRT"}, {8, "timed out after 2 s"}, {16, "out of memory"}};
 
 inline OnnxTestModel faulty_model(bool with_hoarder = kFaultyModelHasHoarder) {
   OnnxTestModel m(17);

@@ -265,6 +265,16 @@ TEST_P(CostDbConformance, TheCliTunesIntoItAndReusesItsCosts) {
   fs::remove_all(work);
 }
 
+TEST(CostStore, MessagesNeverCarryAPassword) {
+  using cost_store::redacted;
+  EXPECT_EQ(redacted("postgresql://collage:s3cr:et@db.example:5432/costs"),
+            "postgresql://collage:***@db.example:5432/costs");
+  EXPECT_EQ(redacted("postgres://u:p@/db?host=/tmp/sock"), "postgres://u:***@/db?host=/tmp/sock");
+  EXPECT_EQ(redacted("postgresql://collage@db:5432/costs"), "postgresql://collage@db:5432/costs");
+  EXPECT_EQ(redacted("postgresql://db:5432/costs"), "postgresql://db:5432/costs");
+  EXPECT_EQ(redacted("/home/me/costs.sqlite"), "/home/me/costs.sqlite");
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, CostDbConformance, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& info) { return info.param; });
 
