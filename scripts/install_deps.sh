@@ -5,6 +5,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev
   libsqlite3-dev libpq-dev postgresql libgtest-dev nlohmann-json3-dev
+  libjpeg-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev
   qtbase5-dev libqt5charts5-dev libqt5svg5-dev libgraphviz-dev
   libdnnl-dev ocl-icd-opencl-dev libopenblas-openmp-dev libxnnpack-dev libpthreadpool-dev
   xvfb xauth bc clang-format

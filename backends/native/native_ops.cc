@@ -30,6 +30,7 @@ const OpTable& op_table() {
     register_grid_ops(t);
     register_select_ops(t);
     register_unpool_ops(t);
+    register_image_ops(t);
     return t;
   }();
   return table;

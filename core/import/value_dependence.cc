@@ -41,6 +41,7 @@ const std::map<std::string, std::vector<int>>& steering_table() {
       {"NonZero", {kAllSlots}},
       {"Unique", {kAllSlots}},
       {"NonMaxSuppression", {kAllSlots}},
+      {"ImageDecoder", {0}},  // the encoded image: its header holds the dimensions
   };
   return kTable;
 }
