@@ -74,8 +74,10 @@ std::map<std::string, int64_t> bind_inputs(onnx::GraphProto& g,
                                            const ImportOptions& options, ImportReport& report) {
   std::map<std::string, int64_t> implied;
   for (const auto& [name, tensor] : options.bound_inputs) {
+    // clang 14 cannot capture a structured binding in a lambda.
+    const std::string& input_name = name;
     auto it = std::find_if(g.input().begin(), g.input().end(), [&](const onnx::ValueInfoProto& in) {
-      return in.name() == name && !initializer_names.count(name);
+      return in.name() == input_name && !initializer_names.count(input_name);
     });
     std::string what = "--bind " + name;
     if (it == g.input().end())
