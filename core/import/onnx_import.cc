@@ -323,7 +323,87 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
   return graph;
 }
 
-void run_onnx_shape_inference(onnx::ModelProto& model, ImportReport& report) {
+// ONNX's own shape inference divides by strides and dilations unchecked (SIGFPE on 0),
+// so window attributes are checked first, in sub-graphs too.
+void check_window_attributes(const onnx::GraphProto& g) {
+  for (const auto& node : g.node()) {
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape") {
+        for (int64_t v : a.ints())
+          if (v < 1)
+            throw Error(ErrorKind::InvalidModel, "node '" + node.name() + "' (" + node.op_type() +
+                                                     "): attribute '" + a.name() + "' has " +
+                                                     std::to_string(v) + "; every value must be positive");
+      }
+      if (a.has_g()) check_window_attributes(a.g());
+      for (const auto& sub : a.graphs()) check_window_attributes(sub);
+    }
+  }
+}
+
+// ONNX's own shape inference dereferences the type of a dangling input (SEGV in
+// libonnx 1.12), so references are checked first; convert_graph repeats it per node.
+void check_references(const onnx::GraphProto& g) {
+  std::set<std::string> known;
+  for (const auto& in : g.input()) known.insert(in.name());
+  for (const auto& init : g.initializer()) known.insert(init.name());
+  for (const auto& node : g.node()) known.insert(node.output().begin(), node.output().end());
+  for (const auto& node : g.node())
+    for (const auto& in : node.input())
+      if (!in.empty() && !known.count(in))
+        throw Error(ErrorKind::InvalidModel,
+                    "node '" + node.name() + "' (" + node.op_type() + "): input '" + in +
+                        "' is not produced by any node, nor an initialiser or graph input");
+  for (const auto& out : g.output())
+    if (!known.count(out.name()))
+      throw Error(ErrorKind::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
+}
+
+// ONNX's inference functions assume the node matches its schema (a missing required
+// attribute is a null dereference in libonnx 1.12, e.g. Scan without num_scan_inputs),
+// so required attributes and input/output counts are checked first, in sub-graphs too.
+void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string, int>& opsets) {
+  for (const auto& node : g.node()) {
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) check_against_schemas(a.g(), opsets);
+      for (const auto& sub : a.graphs()) check_against_schemas(sub, opsets);
+    }
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    auto opset = opsets.find(domain);
+    if (opset == opsets.end()) continue;  // convert_graph names the unknown domain
+    // Opsets newer than libonnx knows resolve to an older schema (Pad's 4th input is opset 18+).
+    const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    auto range = known.find(domain);
+    if (range == known.end() || opset->second > range->second.second) continue;
+    const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain);
+    if (!schema) continue;  // unknown ops: ONNX inference skips them, the evaluator refuses them
+    std::string what =
+        "node '" + node.name() + "' (" + node.op_type() + ", opset " + std::to_string(opset->second) + ")";
+    for (const auto& [name, attr] : schema->attributes()) {
+      if (!attr.required) continue;
+      bool present =
+          std::any_of(node.attribute().begin(), node.attribute().end(),
+                      [&, attr_name = name](const onnx::AttributeProto& a) { return a.name() == attr_name; });
+      if (!present)
+        throw Error(ErrorKind::InvalidModel, what + ": required attribute '" + name + "' is missing");
+    }
+    // Too few inputs are left to the evaluator, which names what is missing.
+    if (node.input_size() > schema->max_input())
+      throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +
+                                               " inputs; the op takes at most " +
+                                               std::to_string(schema->max_input()));
+    if (node.output_size() > schema->max_output())
+      throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.output_size()) +
+                                               " outputs; the op has at most " +
+                                               std::to_string(schema->max_output()));
+  }
+}
+
+void run_onnx_shape_inference(onnx::ModelProto& model, const std::map<std::string, int>& opsets,
+                              ImportReport& report) {
+  check_references(model.graph());
+  check_window_attributes(model.graph());
+  check_against_schemas(model.graph(), opsets);
   // Stale symbolic value_info from the exporter would only conflict with concrete shapes.
   model.mutable_graph()->clear_value_info();
   try {
@@ -350,7 +430,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   auto implied = bind_inputs(*model.mutable_graph(), initializer_names, options, report);
   for (const auto& [name, tensor] : options.bound_inputs) initializer_names.insert(name);
   fix_input_dims(*model.mutable_graph(), initializer_names, options, implied, report);
-  run_onnx_shape_inference(model, report);
+  run_onnx_shape_inference(model, opsets, report);
   Graph graph = convert_graph(model, opsets, base_dir);
   model.Clear();  // free the proto's copy of the weights early
   import_detail::normalize_legacy_forms(graph);

@@ -4,6 +4,7 @@
 # SECONDS per harness (default 60); the ONNX importer gets it as is, and so do the small
 # harnesses unless FUZZ_RUNS (executions) is set. Logs and crash inputs go to
 # ${FUZZ_OUT:-build-fuzz/out}/<harness>/; the growing corpora to build-fuzz/corpus/<harness>/.
+# FUZZ_FLAGS adds libFuzzer flags (e.g. "-fork=1 -ignore_crashes=1" to keep going after a finding).
 # A crash input, once fixed, belongs in tests/fuzz/regressions/<harness>/ (replayed by the unit tests).
 # Not part of CI.
 set -euo pipefail
@@ -64,12 +65,12 @@ for h in "${HARNESSES[@]}"; do
   mapfile -t seeds < <(seed_dirs "$h")
   # Stops at the first finding; its input lands in $OUT/$h/ (crash-*, timeout-*, oom-*).
   if ! build-fuzz/tests/fuzz/fuzz_"$h" -rss_limit_mb=2048 -timeout=10 -max_len="$(max_len "$h")" \
-      "${limit[@]}" -print_final_stats=1 -artifact_prefix="$OUT/$h/" \
+      "${limit[@]}" ${FUZZ_FLAGS:-} -print_final_stats=1 -artifact_prefix="$OUT/$h/" \
       "build-fuzz/corpus/$h" "${seeds[@]}" >"$OUT/$h/log.txt" 2>&1; then
     status=1
     echo "   FINDING: see $OUT/$h/log.txt"
   fi
-  grep -E '^#[0-9]+.*(DONE|cov:)' "$OUT/$h/log.txt" | tail -1 || true
+  grep -E '^#[0-9]+.*cov:' "$OUT/$h/log.txt" | tail -1 || true
   grep -E 'stat::number_of_executed_units' "$OUT/$h/log.txt" | tail -1 || true
 done
 exit $status
