@@ -205,10 +205,14 @@ class ShapeCompleter {
 
   void set_constant_outputs(NodeId id, std::vector<Tensor> outputs) {
     const Node& n = node(id);
-    if (outputs.size() < n.outputs.size())
-      throw Error(ErrorKind::Internal, n.describe() + ": evaluator returned too few outputs");
+    // A model may declare more outputs than the op has (libonnx checks opsets it knows only).
+    for (size_t k = outputs.size(); k < n.outputs.size(); ++k)
+      if (n.outputs[k] != kNoValue)
+        throw Error(ErrorKind::InvalidModel, n.describe() + " declares " + std::to_string(n.outputs.size()) +
+                                                 " outputs; the op computes " +
+                                                 std::to_string(outputs.size()));
     for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (n.outputs[k] == kNoValue) continue;
+      if (n.outputs[k] == kNoValue || k >= outputs.size()) continue;
       Value& v = graph_.value(n.outputs[k]);
       v.dtype = outputs[k].dtype();
       v.shape = outputs[k].shape();
