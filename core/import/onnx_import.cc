@@ -347,6 +347,7 @@ void check_references(const onnx::GraphProto& g) {
   std::set<std::string> known;
   for (const auto& in : g.input()) known.insert(in.name());
   for (const auto& init : g.initializer()) known.insert(init.name());
+  if (known.count("")) throw Error(ErrorKind::InvalidModel, "a graph input or initialiser has an empty name");
   for (const auto& node : g.node()) known.insert(node.output().begin(), node.output().end());
   for (const auto& node : g.node())
     for (const auto& in : node.input())
