@@ -50,7 +50,9 @@ std::pair<double, double> type_range(DType t) {
 
 // Writes saturated, already rounded values into an integer tensor of dtype `t`.
 void store_saturated(Tensor& y, const std::vector<double>& v) {
-  auto [lo, hi] = type_range(y.dtype());
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const auto range = type_range(y.dtype());
+  const double lo = range.first, hi = range.second;
   auto put = [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
     for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(std::clamp(v[i], lo, hi));

@@ -63,6 +63,8 @@ void check_attributes(const onnx::GraphProto& graph, int default_opset) {
     bool grouped = false;
     for (const char* op : kGrouped) grouped = grouped || n.op_type() == op;
     for (const onnx::AttributeProto& a : n.attribute()) {
+      if (a.has_g()) check_attributes(a.g(), default_opset);  // sub-graphs go through ONNX inference too
+      for (const auto& sub : a.graphs()) check_attributes(sub, default_opset);
       std::vector<int64_t> values(a.ints().begin(), a.ints().end());
       if (a.type() == onnx::AttributeProto::INT) values = {a.i()};
       if (grouped && a.name() == "group" && a.i() < 1)

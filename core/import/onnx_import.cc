@@ -76,8 +76,10 @@ std::map<std::string, int64_t> bind_inputs(onnx::GraphProto& g,
                                            const ImportOptions& options, ImportReport& report) {
   std::map<std::string, int64_t> implied;
   for (const auto& [name, tensor] : options.bound_inputs) {
+    // clang 14 cannot capture a structured binding in a lambda.
+    const std::string& input_name = name;
     auto it = std::find_if(g.input().begin(), g.input().end(), [&](const onnx::ValueInfoProto& in) {
-      return in.name() == name && !initializer_names.count(name);
+      return in.name() == input_name && !initializer_names.count(input_name);
     });
     std::string what = "--bind " + name;
     if (it == g.input().end())
@@ -323,7 +325,69 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
   return graph;
 }
 
-void run_onnx_shape_inference(onnx::ModelProto& model, ImportReport& report) {
+// ONNX's own shape inference dereferences the type of a dangling input (SEGV in
+// libonnx 1.12), so references are checked first; convert_graph repeats it per node.
+void check_references(const onnx::GraphProto& g) {
+  std::set<std::string> known;
+  for (const auto& in : g.input()) known.insert(in.name());
+  for (const auto& init : g.initializer()) known.insert(init.name());
+  if (known.count("")) throw Error(ErrorKind::InvalidModel, "a graph input or initialiser has an empty name");
+  for (const auto& node : g.node()) known.insert(node.output().begin(), node.output().end());
+  for (const auto& node : g.node())
+    for (const auto& in : node.input())
+      if (!in.empty() && !known.count(in))
+        throw Error(ErrorKind::InvalidModel,
+                    "node '" + node.name() + "' (" + node.op_type() + "): input '" + in +
+                        "' is not produced by any node, nor an initialiser or graph input");
+  for (const auto& out : g.output())
+    if (!known.count(out.name()))
+      throw Error(ErrorKind::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
+}
+
+// ONNX's inference functions assume the node matches its schema (a missing required
+// attribute is a null dereference in libonnx 1.12, e.g. Scan without num_scan_inputs),
+// so required attributes and input/output counts are checked first, in sub-graphs too.
+void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string, int>& opsets) {
+  for (const auto& node : g.node()) {
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) check_against_schemas(a.g(), opsets);
+      for (const auto& sub : a.graphs()) check_against_schemas(sub, opsets);
+    }
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    auto opset = opsets.find(domain);
+    if (opset == opsets.end()) continue;  // convert_graph names the unknown domain
+    // Opsets newer than libonnx knows resolve to an older schema (Pad's 4th input is opset 18+).
+    const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    auto range = known.find(domain);
+    if (range == known.end() || opset->second > range->second.second) continue;
+    const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain);
+    if (!schema) continue;  // unknown ops: ONNX inference skips them, the evaluator refuses them
+    std::string what =
+        "node '" + node.name() + "' (" + node.op_type() + ", opset " + std::to_string(opset->second) + ")";
+    for (const auto& [name, attr] : schema->attributes()) {
+      if (!attr.required) continue;
+      bool present =
+          std::any_of(node.attribute().begin(), node.attribute().end(),
+                      [&, attr_name = name](const onnx::AttributeProto& a) { return a.name() == attr_name; });
+      if (!present)
+        throw Error(ErrorKind::InvalidModel, what + ": required attribute '" + name + "' is missing");
+    }
+    // Too few inputs are left to the evaluator, which names what is missing.
+    if (node.input_size() > schema->max_input())
+      throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +
+                                               " inputs; the op takes at most " +
+                                               std::to_string(schema->max_input()));
+    if (node.output_size() > schema->max_output())
+      throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.output_size()) +
+                                               " outputs; the op has at most " +
+                                               std::to_string(schema->max_output()));
+  }
+}
+
+void run_onnx_shape_inference(onnx::ModelProto& model, const std::map<std::string, int>& opsets,
+                              ImportReport& report) {
+  check_references(model.graph());
+  check_against_schemas(model.graph(), opsets);
   // Stale symbolic value_info from the exporter would only conflict with concrete shapes.
   model.mutable_graph()->clear_value_info();
   try {
@@ -354,7 +418,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   std::set<std::string> declared_outputs;  // outputs whose shape the model states
   for (const auto& out : model.graph().output())
     if (out.type().tensor_type().has_shape()) declared_outputs.insert(out.name());
-  run_onnx_shape_inference(model, report);
+  run_onnx_shape_inference(model, opsets, report);
   Graph graph = convert_graph(model, opsets, base_dir);
   model.Clear();  // free the proto's copy of the weights early
   const int64_t budget = tensor_memory_budget(options);

@@ -283,7 +283,7 @@ class ShapeCompleter {
     const Node& n = node(id);
     check_output_count(n, outputs.size());
     for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (n.outputs[k] == kNoValue) continue;
+      if (n.outputs[k] == kNoValue || k >= outputs.size()) continue;
       Value& v = graph_.value(n.outputs[k]);
       v.dtype = outputs[k].dtype();
       v.shape = outputs[k].shape();
@@ -398,11 +398,13 @@ class ShapeCompleter {
                             n.describe() + ": output '" + graph_.value(out).name + "'");
   }
 
+  // A model may name more outputs than the op has (libonnx checks only the opsets it knows);
+  // trailing omitted ("") outputs are fine.
   static void check_output_count(const Node& n, size_t produced) {
-    if (produced < n.outputs.size())
-      throw Error(ErrorKind::InvalidModel, n.describe() + ": the node names " +
-                                               std::to_string(n.outputs.size()) +
-                                               " outputs, the op produces " + std::to_string(produced));
+    for (size_t k = produced; k < n.outputs.size(); ++k)
+      if (n.outputs[k] != kNoValue)
+        throw Error(ErrorKind::InvalidModel, n.describe() + " declares " + std::to_string(n.outputs.size()) +
+                                                 " outputs; the op computes " + std::to_string(produced));
   }
 
   Graph& graph_;

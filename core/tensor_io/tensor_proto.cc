@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "onnx/onnx_pb.h"
 
@@ -60,10 +61,17 @@ void copy_field(const Field& field, Tensor& t, const std::string& name) {
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir) {
   DType dtype = dtype_from_onnx(proto.data_type());
   Shape shape(proto.dims().begin(), proto.dims().end());
-  Tensor t(dtype, shape);
-  const size_t bytes = t.bytes();
+  // The data's size is checked against the shape BEFORE allocating: a few bytes of
+  // proto may declare dims of billions of elements.
+  const int64_t elements = shape_size(shape);
+  const size_t elem_bytes = dtype_size(dtype);
+  if (elem_bytes && elements > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(elem_bytes))
+    throw Error(ErrorKind::InvalidModel,
+                "tensor '" + proto.name() + "' of shape " + shape_to_string(shape) + " is too large");
+  const size_t bytes = static_cast<size_t>(elements) * elem_bytes;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string data = read_external(proto, base_dir, bytes);
+    Tensor t(dtype, shape);
     std::memcpy(t.raw(), data.data(), bytes);
     return t;
   }
@@ -73,9 +81,17 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
                                                std::to_string(proto.raw_data().size()) +
                                                " bytes of data, its shape " + shape_to_string(shape) +
                                                " needs " + std::to_string(bytes));
+    Tensor t(dtype, shape);
     if (bytes) std::memcpy(t.raw(), proto.raw_data().data(), bytes);
     return t;
   }
+  const int64_t typed_values = int64_t{proto.float_data_size()} + proto.double_data_size() +
+                               proto.int64_data_size() + proto.uint64_data_size() + proto.int32_data_size();
+  if (elem_bytes && elements > typed_values)
+    throw Error(ErrorKind::InvalidModel, "tensor '" + proto.name() + "' has " + std::to_string(typed_values) +
+                                             " values, its shape " + shape_to_string(shape) + " needs " +
+                                             std::to_string(elements));
+  Tensor t(dtype, shape);
   switch (dtype) {
     case DType::Float32:
       copy_field<decltype(proto.float_data()), float>(proto.float_data(), t, proto.name());

@@ -1,0 +1,20 @@
+// ONNX import: parse, normalisation, shape inference and constant folding on arbitrary bytes.
+#include "backends/native/native_kernel.h"
+#include "core/import/onnx_import.h"
+#include "tests/fuzz/fuzz_harness.h"
+
+namespace collage::fuzz {
+
+int fuzz_onnx_import(const uint8_t* data, size_t size) {
+  return guarded("onnx_import", [&] {
+    ImportOptions options;
+    options.evaluator = native::node_evaluator();
+    std::string bytes(reinterpret_cast<const char*>(data), size);
+    // No base dir with files in it: external data references must fail cleanly.
+    import_onnx_bytes(bytes, "/nonexistent-collage-fuzz", options);
+  });
+}
+
+}  // namespace collage::fuzz
+
+COLLAGE_FUZZ_TARGET(fuzz_onnx_import)
