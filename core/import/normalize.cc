@@ -3,6 +3,7 @@
 #include "core/import/normalize.h"
 
 #include <set>
+#include <stdexcept>
 
 namespace collage::import_detail {
 
@@ -76,47 +77,50 @@ const std::set<std::string> kReduceOps = {"ReduceMean",      "ReduceSum",      "
 
 void normalize_legacy_forms(Graph& graph) {
   // Iterate by index: add_constant grows graph.values, never graph.nodes.
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    Node& node = graph.nodes[i];
-    if (!node.domain.empty()) continue;
-    const std::string& op = node.op_type;
-    const int v = node.opset;
-    if (op == "Pad" && v < 11) {
-      ints_attr_to_input(graph, node, "pads", 1);
-      scalar_attr_to_input(graph, node, "value", 2);
-    } else if (op == "Slice" && v < 10) {
-      ints_attr_to_input(graph, node, "starts", 1);
-      ints_attr_to_input(graph, node, "ends", 2);
-      ints_attr_to_input(graph, node, "axes", 3);
-    } else if (op == "Reshape" && v < 5) {
-      ints_attr_to_input(graph, node, "shape", 1);
-    } else if (op == "Scatter") {  // deprecated (9-10): ScatterElements without reduction
-      node.op_type = "ScatterElements";
-    } else if (op == "Upsample" || (op == "Resize" && v == 10)) {
-      to_resize13(graph, node);
-    } else if (op == "Clip" && v < 11) {
-      scalar_attr_to_input(graph, node, "min", 1);
-      scalar_attr_to_input(graph, node, "max", 2);
-    } else if ((op == "Squeeze" || op == "Unsqueeze") && v < 13) {
-      ints_attr_to_input(graph, node, "axes", 1);
-    } else if (kReduceOps.count(op) && (v < 18) && !(op == "ReduceSum" && v >= 13)) {
-      ints_attr_to_input(graph, node, "axes", 1);
-    } else if (op == "Split" && v < 13) {
-      ints_attr_to_input(graph, node, "split", 1);
-    } else if (op == "Dropout" && v < 12) {
-      node.attrs.erase("ratio");
-      node.attrs.erase("is_test");
-    } else if (op == "BatchNormalization" && v < 9) {
-      if (node.attr_int("spatial", 1) != 1)
-        throw Error(ErrorKind::Unsupported, node.describe() + ": attribute spatial=0 is not supported");
-      node.attrs.erase("spatial");
-      node.attrs.erase("is_test");
-      node.attrs.erase("momentum");
-    } else if (op == "Gemm" && v < 7) {
-      node.attrs.erase("broadcast");
+  for (size_t i = 0; i < graph.nodes.size(); ++i) try {
+      Node& node = graph.nodes[i];
+      if (!node.domain.empty()) continue;
+      const std::string& op = node.op_type;
+      const int v = node.opset;
+      if (op == "Pad" && v < 11) {
+        ints_attr_to_input(graph, node, "pads", 1);
+        scalar_attr_to_input(graph, node, "value", 2);
+      } else if (op == "Slice" && v < 10) {
+        ints_attr_to_input(graph, node, "starts", 1);
+        ints_attr_to_input(graph, node, "ends", 2);
+        ints_attr_to_input(graph, node, "axes", 3);
+      } else if (op == "Reshape" && v < 5) {
+        ints_attr_to_input(graph, node, "shape", 1);
+      } else if (op == "Scatter") {  // deprecated (9-10): ScatterElements without reduction
+        node.op_type = "ScatterElements";
+      } else if (op == "Upsample" || (op == "Resize" && v == 10)) {
+        to_resize13(graph, node);
+      } else if (op == "Clip" && v < 11) {
+        scalar_attr_to_input(graph, node, "min", 1);
+        scalar_attr_to_input(graph, node, "max", 2);
+      } else if ((op == "Squeeze" || op == "Unsqueeze") && v < 13) {
+        ints_attr_to_input(graph, node, "axes", 1);
+      } else if (kReduceOps.count(op) && (v < 18) && !(op == "ReduceSum" && v >= 13)) {
+        ints_attr_to_input(graph, node, "axes", 1);
+      } else if (op == "Split" && v < 13) {
+        ints_attr_to_input(graph, node, "split", 1);
+      } else if (op == "Dropout" && v < 12) {
+        node.attrs.erase("ratio");
+        node.attrs.erase("is_test");
+      } else if (op == "BatchNormalization" && v < 9) {
+        if (node.attr_int("spatial", 1) != 1)
+          throw Error(ErrorKind::Unsupported, node.describe() + ": attribute spatial=0 is not supported");
+        node.attrs.erase("spatial");
+        node.attrs.erase("is_test");
+        node.attrs.erase("momentum");
+      } else if (op == "Gemm" && v < 7) {
+        node.attrs.erase("broadcast");
+      }
+      trim_trailing_absent(node);
+    } catch (const std::out_of_range& e) {  // e.g. an Upsample without its scales input
+      throw Error(ErrorKind::InvalidModel,
+                  graph.nodes[i].describe() + ": malformed attributes or inputs (" + e.what() + ")");
     }
-    trim_trailing_absent(node);
-  }
 }
 
 }  // namespace collage::import_detail

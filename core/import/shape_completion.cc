@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "core/import/normalize.h"
 #include "core/import/value_dependence.h"
@@ -45,19 +46,21 @@ class BudgetAllocator : public TensorAllocator {
 // A kernel that indexes past a malformed attribute or input throws a standard
 // exception; at import that is the model's fault: say which node.
 template <class F>
-auto evaluating(const Node& n, F&& f) {
+auto malformed_is_invalid_model(const std::string& where, F&& f) {
   try {
     return f();
   } catch (const std::out_of_range& e) {
-    throw Error(ErrorKind::InvalidModel,
-                n.describe() + ": malformed attributes or inputs (" + e.what() + ")");
+    throw Error(ErrorKind::InvalidModel, where + ": malformed attributes or inputs (" + e.what() + ")");
   } catch (const std::length_error& e) {
-    throw Error(ErrorKind::InvalidModel,
-                n.describe() + ": malformed attributes or inputs (" + e.what() + ")");
+    throw Error(ErrorKind::InvalidModel, where + ": malformed attributes or inputs (" + e.what() + ")");
   } catch (const std::invalid_argument& e) {
-    throw Error(ErrorKind::InvalidModel,
-                n.describe() + ": malformed attributes or inputs (" + e.what() + ")");
+    throw Error(ErrorKind::InvalidModel, where + ": malformed attributes or inputs (" + e.what() + ")");
   }
+}
+
+template <class F>
+auto evaluating(const Node& n, F&& f) {
+  return malformed_is_invalid_model(n.describe(), std::forward<F>(f));
 }
 
 // A node's inputs for a shape-only evaluation: constants as they are, every other
@@ -102,7 +105,10 @@ class ShapeCompleter {
 
   void run() {
     const size_t original = graph_.nodes.size();
-    for (size_t i = 0; i < original; ++i) process(static_cast<NodeId>(i));
+    // A malformed node (too few inputs for a rewrite, ...) is the model's fault: name it.
+    for (size_t i = 0; i < original; ++i)  // (process may add nodes: describe before)
+      malformed_is_invalid_model(node(static_cast<NodeId>(i)).describe(),
+                                 [&] { process(static_cast<NodeId>(i)); });
     if (!refusals_.empty()) throw_value_dependent();
     std::vector<Node> kept;
     for (size_t i = 0; i < graph_.nodes.size(); ++i)
