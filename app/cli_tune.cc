@@ -12,6 +12,7 @@
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
 #include "backends/registry.h"
+#include "core/backend_api/kernel_signature.h"
 #include "core/workflow/workflow.h"
 
 namespace collage::cli {
@@ -89,11 +90,7 @@ class ConsoleProgress : public ProgressObserver {
  private:
   bool log_costs_ = false, stored_ = false;
   // A short name for a kernel signature (they run to kilobytes): its 64-bit FNV-1a hash.
-  static unsigned long long signature_hash(const std::string& signature) {
-    unsigned long long h = 14695981039346656037ull;
-    for (unsigned char ch : signature) h = (h ^ ch) * 1099511628211ull;
-    return h;
-  }
+  static unsigned long long signature_hash(const std::string& signature) { return fnv1a64(signature); }
   static std::string describe_nodes(const std::vector<NodeId>& ids) {
     std::string text;
     for (NodeId n : ids) text += (text.empty() ? "" : ",") + std::to_string(n);

@@ -191,6 +191,7 @@ class SqliteStore : public CostStore {
   void exec(const char* sql) const;
   void migrate();
   void check_schema();
+  std::pair<std::string, int> read_meta() const;  // the meta table's app id and schema version
   void check_writable() const;
   [[noreturn]] void fail() const;  // Error naming the file and SQLite's (and the OS's) reason
   static int on_busy(void* self, int attempt);
@@ -309,17 +310,19 @@ void SqliteStore::exec(const char* sql) const {
 
 void SqliteStore::fail() const { throw db_error(db_, path_, busy_timeout_ms_); }
 
+std::pair<std::string, int> SqliteStore::read_meta() const {
+  std::pair<std::string, int> meta{"", 0};
+  Statement s(db_, path_, busy_timeout_ms_, "SELECT key, value FROM meta;");
+  while (s.step()) {
+    if (s.text(0) == "app") meta.first = s.text(1);
+    if (s.text(0) == "schema_version") meta.second = std::atoi(s.text(1).c_str());
+  }
+  return meta;
+}
+
 // The read-only open's check: what migrate() checks, without writing.
 void SqliteStore::check_schema() {
-  std::string app;
-  int version = 0;
-  {
-    Statement s(db_, path_, busy_timeout_ms_, "SELECT key, value FROM meta;");
-    while (s.step()) {
-      if (s.text(0) == "app") app = s.text(1);
-      if (s.text(0) == "schema_version") version = std::atoi(s.text(1).c_str());
-    }
-  }
+  auto [app, version] = read_meta();
   if (app != kAppId)
     throw Error(ErrorKind::InvalidInput, "cost DB '" + path_ + "': not a Collage cost database");
   if (version != kSchemaVersion)
@@ -334,15 +337,7 @@ void SqliteStore::migrate() {
   exec("BEGIN IMMEDIATE;");
   try {
     exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);");
-    std::string app;
-    int version = 0;
-    {
-      Statement s(db_, path_, busy_timeout_ms_, "SELECT key, value FROM meta;");
-      while (s.step()) {
-        if (s.text(0) == "app") app = s.text(1);
-        if (s.text(0) == "schema_version") version = std::atoi(s.text(1).c_str());
-      }
-    }
+    auto [app, version] = read_meta();
     if (!app.empty() && app != kAppId)
       throw Error(ErrorKind::InvalidInput,
                   "cost DB '" + path_ + "': not a Collage cost database (app '" + app + "')");

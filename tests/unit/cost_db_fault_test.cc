@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "cli_fixture.h"
+#include "core/backend_api/kernel_signature.h"
 #include "core/ir/error.h"
 #include "core/tuning/cost_db.h"
 #include "resources/samples/zoo.h"
@@ -116,15 +117,6 @@ class LineReader {
   std::string buffer_;
 };
 
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 // The signature hash of a "cost stored:" line, or nullopt.
 // (No std::regex: GCC 12's -Wmaybe-uninitialized misfires on it under the ASan preset.)
 std::optional<uint64_t> stored_hash(const std::string& line) {
@@ -177,7 +169,7 @@ DbState read_db(const std::string& path) {
   sqlite3_finalize(st);
   sqlite3_prepare_v2(db, "SELECT signature FROM costs;", -1, &st, nullptr);
   while (sqlite3_step(st) == SQLITE_ROW)
-    state.hashes.insert(fnv1a(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))));
+    state.hashes.insert(fnv1a64(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))));
   sqlite3_finalize(st);
   sqlite3_close(db);
   return state;
@@ -472,8 +464,8 @@ TEST_F(CostDbFaultTest, FullDiskIsAnErrorNamingTheDbAndKeepsEarlierRows) {
   EXPECT_GT(stored.size(), 0u) << "the limit should be reached mid-tune";
   DbState state = read_db(db);
   EXPECT_EQ(state.integrity, "ok");
-  EXPECT_EQ(state.hashes.count(fnv1a("earlier-1")), 1u);
-  EXPECT_EQ(state.hashes.count(fnv1a("earlier-2")), 1u);
+  EXPECT_EQ(state.hashes.count(fnv1a64("earlier-1")), 1u);
+  EXPECT_EQ(state.hashes.count(fnv1a64("earlier-2")), 1u);
   for (uint64_t h : stored) EXPECT_EQ(state.hashes.count(h), 1u) << std::hex << h;
   EXPECT_EQ(state.hashes.size(), stored.size() + 2);
 }
