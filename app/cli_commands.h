@@ -15,6 +15,8 @@ int command_run(const std::vector<std::string>& argv);
 int command_candidates(const std::vector<std::string>& argv);
 int command_tune(const std::vector<std::string>& argv);
 int command_costs(const std::vector<std::string>& argv);
+int command_worker(const std::vector<std::string>& argv);
+int command_workers(const std::vector<std::string>& argv);
 int command_compare(const std::vector<std::string>& argv);
 int command_export(const std::vector<std::string>& argv);
 int command_explain(const std::vector<std::string>& argv);

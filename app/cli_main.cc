@@ -27,13 +27,21 @@ const char* kUsage =
     "      --json lists every candidate (node ids, backend, label)\n"
     "  tune MODEL [--backends B1,B2] [--threads N] [--pin NODE=BACKEND ...] [--forbid NODE=BACKEND ...]\n"
     "             [--cost-db PATH | --no-cost-db] [--epsilon MS] [--repeat N] [--in-process] [--log-costs]\n"
+    "             [--remote]\n"
     "             -o placement.json\n"
     "             [--refine [--budget 90s|10m|1h] [--population N] [--generations G] [--patience K] [--seed "
     "S]]\n"
     "      measures every candidate (cached in the cost DB; --log-costs: a line per stored cost),\n"
     "      searches the cheapest placement,\n"
     "      runs and verifies it, prints predicted vs measured latency; --refine then runs the\n"
-    "      graph-level evolutionary search (onednn-region, xnnpack-graph regions; measured fitness)\n"
+    "      graph-level evolutionary search (onednn-region, xnnpack-graph regions; measured fitness);\n"
+    "      --remote (a postgresql:// cost DB): the measurement workers of this machine kind measure\n"
+    "      what the DB lacks (locally when none is running)\n"
+    "  worker --cost-db postgresql://... [--threads N] [--name W] [--lease SECONDS] [--max-jobs N]\n"
+    "         [--idle-exit SECONDS]\n"
+    "      serves the team's measurement queue from this machine until Ctrl+C / SIGTERM\n"
+    "  workers --cost-db postgresql://...\n"
+    "      lists the measurement workers (fingerprint, threads, alive, jobs done, in flight) and the queue\n"
     "  costs [--backend B] [--json] [--export FILE] [--import FILE] [--cost-db PATH]\n"
     "      lists the cost database (default: $COLLAGE_COST_DB or "
     "~/.local/share/collage-explorer/costs.sqlite)\n"
@@ -74,6 +82,8 @@ int run_cli(int argc, char** argv) {
     if (command == "candidates") return collage::cli::command_candidates(args);
     if (command == "tune") return collage::cli::command_tune(args);
     if (command == "costs") return collage::cli::command_costs(args);
+    if (command == "worker") return collage::cli::command_worker(args);
+    if (command == "workers") return collage::cli::command_workers(args);
     if (command == "compare") return collage::cli::command_compare(args);
     if (command == "export") return collage::cli::command_export(args);
     if (command == "explain") return collage::cli::command_explain(args);

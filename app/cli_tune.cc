@@ -53,6 +53,10 @@ class ConsoleProgress : public ProgressObserver {
                  c.backend.c_str(), c.label.c_str(), describe_nodes(node_ids(c.nodes)).c_str(),
                  result.cost.invalid_reason.c_str());
   }
+  void on_notice(const std::string& message) override {
+    std::fprintf(stderr, "%s%s\n", tty_ ? "\r" : "", message.c_str());
+    std::fflush(stderr);
+  }
   void on_progress(const ProgressEvent& e) override {
     if (e.stage == ProgressEvent::Stage::RefineEvaluation) {  // a terminal shows each measurement in place
       if (tty_) std::fprintf(stderr, "\rrefining: evaluation %zu (best %.3f ms)", e.done, e.best_ms);
@@ -115,7 +119,7 @@ int command_tune(const std::vector<std::string>& argv) {
                  with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
                                      "-o", "--output", "--repeat", "--min-time-ms", "--budget",
                                      "--population", "--seed", "--generations", "--patience"}),
-                 {"--no-cost-db", "--refine", "--in-process", "--log-costs"});
+                 {"--no-cost-db", "--refine", "--in-process", "--log-costs", "--remote"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
@@ -148,6 +152,7 @@ int command_tune(const std::vector<std::string>& argv) {
   topts.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
   topts.pins = pins;
   topts.isolated = !args.has("--in-process");
+  topts.remote = args.has("--remote");
   ConsoleProgress progress(args.has("--log-costs"), db != nullptr);
   g_interrupted = 0;
   std::signal(SIGINT, on_interrupt);

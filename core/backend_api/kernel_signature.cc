@@ -1,6 +1,7 @@
 #include "core/backend_api/kernel_signature.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -134,6 +135,9 @@ std::string device_fingerprint() {
     std::sort(flags.begin(), flags.end());
     std::string out = model + " |";
     for (const auto& f : flags) out += " " + f;
+    // A team can tell apart machines the CPU alone does not (BIOS power settings, a
+    // noisy neighbour): their costs and measurement jobs are kept apart.
+    if (const char* tag = std::getenv("COLLAGE_DEVICE_TAG"); tag && *tag) out += std::string(" | tag ") + tag;
     return out;
   }();
   return fingerprint;

@@ -19,7 +19,8 @@ std::string kernel_signature(const Graph& graph, const SubGraph& subgraph, const
 uint64_t fnv1a64(const std::string& text);
 std::string hex64(uint64_t value);
 
-// CPU model and ISA flags that matter to kernels (avx2, avx512f, fma, ...).
+// CPU model and ISA flags that matter to kernels (avx2, avx512f, fma, ...), plus
+// "| tag T" when $COLLAGE_DEVICE_TAG is set. Read once per process.
 std::string device_fingerprint();
 
 }  // namespace collage

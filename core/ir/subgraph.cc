@@ -41,6 +41,35 @@ SubGraph make_subgraph(const Graph& graph, const IndexSet& nodes) {
   return s;
 }
 
+Graph extract_submodel(const Graph& graph, const SubGraph& sub) {
+  Graph out;
+  out.name = graph.name;
+  out.opsets = graph.opsets;
+  std::map<ValueId, ValueId> remap;
+  auto copy = [&](ValueId v) {
+    if (v == kNoValue) return kNoValue;
+    if (auto it = remap.find(v); it != remap.end()) return it->second;
+    const Value& src = graph.value(v);
+    Value value;
+    value.name = src.name;
+    value.dtype = src.dtype;
+    value.shape = src.shape;
+    value.shape_known = src.shape_known;
+    value.constant = src.constant;
+    return remap[v] = out.add_value(std::move(value));
+  };
+  for (ValueId v : sub.inputs) out.inputs.push_back(copy(v));
+  for (NodeId n : sub.node_list) {
+    Node node = graph.node(n);
+    for (ValueId& v : node.inputs) v = copy(v);
+    for (ValueId& v : node.outputs) v = copy(v);
+    out.add_node(std::move(node));
+  }
+  for (ValueId v : sub.outputs) out.outputs.push_back(remap.at(v));
+  out.rebuild_links();
+  return out;
+}
+
 ConvexityChecker::ConvexityChecker(const Graph& graph) : edges_(node_edges(graph)) {}
 
 bool ConvexityChecker::is_convex(const IndexSet& nodes) const {

@@ -24,6 +24,11 @@ struct SubGraph {
 
 SubGraph make_subgraph(const Graph& graph, const IndexSet& nodes);
 
+// `sub` as a self-contained model (what a remote measurement job carries): its inputs
+// become graph inputs, the constants it reads are copied, its outputs are the graph
+// outputs; node order is kept, so node k of the result is sub.node_list[k].
+Graph extract_submodel(const Graph& graph, const SubGraph& sub);
+
 // Reachability helper reused across many convexity checks on one graph.
 class ConvexityChecker {
  public:

@@ -115,6 +115,17 @@ json tensor_info_json(const std::vector<ArtifactTensorInfo>& list) {
 
 }  // namespace
 
+Artifact native_artifact(const Graph& graph) {
+  Artifact a;
+  a.graph = graph;
+  for (NodeId n = 0; n < graph.num_nodes(); ++n) a.kernels.push_back({{n}, "native", graph.node(n).op_type});
+  for (ValueId v : graph.inputs)
+    a.info.inputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
+  for (ValueId v : graph.outputs)
+    a.info.outputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
+  return a;
+}
+
 std::string serialize_artifact(const Artifact& artifact) {
   const Graph& g = artifact.graph;
   const ArtifactInfo& info = artifact.info;

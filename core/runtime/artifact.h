@@ -47,6 +47,10 @@ struct Artifact {
   MemoryPlan memory_plan;
 };
 
+// `graph` as an artifact that runs each node natively, in order (no memory plan): how
+// a graph travels to a measure worker, locally (a session file) or through the queue.
+Artifact native_artifact(const Graph& graph);
+
 // The file's bytes. Throws Unsupported for constants the format cannot hold (strings).
 std::string serialize_artifact(const Artifact& artifact);
 void write_artifact(const Artifact& artifact, const std::string& path);

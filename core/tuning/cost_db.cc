@@ -27,6 +27,7 @@ std::string CostDb::default_path() {
 
 CostDb::CostDb(const std::string& location, Access access)
     : path_(cost_store::redacted(location)),
+      location_(location),
       access_(access),
       store_(cost_store::is_postgres_location(location)
                  ? cost_store::open_postgres(location)
@@ -41,6 +42,8 @@ CostDb::Access CostDb::access_for_reading(const std::string& location) {
   bool writable = ::access(location.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
   return writable ? Access::ReadWrite : Access::ReadOnly;
 }
+
+bool CostDb::is_shared() const { return cost_store::is_postgres_location(location_); }
 
 void CostDb::set_busy_timeout_ms(int ms) { store_->set_busy_timeout_ms(ms); }
 

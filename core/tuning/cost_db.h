@@ -68,6 +68,9 @@ class CostDb {
 
   // The location, with any password replaced (for messages).
   const std::string& path() const { return path_; }
+  // As given, password included: only for opening further connections (the queue).
+  const std::string& location() const { return location_; }
+  bool is_shared() const;  // PostgreSQL (a team's server), not an SQLite file
   bool read_only() const { return access_ == Access::ReadOnly; }
   // How long an SQLite write waits for another process's transaction before failing with
   // Error(Io) "locked"; after kBusyNoticeMs of waiting it says so on stderr, once.
@@ -76,6 +79,7 @@ class CostDb {
 
  private:
   std::string path_;
+  std::string location_;
   Access access_;
   std::unique_ptr<cost_store::CostStore> store_;
 };

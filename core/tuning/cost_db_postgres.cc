@@ -3,19 +3,18 @@
 // hold other things too. Every statement is parameterised ($1...); writes are one
 // transaction of upserts; the schema check and migrations run under a transaction
 // advisory lock, so tuners opening a fresh database at once do not race.
-#include <libpq-fe.h>
-
 #include <cstdlib>
 #include <ctime>
 
 #include "core/ir/error.h"
 #include "core/tuning/cost_store.h"
+#include "core/tuning/pg_connection.h"
 
 namespace collage::cost_store {
 namespace {
 
 // Migrations: entry i upgrades schema version i to i + 1.
-const char* const kMigrations[] = {
+const std::vector<const char*> kMigrations = {
     // 0 -> 1
     "CREATE TABLE IF NOT EXISTS collage_costs ("
     "  signature TEXT NOT NULL, threads INTEGER NOT NULL, device TEXT NOT NULL,"
@@ -26,13 +25,12 @@ const char* const kMigrations[] = {
     "  PRIMARY KEY (signature, threads, device));"
     "CREATE INDEX IF NOT EXISTS collage_costs_backend ON collage_costs(backend);",
 };
-constexpr int kSchemaVersion = static_cast<int>(sizeof kMigrations / sizeof kMigrations[0]);
+constexpr int kSchemaVersion = 1;
 static_assert(kSchemaVersion == CostDb::kSchemaVersion, "both stores carry the same schema version");
 
 constexpr const char* kColumns =
     "signature, threads, device, backend, backend_version, label, valid, reason, median_ms, p90_ms, "
     "stddev_ms, samples, build_ms, measured_at";
-constexpr int64_t kMigrationLock = 0x636f6c6c616765;  // "collage"
 
 std::string now_iso8601() {
   std::time_t t = std::time(nullptr);
@@ -47,182 +45,84 @@ std::string format_double(double v) {
   return buf;
 }
 
-class Result {
- public:
-  explicit Result(PGresult* r) : r_(r) {}
-  ~Result() { PQclear(r_); }
-  Result(Result&& other) noexcept : r_(other.r_) { other.r_ = nullptr; }
-  Result(const Result&) = delete;
-  Result& operator=(const Result&) = delete;
-  Result& operator=(Result&&) = delete;
-  PGresult* get() const { return r_; }
-  int rows() const { return PQntuples(r_); }
-  std::string text(int row, int col) const { return PQgetvalue(r_, row, col); }
-
- private:
-  PGresult* r_;
-};
+CostRecord read_row(const pg::Result& r, int i) {
+  CostRecord rec;
+  rec.key.signature = r.text(i, 0);
+  rec.key.threads = std::atoi(r.text(i, 1).c_str());
+  rec.key.device = r.text(i, 2);
+  rec.backend = r.text(i, 3);
+  rec.backend_version = r.text(i, 4);
+  rec.label = r.text(i, 5);
+  rec.cost.invalid_reason = r.text(i, 7);
+  if (r.text(i, 6) != "t" && rec.cost.invalid_reason.empty()) rec.cost.invalid_reason = "invalid";
+  rec.cost.median_ms = std::strtod(r.text(i, 8).c_str(), nullptr);
+  rec.cost.p90_ms = std::strtod(r.text(i, 9).c_str(), nullptr);
+  rec.cost.stddev_ms = std::strtod(r.text(i, 10).c_str(), nullptr);
+  rec.cost.samples = std::atoi(r.text(i, 11).c_str());
+  rec.cost.build_ms = std::strtod(r.text(i, 12).c_str(), nullptr);
+  rec.measured_at = r.text(i, 13);
+  return rec;
+}
 
 class PostgresStore : public CostStore {
  public:
-  explicit PostgresStore(const std::string& url) : where_(redacted(url)) {
-    conn_ = PQconnectdb(url.c_str());
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-      std::string msg = conn_ ? PQerrorMessage(conn_) : "out of memory";
-      PQfinish(conn_);
-      conn_ = nullptr;
-      throw Error(ErrorKind::Io, "cannot connect to cost DB '" + where_ + "': " + trim(msg));
-    }
-    try {
-      exec("SET client_min_messages TO WARNING");  // IF NOT EXISTS notices are not news
-      // Costs are a cache: a server crash may lose the last commits (never half a row or a
-      // corrupt table), which are re-measured; waiting for the WAL flush on every stored
-      // cost would cost ~4 ms each on this VM (tests/bench/cost_db_bench.sh).
-      exec("SET synchronous_commit TO off");
-      migrate();
-    } catch (...) {
-      PQfinish(conn_);  // the destructor does not run for a constructor that throws
-      conn_ = nullptr;
-      throw;
-    }
+  explicit PostgresStore(const std::string& url) : db_(url, "cost DB") {
+    // Costs are a cache: a server crash may lose the last commits (never half a row or a
+    // corrupt table), which are re-measured; waiting for the WAL flush on every stored
+    // cost would cost ~4 ms each on this VM (tests/bench/cost_db_bench.sh).
+    db_.exec("SET synchronous_commit TO off");
+    pg::migrate(db_, "schema_version", kMigrations);
   }
-  ~PostgresStore() override { PQfinish(conn_); }
 
   std::optional<CostRecord> find(const CostKey& key) const override {
-    Result r = query(std::string("SELECT ") + kColumns +
-                         " FROM collage_costs WHERE signature = $1 AND threads = $2 AND device = $3",
-                     {key.signature, std::to_string(key.threads), key.device});
+    pg::Result r = db_.query(std::string("SELECT ") + kColumns +
+                                 " FROM collage_costs WHERE signature = $1 AND threads = $2 AND device = $3",
+                             {key.signature, std::to_string(key.threads), key.device});
     if (r.rows() == 0) return std::nullopt;
     return read_row(r, 0);
   }
 
   void put_all(const std::vector<CostRecord>& records) override {
-    exec("BEGIN");
-    try {
-      for (const CostRecord& rec : records) {
-        query(
-            std::string("INSERT INTO collage_costs (") + kColumns +
-                ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
-                "ON CONFLICT (signature, threads, device) DO UPDATE SET backend = EXCLUDED.backend, "
-                "backend_version = EXCLUDED.backend_version, label = EXCLUDED.label, valid = EXCLUDED.valid, "
-                "reason = EXCLUDED.reason, median_ms = EXCLUDED.median_ms, p90_ms = EXCLUDED.p90_ms, "
-                "stddev_ms = EXCLUDED.stddev_ms, samples = EXCLUDED.samples, build_ms = EXCLUDED.build_ms, "
-                "measured_at = EXCLUDED.measured_at",
-            {rec.key.signature, std::to_string(rec.key.threads), rec.key.device, rec.backend,
-             rec.backend_version, rec.label, rec.cost.valid() ? "true" : "false", rec.cost.invalid_reason,
-             format_double(rec.cost.median_ms), format_double(rec.cost.p90_ms),
-             format_double(rec.cost.stddev_ms), std::to_string(rec.cost.samples),
-             format_double(rec.cost.build_ms), rec.measured_at.empty() ? now_iso8601() : rec.measured_at});
-      }
-      exec("COMMIT");
-    } catch (...) {
-      PQclear(PQexec(conn_, "ROLLBACK"));
-      throw;
-    }
+    db_.transaction([&] {
+      for (const CostRecord& rec : records) upsert_cost(db_, rec);
+    });
   }
 
   std::vector<CostRecord> list(const std::string& backend_filter) const override {
     std::string sql = std::string("SELECT ") + kColumns + " FROM collage_costs" +
                       (backend_filter.empty() ? "" : " WHERE backend = $1") +
                       " ORDER BY backend, label, signature";
-    Result r = query(
-        sql, backend_filter.empty() ? std::vector<std::string>{} : std::vector<std::string>{backend_filter});
+    pg::Result r = backend_filter.empty() ? db_.query(sql) : db_.query(sql, {backend_filter});
     std::vector<CostRecord> out;
     for (int i = 0; i < r.rows(); ++i) out.push_back(read_row(r, i));
     return out;
   }
 
   size_t size() const override {
-    Result r = query("SELECT count(*) FROM collage_costs", {});
+    pg::Result r = db_.query("SELECT count(*) FROM collage_costs");
     return static_cast<size_t>(std::stoull(r.text(0, 0)));
   }
 
  private:
-  static std::string trim(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-  }
-
-  static CostRecord read_row(const Result& r, int i) {
-    CostRecord rec;
-    rec.key.signature = r.text(i, 0);
-    rec.key.threads = std::atoi(r.text(i, 1).c_str());
-    rec.key.device = r.text(i, 2);
-    rec.backend = r.text(i, 3);
-    rec.backend_version = r.text(i, 4);
-    rec.label = r.text(i, 5);
-    rec.cost.invalid_reason = r.text(i, 7);
-    if (r.text(i, 6) != "t" && rec.cost.invalid_reason.empty()) rec.cost.invalid_reason = "invalid";
-    rec.cost.median_ms = std::strtod(r.text(i, 8).c_str(), nullptr);
-    rec.cost.p90_ms = std::strtod(r.text(i, 9).c_str(), nullptr);
-    rec.cost.stddev_ms = std::strtod(r.text(i, 10).c_str(), nullptr);
-    rec.cost.samples = std::atoi(r.text(i, 11).c_str());
-    rec.cost.build_ms = std::strtod(r.text(i, 12).c_str(), nullptr);
-    rec.measured_at = r.text(i, 13);
-    return rec;
-  }
-
-  Result query(const std::string& sql, const std::vector<std::string>& params) const {
-    std::vector<const char*> values;
-    for (const std::string& p : params) values.push_back(p.c_str());
-    Result r(PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
-                          nullptr, nullptr, 0));
-    ExecStatusType st = PQresultStatus(r.get());
-    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
-      throw Error(ErrorKind::Io, "cost DB '" + where_ + "': " + trim(PQerrorMessage(conn_)));
-    return r;
-  }
-
-  // Parameterless, possibly several statements (a migration).
-  void exec(const char* sql) const {
-    Result r(PQexec(conn_, sql));
-    ExecStatusType st = PQresultStatus(r.get());
-    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
-      throw Error(ErrorKind::Io, "cost DB '" + where_ + "': " + trim(PQerrorMessage(conn_)));
-  }
-
-  void migrate() {
-    exec("BEGIN");
-    try {
-      query("SELECT pg_advisory_xact_lock($1)", {std::to_string(kMigrationLock)});
-      exec("CREATE TABLE IF NOT EXISTS collage_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      std::string app;
-      int version = 0;
-      {
-        Result r = query("SELECT key, value FROM collage_meta", {});
-        for (int i = 0; i < r.rows(); ++i) {
-          if (r.text(i, 0) == "app") app = r.text(i, 1);
-          if (r.text(i, 0) == "schema_version") version = std::atoi(r.text(i, 1).c_str());
-        }
-      }
-      if (!app.empty() && app != kAppId)
-        throw Error(ErrorKind::InvalidInput,
-                    "cost DB '" + where_ + "': not a Collage cost database (app '" + app + "')");
-      if (version > kSchemaVersion)
-        throw Error(ErrorKind::InvalidInput, "cost DB '" + where_ + "': written by a newer version (schema " +
-                                                 std::to_string(version) + ", this build reads up to " +
-                                                 std::to_string(kSchemaVersion) + ")");
-      for (int v = version; v < kSchemaVersion; ++v) exec(kMigrations[v]);
-      query(
-          "INSERT INTO collage_meta(key, value) VALUES ('app', $1) ON CONFLICT (key) DO UPDATE SET value = "
-          "$1",
-          {kAppId});
-      query(
-          "INSERT INTO collage_meta(key, value) VALUES ('schema_version', $1) "
-          "ON CONFLICT (key) DO UPDATE SET value = $1",
-          {std::to_string(kSchemaVersion)});
-      exec("COMMIT");
-    } catch (...) {
-      PQclear(PQexec(conn_, "ROLLBACK"));
-      throw;
-    }
-  }
-
-  std::string where_;
-  PGconn* conn_ = nullptr;
+  pg::Connection db_;
 };
 
 }  // namespace
+
+void upsert_cost(const pg::Connection& db, const CostRecord& rec) {
+  db.query(std::string("INSERT INTO collage_costs (") + kColumns +
+               ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
+               "ON CONFLICT (signature, threads, device) DO UPDATE SET backend = EXCLUDED.backend, "
+               "backend_version = EXCLUDED.backend_version, label = EXCLUDED.label, valid = EXCLUDED.valid, "
+               "reason = EXCLUDED.reason, median_ms = EXCLUDED.median_ms, p90_ms = EXCLUDED.p90_ms, "
+               "stddev_ms = EXCLUDED.stddev_ms, samples = EXCLUDED.samples, build_ms = EXCLUDED.build_ms, "
+               "measured_at = EXCLUDED.measured_at",
+           {rec.key.signature, std::to_string(rec.key.threads), rec.key.device, rec.backend,
+            rec.backend_version, rec.label, rec.cost.valid() ? "true" : "false", rec.cost.invalid_reason,
+            format_double(rec.cost.median_ms), format_double(rec.cost.p90_ms),
+            format_double(rec.cost.stddev_ms), std::to_string(rec.cost.samples),
+            format_double(rec.cost.build_ms), rec.measured_at.empty() ? now_iso8601() : rec.measured_at});
+}
 
 bool is_postgres_location(const std::string& location) {
   return location.rfind("postgresql://", 0) == 0 || location.rfind("postgres://", 0) == 0;

@@ -254,10 +254,10 @@ SqliteStore::SqliteStore(const std::string& path, bool read_only) : path_(path) 
     }
     return;
   }
-  check_writable();
-  std::error_code ec;
+  std::error_code ec;  // a first run: ~/.local/share/collage-explorer does not exist yet
   auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  check_writable();
   open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   if (sqlite3_db_readonly(db_, "main") == 1) {  // e.g. a read-only file system
     close();

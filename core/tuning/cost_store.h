@@ -13,6 +13,10 @@
 
 #include "core/tuning/cost_db.h"
 
+namespace collage::pg {
+class Connection;
+}
+
 namespace collage::cost_store {
 
 class CostStore {
@@ -36,5 +40,9 @@ std::string redacted(const std::string& location);
 // foreign or newer schema.
 std::unique_ptr<CostStore> open_sqlite(const std::string& path, bool read_only);
 std::unique_ptr<CostStore> open_postgres(const std::string& url);
+
+// One cost upserted through an open PostgreSQL connection (inside the caller's
+// transaction): how a measurement worker stores a cost and finishes its job atomically.
+void upsert_cost(const pg::Connection& db, const CostRecord& record);
 
 }  // namespace collage::cost_store

@@ -178,7 +178,7 @@ struct MeasureWorker::Process {
 
 MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& graph_inputs,
                              const MeasureOptions& options)
-    : graph_(graph), worker_(options.worker) {
+    : worker_(options.worker) {
   if (worker_.command.empty()) throw Error(ErrorKind::Internal, "MeasureWorker needs a worker command");
   const char* tmp = std::getenv("TMPDIR");
   std::string tmp_dir = tmp && *tmp ? tmp : "/tmp";
@@ -191,18 +191,7 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
                                    std::strerror(errno));
   session_dir_ = dir.data();
   try {  // the destructor will not run: leave no directory behind
-    Artifact session;
-    session.graph = graph;
-    for (NodeId n = 0; n < graph.num_nodes(); ++n)
-      session.kernels.push_back({{n}, "native", graph.node(n).op_type});
-    for (ValueId v : graph.inputs)
-      session.info.inputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
-    for (ValueId v : graph.outputs)
-      session.info.outputs.push_back({graph.value(v).name, graph.value(v).dtype, graph.value(v).shape});
-    write_artifact(session, (fs::path(session_dir_) / "graph.collage").string());
-    for (size_t i = 0; i < graph_inputs.size(); ++i)
-      write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
-                        (fs::path(session_dir_) / ("input_" + std::to_string(i) + ".pb")).string());
+    write_session(graph, graph_inputs);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(session_dir_, ec);
@@ -225,6 +214,38 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
   arg("--rtol", format_double(options.tolerance.rtol));
   arg("--peak-rtol", format_double(options.tolerance.peak_rtol));
   arg("--memory-mb", std::to_string(worker_.memory_budget_mb));
+}
+
+void MeasureWorker::write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs) {
+  write_artifact(native_artifact(graph), (fs::path(session_dir_) / "graph.collage").string());
+  for (size_t i = 0; i < graph_inputs.size(); ++i)
+    write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
+                      (fs::path(session_dir_) / ("input_" + std::to_string(i) + ".pb")).string());
+}
+
+void MeasureWorker::load(const Graph& graph, const std::vector<Tensor>& graph_inputs, int threads) {
+  write_session(graph, graph_inputs);
+  for (size_t a = 0; a + 1 < args_.size(); ++a)
+    if (args_[a] == "--threads") args_[a + 1] = std::to_string(threads);  // for a replacement worker
+  if (!process_) return;  // the next start reads the new session
+  std::string line;
+  bool timed_out = false;
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(kStartLimitS));
+  if (!write_all(process_->fd, "session " + std::to_string(threads) + "\n") ||
+      !read_line(process_->fd, process_->buffer, line, deadline, &timed_out) || line.rfind("ready", 0) != 0) {
+    if (process_ && timed_out) ::kill(process_->pid, SIGKILL);
+    lost_worker("");  // the next request starts a fresh one on the new session
+    return;
+  }
+  read_ready(line);
+}
+
+void MeasureWorker::read_ready(const std::string& line) {
+  std::istringstream ready(line.substr(5));
+  native_ms_.clear();
+  for (double ms; ready >> ms;) native_ms_.push_back(ms);
 }
 
 MeasureWorker::~MeasureWorker() {
@@ -269,9 +290,7 @@ void MeasureWorker::start() {
                                    (timed_out ? " within " + std::to_string(int(kStartLimitS)) + " s" : "") +
                                    " (its stderr above says why)");
   }
-  std::istringstream ready(line.substr(5));
-  native_ms_.clear();
-  for (double ms; ready >> ms;) native_ms_.push_back(ms);
+  read_ready(line);
 }
 
 void MeasureWorker::stop(bool kill) {

@@ -11,8 +11,10 @@
 //   worker -> "ready <native ms of node 0> <node 1> ...\n"
 //   parent -> "measure <backend> <node count> <ids...>\n"
 //           | "fitness <runs> <kernel count> {<backend> <node count> <ids...>}...\n"
+//           | "session <threads>\n"   (the session files were rewritten: reload them)
 //   worker -> "ok <median> <p90> <stddev> <samples> <build ms>\n"
 //           | "invalid <build ms> <reason>\n"
+//           | "ready ...\n"            (after "session")
 // (fitness: a whole placement compiled, one warm-up run, the median of `runs`).
 // The parent bounds each answer by a time limit derived from the native reference
 // time of the candidate's nodes; a worker that dies or overruns is killed, reported
@@ -78,6 +80,10 @@ class MeasureWorker {
   // Whole-placement fitness (refinement): the median of `runs` timed runs as median_ms.
   Cost fitness(const std::vector<KernelGroup>& kernels, int runs);
   int workers_started() const { return started_; }
+  // Switches to another graph (a queue worker's next job) in the running worker
+  // process, which reloads the session, sets `threads` and answers "ready": no new
+  // process per graph. Node ids in later requests are the new graph's.
+  void load(const Graph& graph, const std::vector<Tensor>& graph_inputs, int threads);
 
  private:
   struct Process;
@@ -86,8 +92,9 @@ class MeasureWorker {
   void stop(bool kill);
   double limit_s(const std::vector<NodeId>& nodes) const;
   Cost lost_worker(const std::string& what);
+  void write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs);
+  void read_ready(const std::string& line);
 
-  const Graph& graph_;
   std::vector<std::string> args_;
   WorkerOptions worker_;
   std::string session_dir_;

@@ -181,14 +181,26 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
   auto landed = [&](size_t i) {
     if (observer) observer->on_measured(i, out[i]);
   };
+  // Signatures first: the remote phase needs them all before it enqueues.
+  std::vector<std::string> signatures(candidates.size());
+  std::vector<const BackendSpec*> backend_of(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (observer && observer->cancel_requested()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
     const Candidate& c = candidates[i];
     auto it = by_name.find(c.backend);
     if (it == by_name.end()) throw Error(ErrorKind::Internal, "candidate of unknown backend " + c.backend);
-    const BackendSpec& backend = *it->second;
+    backend_of[i] = it->second;
+    signatures[i] = kernel_signature(graph_, make_subgraph(graph_, c.nodes), c.backend, it->second->version);
+  }
+  std::vector<bool> settled(candidates.size(), false);
+  if (!options_.remote_queue.empty() && !options_.cached_only && db_)
+    measure_remotely(candidates, signatures, backend_of, out, settled, observer);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (settled[i]) continue;
+    if (observer && observer->cancel_requested()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
+    const Candidate& c = candidates[i];
+    const BackendSpec& backend = *backend_of[i];
     SubGraph sub = make_subgraph(graph_, c.nodes);
-    std::string sig = kernel_signature(graph_, sub, backend.name, backend.version);
+    const std::string& sig = signatures[i];
     out[i].signature = sig;
     if (observer) {
       ProgressEvent e;

@@ -30,6 +30,11 @@ struct MeasureOptions {
   // Non-empty worker.command: build and time each candidate in a worker process
   // (measure_worker.h) so a crashing or hanging library costs only that candidate.
   WorkerOptions worker;
+  // A postgresql:// cost DB (the one `db` is): the candidates it lacks become jobs of its
+  // measurement queue (measure_queue.h) for the `collage worker`s of this machine kind,
+  // and their costs are awaited; measured here when no such worker is alive (a notice says so).
+  std::string remote_queue;
+  double worker_lease_s = 30;  // a worker silent this long is taken for gone
 };
 
 inline constexpr const char* kNotMeasured = "not measured (no cost in the cost DB for this machine)";
@@ -80,6 +85,12 @@ class Measurer {
   CostDb* db_;
   MeasureOptions options_;
   std::unique_ptr<MeasureWorker> worker_;  // started on the first candidate to measure
+
+  // The remote phase (measurer_remote.cc): settles what the queue's workers measure.
+  void measure_remotely(const std::vector<Candidate>& candidates, const std::vector<std::string>& signatures,
+                        const std::vector<const BackendSpec*>& backend_of,
+                        std::vector<MeasuredCandidate>& out, std::vector<bool>& settled,
+                        ProgressObserver* observer);
 };
 
 }  // namespace collage

@@ -29,9 +29,12 @@ class ProgressObserver {
   virtual ~ProgressObserver() = default;
   virtual void on_progress(const ProgressEvent& event) = 0;
   // Measuring, per candidate kernel: the whole list before the first measurement,
-  // then each result as it lands (cost DB hits included), in candidate order.
+  // then each result as it lands (cost DB hits included): in candidate order when
+  // measured here, as workers finish when measured remotely.
   virtual void on_candidates(const std::vector<Candidate>& /*candidates*/) {}
   virtual void on_measured(size_t /*index*/, const MeasuredCandidate& /*result*/) {}
+  // A line the user should read, e.g. that remote measuring fell back to this machine.
+  virtual void on_notice(const std::string& /*message*/) {}
   // Refinement: the best placement found so far, each time it improves.
   virtual void on_best_placement(const Placement& /*best*/, double /*fitness_ms*/) {}
   // Polled between units of work; true stops it with Error(Cancelled); results

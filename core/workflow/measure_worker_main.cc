@@ -148,6 +148,31 @@ Cost fitness(const Graph& graph, const std::vector<Tensor>& inputs, int threads,
   return cost;
 }
 
+// One graph's state: the measurer refers to the artifact's graph, so a Session is
+// built in place and replaced whole.
+struct Session {
+  Artifact artifact;
+  std::vector<Tensor> inputs;
+  std::unique_ptr<Measurer> measurer;
+  std::string ready;  // "ready <native ms per node>...\n"
+};
+
+std::unique_ptr<Session> load_session(const std::string& dir, const MeasureOptions& options) {
+  apply_threads(all_backends(), options.threads);
+  auto s = std::make_unique<Session>();
+  s->artifact = load_artifact((fs::path(dir) / "graph.collage").string());
+  const Graph& graph = s->artifact.graph;
+  for (size_t i = 0; i < graph.inputs.size(); ++i)
+    s->inputs.push_back(read_tensor_file((fs::path(dir) / ("input_" + std::to_string(i) + ".pb")).string()));
+  std::vector<double> node_ms;
+  s->measurer = std::make_unique<Measurer>(
+      graph, reference_values(graph, s->inputs, native::node_evaluator(), &node_ms), nullptr, options);
+  s->ready = "ready";
+  for (double ms : node_ms) s->ready += " " + worker_channel::format_double(ms);
+  s->ready += "\n";
+  return s;
+}
+
 int serve(int argc, char** argv) {
   WorkerArgs w = parse_worker_args(argc, argv);
   // A parent that dies (SIGKILL) closes the socket, and a waiting worker sees EOF; one
@@ -156,19 +181,8 @@ int serve(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (w.parent != 0 && ::getppid() != w.parent) return 1;  // the parent died before prctl
   limit_memory(w.options.worker.memory_budget_mb);
-  apply_threads(all_backends(), w.options.threads);
-  Artifact session = load_artifact((fs::path(w.session) / "graph.collage").string());
-  const Graph& graph = session.graph;
-  std::vector<Tensor> inputs;
-  for (size_t i = 0; i < graph.inputs.size(); ++i)
-    inputs.push_back(
-        read_tensor_file((fs::path(w.session) / ("input_" + std::to_string(i) + ".pb")).string()));
-  std::vector<double> node_ms;
-  Measurer measurer(graph, reference_values(graph, inputs, native::node_evaluator(), &node_ms), nullptr,
-                    w.options);
-  std::string ready = "ready";
-  for (double ms : node_ms) ready += " " + worker_channel::format_double(ms);
-  if (!worker_channel::write_all(kFd, ready + "\n")) return 1;
+  std::unique_ptr<Session> session = load_session(w.session, w.options);
+  if (!worker_channel::write_all(kFd, session->ready)) return 1;
 
   std::string buffer, line;
   while (
@@ -176,12 +190,20 @@ int serve(int argc, char** argv) {
     std::istringstream request(line);
     std::string verb;
     request >> verb;
+    if (verb == "session") {  // the parent rewrote the session files: a new graph
+      request >> w.options.threads;
+      session.reset();
+      session = load_session(w.session, w.options);
+      if (!worker_channel::write_all(kFd, session->ready)) return 1;
+      continue;
+    }
+    const Graph& graph = session->artifact.graph;
     Cost cost;
     try {
       if (verb == "measure")
-        cost = measure(measurer, graph, request);
+        cost = measure(*session->measurer, graph, request);
       else if (verb == "fitness")
-        cost = fitness(graph, inputs, w.options.threads, request);
+        cost = fitness(graph, session->inputs, w.options.threads, request);
       else
         cost = Cost::invalid("measure worker: unknown request '" + verb + "'");
     } catch (const std::bad_alloc&) {

@@ -31,6 +31,9 @@ struct Settings {
   Tolerance kernel_tolerance = kKernelTolerance;
   // Candidates are measured in worker processes (core/tuning/measure_worker.h).
   bool isolate_measurement = true;
+  // The measurement queue (tune --remote, collage worker): a worker renews its job's lease
+  // every third of this; a worker silent this long is gone and its job is claimed again.
+  double worker_lease_s = 30;
 };
 
 inline constexpr Settings kSettings{};

@@ -130,6 +130,14 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
   topts.measure.min_time_ms = options.min_time_ms;
   topts.measure.tolerance = options.tolerance;
   if (options.isolated) topts.measure.worker.command = default_worker_command();
+  if (options.remote) {
+    if (!db || !db->is_shared())
+      throw Error(ErrorKind::InvalidInput,
+                  "remote measuring needs a shared cost DB (--cost-db postgresql://...), not " +
+                      (db ? "the SQLite file '" + db->path() + "'" : std::string("no cost DB")));
+    topts.measure.remote_queue = db->location();
+    topts.measure.worker_lease_s = options.worker_lease_s;
+  }
   topts.search.epsilon_ms = options.epsilon_ms;
   topts.pins = options.pins;
   return collage::tune(graph, or_all(options.backends), native::node_evaluator(), topts, db, observer);

@@ -60,6 +60,11 @@ struct TuneStepOptions {
   // front ends' main) so a crashing or hanging library costs one candidate; false or no
   // worker command: in this process (`tune --in-process`).
   bool isolated = kSettings.isolate_measurement;
+  // `tune --remote`: the candidates a PostgreSQL cost DB lacks are measured by its
+  // `collage worker`s (core/tuning/measure_queue.h), locally when none of this kind is
+  // alive. InvalidInput with an SQLite cost DB or none.
+  bool remote = false;
+  double worker_lease_s = kSettings.worker_lease_s;
 };
 
 // The TuneResult (placement, candidates and their costs, the inputs measured on, counts).

@@ -1,0 +1,151 @@
+#include "core/workflow/queue_worker.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "backends/native/native_kernel.h"
+#include "backends/registry.h"
+#include "core/backend_api/kernel_signature.h"
+#include "core/ir/error.h"
+#include "core/tuning/measure_queue.h"
+#include "core/tuning/measure_worker.h"
+
+namespace collage::workflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kIdlePoll = std::chrono::milliseconds(200);
+
+std::string host_name() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "host";
+}
+
+// Renews the worker's heartbeat and its job's lease from its own connection, so a
+// kernel that runs for minutes keeps its job.
+class Heartbeat {
+ public:
+  Heartbeat(const std::string& url, const std::string& name, double lease_s)
+      : queue_(url), thread_([this, name, lease_s] { run(name, lease_s); }) {}
+  ~Heartbeat() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void run(const std::string& name, double lease_s) {
+    const auto period = std::chrono::duration<double>(lease_s / 3);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
+      try {
+        queue_.heartbeat(name, lease_s);
+      } catch (const Error&) {
+        // The server went away for a moment: the lease may run out and another worker
+        // take the job over, which is what leases are for.
+      }
+    }
+  }
+
+  MeasureQueue queue_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
+// `model` and `inputs` receive the job's; `process` is the one measure worker process,
+// kept from job to job (MeasureWorker::load), started on the first.
+Cost measure_job(const MeasureJob& job, const QueueWorkerOptions& options, Graph& model,
+                 std::vector<Tensor>& inputs, std::unique_ptr<MeasureWorker>& process) {
+  try {
+    read_job_payload(job.payload, "job " + std::to_string(job.id), model, inputs);
+  } catch (const Error& e) {
+    return Cost::invalid(e.what());
+  }
+  const BackendSpec* backend = find_backend(job.backend);
+  if (!backend) return Cost::invalid("backend " + job.backend + " is not in this worker");
+  MeasureOptions measure = options.measure;
+  measure.threads = job.key.threads;
+  measure.worker.command = default_worker_command();
+  std::vector<NodeId> nodes;
+  for (NodeId n = 0; n < model.num_nodes(); ++n) nodes.push_back(n);
+  if (!measure.worker.command.empty()) {
+    if (process)
+      process->load(model, inputs, measure.threads);
+    else
+      process = std::make_unique<MeasureWorker>(model, inputs, measure);
+    return process->measure(job.backend, nodes);
+  }
+  // No worker executable (a unit test binary): in this process.
+  apply_threads({backend}, measure.threads);
+  Measurer measurer(model, reference_values(model, inputs, native::node_evaluator()), nullptr, measure);
+  IndexSet all(static_cast<size_t>(model.num_nodes()), std::vector<size_t>(nodes.begin(), nodes.end()));
+  return measurer.measure_in_process(*backend, make_subgraph(model, all));
+}
+
+}  // namespace
+
+QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressObserver* observer) {
+  WorkerInfo info;
+  info.host = host_name();
+  info.name = options.name.empty() ? info.host + "-" + std::to_string(::getpid()) : options.name;
+  info.device = device_fingerprint();
+  unsigned cores = std::thread::hardware_concurrency();
+  info.threads = options.threads > 0 ? options.threads : static_cast<int>(cores > 0 ? cores : 1);
+  for (const BackendSpec* b : all_backends()) info.backend_versions[b->name] = b->version;
+
+  MeasureQueue queue(options.cost_db);
+  queue.register_worker(info);
+  QueueWorkerReport report;
+  report.name = info.name;
+  auto notice = [&](const std::string& line) {
+    if (observer) observer->on_notice(line);
+  };
+  notice("worker " + info.name + " registered: " + info.device + ", up to " + std::to_string(info.threads) +
+         " threads");
+  {
+    Heartbeat heartbeat(options.cost_db, info.name, options.lease_s);
+    auto idle_since = Clock::now();
+    Graph model;
+    std::vector<Tensor> inputs;
+    std::unique_ptr<MeasureWorker> process;
+    while (!(observer && observer->cancel_requested())) {
+      if (options.max_jobs > 0 && report.jobs_done >= options.max_jobs) break;
+      std::optional<MeasureJob> job = queue.claim(info, options.lease_s);
+      if (!job) {
+        if (options.idle_exit_s > 0 &&
+            std::chrono::duration<double>(Clock::now() - idle_since).count() > options.idle_exit_s)
+          break;
+        std::this_thread::sleep_for(kIdlePoll);  // polling the queue for work
+        continue;
+      }
+      Cost cost = measure_job(*job, options, model, inputs, process);
+      CostRecord record;
+      record.key = job->key;
+      record.backend = job->backend;
+      record.backend_version = job->backend_version;
+      record.label = job->label;
+      record.cost = cost;
+      queue.complete(*job, info.name, record);
+      ++report.jobs_done;
+      if (!cost.valid()) ++report.jobs_invalid;
+      notice("job " + std::to_string(job->id) + " " + job->backend + " " + job->label + ": " +
+             (cost.valid() ? std::to_string(cost.median_ms) + " ms" : "invalid: " + cost.invalid_reason) +
+             (job->attempts > 1 ? " (attempt " + std::to_string(job->attempts) + ")" : ""));
+      idle_since = Clock::now();
+    }
+  }
+  queue.unregister(info.name);
+  notice("worker " + info.name + " stopped after " + std::to_string(report.jobs_done) + " jobs");
+  return report;
+}
+
+}  // namespace collage::workflow
