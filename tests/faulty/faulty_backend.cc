@@ -48,6 +48,10 @@ class FaultyRelu : public Kernel {
         }
       }
       case Fault::None:
+        // $COLLAGE_FAULTY_RELU_MS: a healthy but slow kernel, so a test can kill the
+        // process that measures it while it does (tests/unit/remote_measure_test.cc).
+        if (const char* ms = std::getenv("COLLAGE_FAULTY_RELU_MS"))
+          std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
         break;
     }
     const Tensor& x = *inputs[0];

@@ -17,68 +17,14 @@
 #include "core/ir/error.h"
 #include "core/tuning/cost_db.h"
 #include "core/tuning/cost_store.h"
-
-#ifndef COLLAGE_PG_SERVER_SCRIPT
-#error "COLLAGE_PG_SERVER_SCRIPT must name tests/pg_server.sh"
-#endif
+#include "tests/unit/pg_server_fixture.h"
 
 namespace collage {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string run_capture(const std::string& cmd, int* status) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 512> buf{};
-  while (std::fgets(buf.data(), buf.size(), p)) out += buf.data();
-  *status = ::pclose(p);
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-// One server for the whole test binary, started on first use, stopped at exit.
-class PgServer {
- public:
-  static PgServer& get() {
-    static PgServer server;
-    return server;
-  }
-  const std::string& why_not() const { return why_not_; }
-  // A fresh database on the server; its URL.
-  std::string create_database() {
-    std::string name = "t" + std::to_string(++databases_);
-    PGconn* c = PQconnectdb(admin_url_.c_str());
-    PGresult* r = PQexec(c, ("CREATE DATABASE " + name).c_str());
-    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-    std::string err = PQerrorMessage(c);
-    PQclear(r);
-    PQfinish(c);
-    if (!ok) throw std::runtime_error("CREATE DATABASE failed: " + err);
-    std::string url = admin_url_;
-    return url.replace(url.find("/postgres?"), 10, "/" + name + "?");
-  }
-
- private:
-  PgServer() {
-    dir_ = fs::temp_directory_path() / ("collage_pg_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    int status = 0;
-    admin_url_ =
-        run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " start " + dir_.string(), &status);
-    if (status != 0 || admin_url_.rfind("postgresql://", 0) != 0)
-      why_not_ = "no throw-away PostgreSQL server could be started (tests/pg_server.sh, exit " +
-                 std::to_string(WEXITSTATUS(status)) + "; see its stderr above)";
-  }
-  ~PgServer() {
-    int status = 0;
-    run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " stop " + dir_.string(), &status);
-  }
-  fs::path dir_;
-  std::string admin_url_, why_not_;
-  int databases_ = 0;
-};
+using testing::PgServer;
+using testing::run_capture;
 
 // Raw SQL on the store behind `location`, to play another version or another program.
 void raw_sql(const std::string& location, const std::string& sql) {
@@ -277,6 +223,25 @@ TEST(CostStore, MessagesNeverCarryAPassword) {
 
 INSTANTIATE_TEST_SUITE_P(Stores, CostDbConformance, ::testing::Values("sqlite", "postgresql"),
                          [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace collage
+
+namespace collage {
+namespace {
+
+// A first run on a fresh machine: ~/.local/share/collage-explorer does not exist yet.
+TEST(SqliteCostDb, CreatesTheDirectoriesOfANewDatabase) {
+  fs::path root = fs::temp_directory_path() / ("collage_new_dirs_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  std::string path = (root / "share" / "collage-explorer" / "costs.sqlite").string();
+  {
+    CostDb db(path);
+    db.put(record("s1", 1.5));
+  }
+  EXPECT_EQ(CostDb(path).size(), 1u);
+  fs::remove_all(root);
+}
 
 }  // namespace
 }  // namespace collage
