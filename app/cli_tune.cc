@@ -203,6 +203,7 @@ int command_tune(const std::vector<std::string>& argv) {
     ropts.seed = static_cast<uint64_t>(args.get_int("--seed", static_cast<int>(ropts.seed), 0, 1 << 30));
     ropts.patience = args.get_int("--patience", ropts.patience, 1, 100000);
     ropts.isolated = topts.isolated;
+    ropts.remote = topts.remote;
     workflow::RefineReport report = workflow::refine(graph, placement, inputs, ropts, db.get(), &progress);
     for (const std::string& lost : report.lost_evaluations)
       std::fprintf(stderr, "refine: a genome's evaluation was lost (%s); it counts as unbuildable\n",

@@ -26,11 +26,14 @@ const std::vector<const char*> kQueueMigrations = {
     "  id BIGSERIAL PRIMARY KEY, signature TEXT NOT NULL,"
     "  signature_md5 TEXT GENERATED ALWAYS AS (md5(signature)) STORED,"
     "  threads INTEGER NOT NULL, device TEXT NOT NULL, backend TEXT NOT NULL, backend_version TEXT NOT NULL,"
-    "  label TEXT NOT NULL, payload BYTEA NOT NULL, state TEXT NOT NULL DEFAULT 'pending', worker TEXT,"
+    "  label TEXT NOT NULL, kind TEXT NOT NULL DEFAULT 'kernel', model TEXT NOT NULL DEFAULT '',"
+    "  payload BYTEA NOT NULL, state TEXT NOT NULL DEFAULT 'pending', worker TEXT,"
     "  lease_until TIMESTAMPTZ, attempts INTEGER NOT NULL DEFAULT 0,"
     "  created_at TIMESTAMPTZ NOT NULL DEFAULT now(), finished_at TIMESTAMPTZ,"
     "  UNIQUE (signature_md5, threads, device));"
-    "CREATE INDEX IF NOT EXISTS collage_jobs_open ON collage_jobs(device, state, id);",
+    "CREATE INDEX IF NOT EXISTS collage_jobs_open ON collage_jobs(device, state, id);"
+    "CREATE TABLE IF NOT EXISTS collage_models (fingerprint TEXT PRIMARY KEY, payload BYTEA NOT NULL,"
+    "  created_at TIMESTAMPTZ NOT NULL DEFAULT now());",
 };
 
 constexpr const char* kPayloadMagic = "collage-job 1\n";
@@ -118,15 +121,16 @@ std::vector<int64_t> MeasureQueue::enqueue(const std::vector<MeasureJob>& jobs) 
     for (const MeasureJob& job : jobs) {
       // A done job whose cost is gone (deleted, imported over) is measured again.
       pg::Result r = db_->query(
-          "INSERT INTO collage_jobs (signature, threads, device, backend, backend_version, label, payload) "
-          "VALUES ($1, $2, $3, $4, $5, $6, $7) "
+          "INSERT INTO collage_jobs (signature, threads, device, backend, backend_version, label, payload, "
+          "kind, "
+          "model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
           "ON CONFLICT (signature_md5, threads, device) DO UPDATE SET state = CASE "
           "  WHEN collage_jobs.state = 'done' AND NOT EXISTS (SELECT 1 FROM collage_costs c "
           "    WHERE c.signature = collage_jobs.signature AND c.threads = collage_jobs.threads "
           "    AND c.device = collage_jobs.device) THEN 'pending' ELSE collage_jobs.state END "
           "RETURNING id",
           {job.key.signature, std::to_string(job.key.threads), job.key.device, job.backend,
-           job.backend_version, job.label, pg::Param::bytes(job.payload)});
+           job.backend_version, job.label, pg::Param::bytes(job.payload), job.kind, job.model});
       ids.push_back(std::stoll(r.text(0, 0)));
     }
   });
@@ -185,7 +189,7 @@ std::optional<MeasureJob> MeasureQueue::claim(const WorkerInfo& worker, double l
         "  AND (state = 'pending' OR (state = 'running' AND lease_until < now())) "
         "  AND position(E'\\n' || backend || '@' || backend_version || E'\\n' IN $4) > 0 "
         "  ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) "
-        "RETURNING id, signature, threads, backend, backend_version, label, attempts",
+        "RETURNING id, signature, threads, backend, backend_version, label, attempts, kind, model",
         {worker.name, worker.device, std::to_string(worker.threads), backend_list(worker),
          format_seconds(lease_s)});
     if (r.rows() == 1) {
@@ -196,6 +200,8 @@ std::optional<MeasureJob> MeasureQueue::claim(const WorkerInfo& worker, double l
       j.backend_version = r.text(0, 4);
       j.label = r.text(0, 5);
       j.attempts = std::atoi(r.text(0, 6).c_str());
+      j.kind = r.text(0, 7);
+      j.model = r.text(0, 8);
       job = std::move(j);
     }
     db_->query("UPDATE collage_workers SET last_heartbeat = now(), state = $2, current = $3 WHERE name = $1",
@@ -207,6 +213,19 @@ std::optional<MeasureJob> MeasureQueue::claim(const WorkerInfo& worker, double l
     if (p.rows() == 1) job->payload = p.text(0, 0);
   }
   return job;
+}
+
+void MeasureQueue::put_model(const std::string& fingerprint, const std::string& payload) {
+  db_->query("INSERT INTO collage_models (fingerprint, payload) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+             {fingerprint, pg::Param::bytes(payload)});
+}
+
+std::string MeasureQueue::model_payload(const std::string& fingerprint) const {
+  pg::Result r =
+      db_->query_binary("SELECT payload FROM collage_models WHERE fingerprint = $1", {fingerprint});
+  if (r.rows() != 1)
+    throw Error(ErrorKind::InvalidInput, db_->where() + ": no model '" + fingerprint + "' for a fitness job");
+  return r.text(0, 0);
 }
 
 void MeasureQueue::heartbeat(const std::string& worker, double lease_s) {

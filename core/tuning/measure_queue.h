@@ -34,12 +34,21 @@ namespace pg {
 class Connection;
 }
 
+// Placement fitness jobs (refinement): backend kPlacementBackend, at the version
+// placement_backend_version() of the tuner's build (a worker with other library versions
+// does not take them); the model travels once (put_model), keyed by its fingerprint.
+inline constexpr const char* kPlacementBackend = "placement";
+
 struct MeasureJob {
   int64_t id = 0;
   CostKey key;
   std::string backend, backend_version, label;
-  std::string payload;  // job_payload(): filled for enqueue and by claim()
-  int attempts = 0;     // claims so far, this one included
+  std::string kind = "kernel";  // or "fitness"
+  std::string model;            // fitness: the model's fingerprint (collage_models)
+  // kernel: job_payload(); fitness: the worker protocol's "fitness ..." request line.
+  // Filled for enqueue and by claim().
+  std::string payload;
+  int attempts = 0;  // claims so far, this one included
 };
 
 struct WorkerInfo {
@@ -87,6 +96,10 @@ class MeasureQueue {
   // `threads` threads (and, if given, `backend` at `version`).
   size_t live_workers(const std::string& device, int threads, double max_age_s,
                       const std::string& backend = "", const std::string& version = "") const;
+
+  // A model for fitness jobs, stored once (job_payload of the whole graph).
+  void put_model(const std::string& fingerprint, const std::string& payload);
+  std::string model_payload(const std::string& fingerprint) const;
 
   // ---- worker side ----
   void register_worker(const WorkerInfo& worker);

@@ -101,6 +101,35 @@ std::string cost_reply(const Cost& cost) {
          format_double(cost.build_ms) + "\n";
 }
 
+std::string fitness_request(const std::vector<KernelGroup>& kernels, int runs) {
+  std::string line = "fitness " + std::to_string(runs) + " " + std::to_string(kernels.size());
+  for (const KernelGroup& k : kernels) {
+    line += " " + k.backend + " " + std::to_string(k.nodes.size());
+    for (NodeId n : k.nodes) line += " " + std::to_string(n);
+  }
+  return line;
+}
+
+bool parse_fitness_request(const std::string& line, std::vector<KernelGroup>& kernels, int& runs) {
+  std::istringstream in(line);
+  std::string verb;
+  size_t count = 0;
+  in >> verb >> runs >> count;
+  if (!in || verb != "fitness" || runs < 1 || count > (1u << 20)) return false;
+  kernels.clear();
+  for (size_t k = 0; k < count; ++k) {
+    KernelGroup group;
+    size_t n = 0;
+    in >> group.backend >> n;
+    if (!in || n == 0 || n > (1u << 24)) return false;
+    group.nodes.resize(n);
+    for (NodeId& id : group.nodes) in >> id;
+    if (!in) return false;
+    kernels.push_back(std::move(group));
+  }
+  return true;
+}
+
 Cost parse_cost_reply(const std::string& line) {
   std::istringstream reply(line);
   std::string verb;
@@ -353,13 +382,9 @@ Cost MeasureWorker::measure(const std::string& backend, const std::vector<NodeId
 
 Cost MeasureWorker::fitness(const std::vector<KernelGroup>& kernels, int runs) {
   if (!process_) start();
-  std::string line = "fitness " + std::to_string(runs) + " " + std::to_string(kernels.size());
+  std::string line = worker_channel::fitness_request(kernels, runs);
   std::vector<NodeId> all;
-  for (const KernelGroup& k : kernels) {
-    line += " " + k.backend + " " + std::to_string(k.nodes.size());
-    for (NodeId n : k.nodes) line += " " + std::to_string(n);
-    all.insert(all.end(), k.nodes.begin(), k.nodes.end());
-  }
+  for (const KernelGroup& k : kernels) all.insert(all.end(), k.nodes.begin(), k.nodes.end());
   // Compiling every kernel, a warm-up and `runs` timed runs: scaled like one candidate per run.
   return request(line, std::min(worker_.max_limit_s, limit_s(all) * (runs + 2)));
 }

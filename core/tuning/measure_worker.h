@@ -112,6 +112,10 @@ bool write_all(int fd, const std::string& text);
 bool read_line(int fd, std::string& buffer, std::string& line, std::chrono::steady_clock::time_point deadline,
                bool* timed_out);
 std::string format_double(double v);  // round-trips
+// "fitness <runs> <kernel count> {<backend> <node count> <ids...>}..." and back (false
+// on a malformed line; node ids are not checked against any graph here).
+std::string fitness_request(const std::vector<KernelGroup>& kernels, int runs);
+bool parse_fitness_request(const std::string& line, std::vector<KernelGroup>& kernels, int& runs);
 std::string cost_reply(const Cost& cost);
 Cost parse_cost_reply(const std::string& line);
 }  // namespace worker_channel

@@ -61,37 +61,82 @@ class Heartbeat {
   std::thread thread_;  // last: starts once the rest is built
 };
 
-// `model` and `inputs` receive the job's; `process` is the one measure worker process,
-// kept from job to job (MeasureWorker::load), started on the first.
-Cost measure_job(const MeasureJob& job, const QueueWorkerOptions& options, Graph& model,
-                 std::vector<Tensor>& inputs, std::unique_ptr<MeasureWorker>& process) {
-  try {
-    read_job_payload(job.payload, "job " + std::to_string(job.id), model, inputs);
-  } catch (const Error& e) {
-    return Cost::invalid(e.what());
-  }
+// What one worker keeps from job to job: the measure worker process (switched to each
+// job's graph with MeasureWorker::load) and which fitness model it holds.
+struct WorkerState {
+  Graph model;
+  std::vector<Tensor> inputs;
+  std::unique_ptr<MeasureWorker> process;
+  std::string loaded_model;  // fingerprint of the fitness model loaded; "" after a kernel job
+  int threads = 0;           // of the process's session
+};
+
+void load(WorkerState& state, MeasureOptions measure) {
+  measure.worker.command = default_worker_command();
+  if (state.process)
+    state.process->load(state.model, state.inputs, measure.threads);
+  else
+    state.process = std::make_unique<MeasureWorker>(state.model, state.inputs, measure);
+  state.threads = measure.threads;
+}
+
+Cost measure_kernel_job(const MeasureJob& job, const MeasureOptions& measure, WorkerState& state) {
+  state.loaded_model.clear();
+  read_job_payload(job.payload, "job " + std::to_string(job.id), state.model, state.inputs);
   const BackendSpec* backend = find_backend(job.backend);
   if (!backend) return Cost::invalid("backend " + job.backend + " is not in this worker");
-  MeasureOptions measure = options.measure;
-  measure.threads = job.key.threads;
-  measure.worker.command = default_worker_command();
   std::vector<NodeId> nodes;
-  for (NodeId n = 0; n < model.num_nodes(); ++n) nodes.push_back(n);
-  if (!measure.worker.command.empty()) {
-    if (process)
-      process->load(model, inputs, measure.threads);
-    else
-      process = std::make_unique<MeasureWorker>(model, inputs, measure);
-    return process->measure(job.backend, nodes);
+  for (NodeId n = 0; n < state.model.num_nodes(); ++n) nodes.push_back(n);
+  if (!default_worker_command().empty()) {
+    load(state, measure);
+    return state.process->measure(job.backend, nodes);
   }
   // No worker executable (a unit test binary): in this process.
   apply_threads({backend}, measure.threads);
-  Measurer measurer(model, reference_values(model, inputs, native::node_evaluator()), nullptr, measure);
-  IndexSet all(static_cast<size_t>(model.num_nodes()), std::vector<size_t>(nodes.begin(), nodes.end()));
-  return measurer.measure_in_process(*backend, make_subgraph(model, all));
+  Measurer measurer(state.model, reference_values(state.model, state.inputs, native::node_evaluator()),
+                    nullptr, measure);
+  IndexSet all(static_cast<size_t>(state.model.num_nodes()), std::vector<size_t>(nodes.begin(), nodes.end()));
+  return measurer.measure_in_process(*backend, make_subgraph(state.model, all));
+}
+
+// A refinement genome: the whole model (fetched once per model) under a placement.
+Cost measure_fitness_job(const MeasureJob& job, const MeasureOptions& measure, WorkerState& state,
+                         const MeasureQueue& queue) {
+  if (default_worker_command().empty()) return Cost::invalid("fitness jobs need the collage executable");
+  std::vector<KernelGroup> kernels;
+  int runs = 0;
+  if (!worker_channel::parse_fitness_request(job.payload, kernels, runs))
+    return Cost::invalid("job " + std::to_string(job.id) + ": malformed fitness request");
+  if (state.loaded_model != job.model) {
+    read_job_payload(queue.model_payload(job.model), "model " + job.model, state.model, state.inputs);
+    load(state, measure);
+    state.loaded_model = job.model;
+  } else if (state.threads != measure.threads) {
+    load(state, measure);  // the same graph at another thread count
+  }
+  return state.process->fitness(kernels, runs);
+}
+
+Cost measure_job(const MeasureJob& job, const QueueWorkerOptions& options, WorkerState& state,
+                 const MeasureQueue& queue) {
+  MeasureOptions measure = options.measure;
+  measure.threads = job.key.threads;
+  try {
+    return job.kind == "fitness" ? measure_fitness_job(job, measure, state, queue)
+                                 : measure_kernel_job(job, measure, state);
+  } catch (const Error& e) {  // a payload that does not parse, a model gone from the DB
+    state.loaded_model.clear();
+    return Cost::invalid(e.what());
+  }
 }
 
 }  // namespace
+
+std::string placement_backend_version() {
+  std::string versions;
+  for (const BackendSpec* b : all_backends()) versions += b->name + " " + b->version + ";";
+  return hex64(fnv1a64(versions));
+}
 
 QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressObserver* observer) {
   WorkerInfo info;
@@ -101,6 +146,7 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
   unsigned cores = std::thread::hardware_concurrency();
   info.threads = options.threads > 0 ? options.threads : static_cast<int>(cores > 0 ? cores : 1);
   for (const BackendSpec* b : all_backends()) info.backend_versions[b->name] = b->version;
+  info.backend_versions[kPlacementBackend] = placement_backend_version();
 
   MeasureQueue queue(options.cost_db);
   queue.register_worker(info);
@@ -114,9 +160,7 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
   {
     Heartbeat heartbeat(options.cost_db, info.name, options.lease_s);
     auto idle_since = Clock::now();
-    Graph model;
-    std::vector<Tensor> inputs;
-    std::unique_ptr<MeasureWorker> process;
+    WorkerState state;
     while (!(observer && observer->cancel_requested())) {
       if (options.max_jobs > 0 && report.jobs_done >= options.max_jobs) break;
       std::optional<MeasureJob> job = queue.claim(info, options.lease_s);
@@ -127,7 +171,7 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
         std::this_thread::sleep_for(kIdlePoll);  // polling the queue for work
         continue;
       }
-      Cost cost = measure_job(*job, options, model, inputs, process);
+      Cost cost = measure_job(*job, options, state, queue);
       CostRecord record;
       record.key = job->key;
       record.backend = job->backend;

@@ -32,6 +32,10 @@ struct QueueWorkerReport {
   int jobs_invalid = 0;  // of those, with an invalid cost (crashed, timed out, refused...)
 };
 
+// The version of kPlacementBackend (measure_queue.h) in this build: a digest of every
+// backend's name and version, so a genome is timed only by a worker with the same libraries.
+std::string placement_backend_version();
+
 // Throws Error(InvalidInput) for a cost DB that is not PostgreSQL, Error(Io) when it
 // cannot be reached. Each finished job is reported through observer->on_notice.
 QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressObserver* observer);

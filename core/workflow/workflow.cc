@@ -12,6 +12,7 @@
 #include "core/runtime/executor.h"
 #include "core/tuning/measure_worker.h"
 #include "core/tuning/measurer.h"
+#include "core/workflow/remote_fitness.h"
 
 namespace collage::workflow {
 
@@ -262,6 +263,15 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   } else if (!fitness) {
     fitness =
         measured_fitness(graph, backends, compile_options(options.threads), inputs, options.fitness_runs);
+  }
+  if (options.remote && !options.fitness) {
+    if (!db || !db->is_shared())
+      throw Error(ErrorKind::InvalidInput,
+                  "remote refining needs a shared cost DB (--cost-db postgresql://...), not " +
+                      (db ? "the SQLite file '" + db->path() + "'" : std::string("no cost DB")));
+    if (FitnessFn remote = remote_fitness(graph, inputs, options.fitness_runs, options.threads, *db,
+                                          options.worker_lease_s, fitness, observer))
+      fitness = std::move(remote);
   }
   auto t0 = Clock::now();
   r.result = refine_placement(graph, op_level, graph_level,

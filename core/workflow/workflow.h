@@ -135,6 +135,10 @@ struct RefineStepOptions {
   // `isolated` (as TuneStepOptions::isolated). Tests inject a deterministic one.
   FitnessFn fitness;
   bool isolated = kSettings.isolate_measurement;
+  // As TuneStepOptions::remote: each genome is timed by a `collage worker` of this kind
+  // (core/workflow/remote_fitness.h), locally when none is alive.
+  bool remote = false;
+  double worker_lease_s = kSettings.worker_lease_s;
 };
 
 struct RegionSummary {

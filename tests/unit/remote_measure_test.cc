@@ -237,6 +237,27 @@ TEST_F(RemoteMeasure, AWorkerOfAnotherKindTakesNothing) {
   EXPECT_EQ(other.wait(), 0) << other.log();
 }
 
+TEST_F(RemoteMeasure, RefinementGenomesAreTimedByAWorker) {
+  Process w(worker_args(COLLAGE_CLI_PATH, "w", "10"), {}, (dir_ / "w.log").string());
+  ASSERT_TRUE(eventually([&] { return alive_workers(url_) == 1; })) << w.log();
+  CliResult r = cli(std::string("tune ") + COLLAGE_SAMPLE_MODEL + " --cost-db '" + url_ +
+                    "' --remote --refine --budget 4s --population 4 -o " + (dir_ / "p.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) evaluations)"))) << r.out;
+  pg::Connection db(url_, "test DB");
+  // Every genome measured was a fitness job the worker finished (the cache may answer repeats).
+  const int64_t genomes =
+      scalar(db, "SELECT count(*) FROM collage_jobs WHERE kind = 'fitness' AND state = 'done'");
+  EXPECT_GT(genomes, 0);
+  EXPECT_LE(genomes, std::stoll(m[1]));
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM collage_costs WHERE backend = 'placement'"), genomes);
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM collage_models"), 1);
+  EXPECT_EQ(r.err.find("locally"), std::string::npos) << r.err;
+  w.signal(SIGTERM);
+  EXPECT_EQ(w.wait(), 0) << w.log();
+}
+
 TEST_F(CliTest, RemoteMeasuringNeedsASharedCostDb) {
   const std::string model = write("relu.onnx", relu_model());
   const std::string sqlite = (dir_ / "costs.sqlite").string();
