@@ -40,6 +40,9 @@ class ExplorerController::Observer : public ProgressObserver {
       emit c.best_placement(b);
     });
   }
+  void on_notice(const std::string& line) override {
+    post([text = QString::fromStdString(line)](ExplorerController& c) { emit c.message(text); });
+  }
   bool cancel_requested() const override { return controller_->cancel_.load(); }
 
  private:
@@ -162,10 +165,12 @@ bool ExplorerController::start_tune() {
   Pins pins = pins_;
   std::string db_path = cost_db_path_.toStdString();
   double previous_ms = placement_ ? placement_->predicted_ms : -1;
-  emit message(QString("tuning with %1 backends, %2 thread(s), cost DB %3")
+  bool remote = remote_;
+  emit message(QString("tuning with %1 backends, %2 thread(s), cost DB %3%4")
                    .arg(backends.size())
                    .arg(threads)
-                   .arg(QString::fromStdString(cost_store::redacted(cost_db_path_.toStdString()))));
+                   .arg(QString::fromStdString(cost_store::redacted(cost_db_path_.toStdString())))
+                   .arg(remote ? ", measured by the team's workers" : ""));
   return run(Job::Tune, [=](ProgressObserver& observer) -> Apply {
     // The workflow `collage tune` runs, with the same settings (core/workflow/settings.h).
     CostDb db(db_path);
@@ -174,6 +179,7 @@ bool ExplorerController::start_tune() {
     options.threads = threads;
     options.pins = pins;
     options.epsilon_ms = epsilon_ms;
+    options.remote = remote;
     auto result = std::make_shared<TuneResult>(workflow::tune(*graph, options, &db, &observer));
     // End to end: the placement checked against the native reference, then timed.
     workflow::RunOptions run_options;
@@ -220,6 +226,7 @@ bool ExplorerController::start_refine() {
   Placement start = *placement_;
   std::vector<Tensor> inputs = tuned_ ? tuned_->inputs : std::vector<Tensor>{};
   std::string db_path = cost_db_path_.toStdString();
+  bool remote = remote_;
   emit message(QString("refining with measured fitness (median of %1 runs per genome)")
                    .arg(workflow::kSettings.fitness_runs));
   return run(Job::Refine, [=](ProgressObserver& observer) -> Apply {
@@ -227,6 +234,7 @@ bool ExplorerController::start_refine() {
     workflow::RefineStepOptions options;
     options.backends = backends;
     options.threads = threads;
+    options.remote = remote;
     CostDb db(db_path);
     auto report = std::make_shared<workflow::RefineReport>(
         workflow::refine(*graph, start, inputs, options, &db, &observer));

@@ -96,6 +96,10 @@ class ExplorerController : public QObject {
   // The search's per-kernel dispatch cost (`collage tune --epsilon`); < 0 measures it.
   void set_epsilon_ms(double epsilon_ms) { epsilon_ms_ = epsilon_ms; }
   const QString& cost_db_path() const { return cost_db_path_; }
+  // Tune and Refine measure through the team's `collage worker`s (a postgresql:// cost
+  // DB; `collage tune --remote`), locally when none of this machine kind is alive.
+  void set_remote(bool remote) { remote_ = remote; }
+  bool remote() const { return remote_; }
 
   // ---- model state ----
   const QString& model_path() const { return model_path_; }
@@ -164,6 +168,7 @@ class ExplorerController : public QObject {
   int threads_ = 1;
   double epsilon_ms_ = -1;
   QString cost_db_path_;
+  bool remote_ = false;
 
   QString model_path_;
   std::shared_ptr<const Graph> graph_;

@@ -33,9 +33,16 @@ int main(int argc, char** argv) {
   QCommandLineOption collapse_depth(
       "collapse-depth", "With --screenshot: collapse the name scopes of this depth (1 = top level).", "N");
   QCommandLineOption heatmap("heatmap", "With --screenshot: colour the graph by kernel time.");
-  parser.addOptions({tune, refine, placement, screenshot, profile, diff, select, collapse_depth, heatmap});
+  QCommandLineOption cost_db("cost-db", "Cost database: an SQLite file or postgresql://user@host:port/db.",
+                             "location");
+  QCommandLineOption remote("remote",
+                            "Measure on the team's collage workers (with a postgresql:// cost DB).");
+  parser.addOptions(
+      {tune, refine, placement, screenshot, profile, diff, select, collapse_depth, heatmap, cost_db, remote});
   parser.process(app);
   collage::MainWindow window;
+  if (parser.isSet(cost_db)) window.set_cost_db(parser.value(cost_db), false);
+  if (parser.isSet(remote)) window.set_remote(true, false);
   window.show();
   const QStringList args = parser.positionalArguments();
   const bool batch = parser.isSet(screenshot);

@@ -6,6 +6,7 @@
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -22,6 +23,9 @@
 #include <map>
 
 #include "backends/registry.h"
+#include "core/tuning/cost_store.h"
+#include "core/tuning/measure_queue.h"
+#include "core/workflow/settings.h"
 #include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
@@ -111,6 +115,56 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   restoreState(settings.value("window/state").toByteArray());
   threads_->setValue(settings.value("tune/threads", 1).toInt());
   c->set_threads(threads_->value());
+  // $COLLAGE_COST_DB wins over the remembered choice, as for the CLI.
+  if (qEnvironmentVariableIsEmpty("COLLAGE_COST_DB") && settings.contains("tune/cost_db"))
+    set_cost_db(settings.value("tune/cost_db").toString(), false);
+  set_remote(settings.value("tune/remote", false).toBool(), false);
+}
+
+void MainWindow::set_cost_db(const QString& location, bool remember) {
+  controller_->set_cost_db_path(location);
+  const bool shared = cost_store::is_postgres_location(location.toStdString());
+  remote_action_->setEnabled(shared);
+  if (!shared) set_remote(false, false);
+  if (remember) QSettings().setValue("tune/cost_db", location);
+  log("cost DB: " + QString::fromStdString(cost_store::redacted(location.toStdString())));
+}
+
+void MainWindow::set_remote(bool remote, bool remember) {
+  remote = remote && cost_store::is_postgres_location(controller_->cost_db_path().toStdString());
+  controller_->set_remote(remote);
+  remote_action_->setChecked(remote);
+  if (remember) QSettings().setValue("tune/remote", remote);
+}
+
+void MainWindow::show_workers() {
+  const std::string location = controller_->cost_db_path().toStdString();
+  if (!cost_store::is_postgres_location(location)) {
+    notify(QMessageBox::Information, "Measurement workers",
+           "Workers serve a shared PostgreSQL cost DB: choose one under Measure → Cost database.");
+    return;
+  }
+  QString text;
+  try {
+    MeasureQueue queue(location);
+    auto counts = queue.job_counts();
+    text = QString("jobs: %1 pending, %2 running, %3 done\n\n")
+               .arg(counts["pending"])
+               .arg(counts["running"])
+               .arg(counts["done"]);
+    for (const WorkerStatus& w : queue.workers(workflow::kSettings.worker_lease_s))
+      text += QString("%1 (%2): %3, %4 threads, %5 jobs done%6\n  %7\n")
+                  .arg(QString::fromStdString(w.info.name), w.alive ? "alive" : "gone",
+                       QString::fromStdString(w.state))
+                  .arg(w.info.threads)
+                  .arg(w.jobs_done)
+                  .arg(w.current.empty() ? QString() : ", measuring " + QString::fromStdString(w.current))
+                  .arg(QString::fromStdString(w.info.device));
+  } catch (const Error& e) {
+    text = QString::fromStdString(e.what());
+  }
+  log(text.trimmed());
+  notify(QMessageBox::Information, "Measurement workers", text);
 }
 
 void MainWindow::build_menus_and_toolbar() {
@@ -137,6 +191,22 @@ void MainWindow::build_menus_and_toolbar() {
       notify(QMessageBox::Critical, "Save view", "Cannot write " + path);
   });
   file->addAction("&Quit", this, &QWidget::close, QKeySequence::Quit);
+  QMenu* measure = menuBar()->addMenu("&Measure");
+  measure->addAction("&Cost database…", this, [this] {
+    bool ok = false;
+    QString location = QInputDialog::getText(
+        this, "Cost database",
+        "An SQLite file, or a team's PostgreSQL server (postgresql://user@host:port/db):", QLineEdit::Normal,
+        controller_->cost_db_path(), &ok);
+    if (ok && !location.trimmed().isEmpty()) set_cost_db(location.trimmed(), true);
+  });
+  remote_action_ = measure->addAction("Measure on the team's &workers");
+  remote_action_->setCheckable(true);
+  remote_action_->setToolTip(
+      "Tune and Refine queue what the shared cost DB lacks for `collage worker`s of this "
+      "machine kind (measured here when none is running)");
+  connect(remote_action_, &QAction::triggered, this, [this](bool on) { set_remote(on, true); });
+  measure->addAction("Show the &workers", this, &MainWindow::show_workers);
   QMenu* view = menuBar()->addMenu("&View");
   view->addAction("&Fit whole graph (F)", view_, &GraphView::fit);
   view->addAction("&Zoom to selection (Z)", view_, &GraphView::zoom_to_selection);

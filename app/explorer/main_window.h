@@ -50,6 +50,12 @@ class MainWindow : public QMainWindow {
   std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
   void select_node(int node);                         // selected in the graph, shown in the inspector
   void set_heatmap(bool on);                          // as the toolbar's Heatmap
+  // The Measure menu: the cost DB (a file or postgresql://...) and whether Tune and Refine
+  // measure on the team's `collage worker`s (only with a postgresql:// DB). `remember`
+  // keeps the choice for the next start (the menu does; --cost-db/--remote do not).
+  void set_cost_db(const QString& location, bool remember);
+  void set_remote(bool remote, bool remember);
+  void show_workers();  // the shared DB's workers and queue, in the log and a dialog
   // Batch mode (--screenshot): failures go to stderr, not to dialogs.
   void set_dialogs_enabled(bool enabled) { dialogs_ = enabled; }
 
@@ -96,6 +102,7 @@ class MainWindow : public QMainWindow {
   QLabel* status_;
   QSpinBox* threads_;
   QAction* tune_action_;
+  QAction* remote_action_ = nullptr;
   QAction* stop_action_;
   QAction* refine_action_;
   QAction* heatmap_action_;
