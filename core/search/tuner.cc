@@ -26,7 +26,9 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   }
   r.inputs = random_inputs(graph, options.input_seed);
   auto t0 = std::chrono::steady_clock::now();
-  Measurer measurer(graph, reference_values(graph, r.inputs, evaluator), db, options.measure);
+  std::vector<double> node_ms;
+  Measurer measurer(graph, reference_values(graph, r.inputs, evaluator, &node_ms), db, options.measure);
+  measurer.set_node_ms(std::move(node_ms));
   r.costs = measurer.measure(r.candidates, backends, observer);
   r.workers_started = measurer.workers_started();
   r.measure_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

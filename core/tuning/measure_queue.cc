@@ -53,7 +53,7 @@ std::string format_seconds(double s) { return std::to_string(s); }
 
 }  // namespace
 
-std::string job_payload(const Graph& model, const std::vector<Tensor>& inputs) {
+std::string job_payload(const Graph& model, const std::vector<Tensor>& inputs, const KnownReference* known) {
   std::string out = kPayloadMagic;
   std::string artifact = serialize_artifact(native_artifact(model));
   put_u64(out, artifact.size());
@@ -65,11 +65,26 @@ std::string job_payload(const Graph& model, const std::vector<Tensor>& inputs) {
     put_u64(out, proto.size());
     out += proto;
   }
+  const bool with_reference = known && known->outputs.size() == model.outputs.size() &&
+                              known->node_ms.size() == static_cast<size_t>(model.num_nodes());
+  put_u64(out, with_reference ? known->outputs.size() : 0);
+  if (!with_reference) return out;
+  for (size_t o = 0; o < known->outputs.size(); ++o) {
+    std::string proto;
+    tensor_to_proto(known->outputs[o], model.value(model.outputs[o]).name).SerializeToString(&proto);
+    put_u64(out, proto.size());
+    out += proto;
+  }
+  for (double ms : known->node_ms) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &ms, sizeof bits);
+    put_u64(out, bits);
+  }
   return out;
 }
 
 void read_job_payload(const std::string& payload, const std::string& origin, Graph& model,
-                      std::vector<Tensor>& inputs) {
+                      std::vector<Tensor>& inputs, KnownReference* known) {
   size_t pos = 0;
   auto fail = [&](const std::string& what) {
     throw Error(ErrorKind::InvalidInput, origin + ": malformed job payload (" + what + ")");
@@ -92,14 +107,29 @@ void read_job_payload(const std::string& payload, const std::string& origin, Gra
   Artifact artifact = parse_artifact(take(artifact_size), origin);
   uint64_t count = u64();
   if (count != artifact.graph.inputs.size()) fail("input count differs from the model's");
-  inputs.clear();
-  for (uint64_t i = 0; i < count; ++i) {
+  auto tensor = [&](const std::string& what) {
     uint64_t size = u64();
-    if (size > payload.size()) fail("input size past the end");
+    if (size > payload.size()) fail(what + " size past the end");
     onnx::TensorProto proto;
-    if (!proto.ParseFromString(take(size))) fail("input " + std::to_string(i) + " does not parse");
-    inputs.push_back(tensor_from_proto(proto, ""));
+    if (!proto.ParseFromString(take(size))) fail(what + " does not parse");
+    return tensor_from_proto(proto, "");
+  };
+  inputs.clear();
+  for (uint64_t i = 0; i < count; ++i) inputs.push_back(tensor("input " + std::to_string(i)));
+  KnownReference reference;
+  uint64_t outputs = u64();
+  if (outputs != 0) {
+    if (outputs != artifact.graph.outputs.size()) fail("output count differs from the model's");
+    for (uint64_t o = 0; o < outputs; ++o) reference.outputs.push_back(tensor("output " + std::to_string(o)));
+    for (int32_t n = 0; n < artifact.graph.num_nodes(); ++n) {
+      uint64_t bits = u64();
+      double ms = 0;
+      std::memcpy(&ms, &bits, sizeof ms);
+      reference.node_ms.push_back(ms);
+    }
   }
+  if (pos != payload.size()) fail("bytes after the end");
+  if (known) *known = std::move(reference);
   model = std::move(artifact.graph);
 }
 
@@ -119,15 +149,17 @@ std::vector<int64_t> MeasureQueue::enqueue(const std::vector<MeasureJob>& jobs) 
   std::vector<int64_t> ids;
   db_->transaction([&] {
     for (const MeasureJob& job : jobs) {
-      // A done job whose cost is gone (deleted, imported over) is measured again.
+      // A done job whose cost is gone (deleted, imported over) is measured again; done
+      // jobs drop their payload (complete()), so it comes back with the request.
       pg::Result r = db_->query(
           "INSERT INTO collage_jobs (signature, threads, device, backend, backend_version, label, payload, "
-          "kind, "
-          "model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
-          "ON CONFLICT (signature_md5, threads, device) DO UPDATE SET state = CASE "
-          "  WHEN collage_jobs.state = 'done' AND NOT EXISTS (SELECT 1 FROM collage_costs c "
-          "    WHERE c.signature = collage_jobs.signature AND c.threads = collage_jobs.threads "
-          "    AND c.device = collage_jobs.device) THEN 'pending' ELSE collage_jobs.state END "
+          "kind, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+          "ON CONFLICT (signature_md5, threads, device) DO UPDATE SET "
+          "  (state, payload) = (SELECT CASE WHEN gone THEN 'pending' ELSE collage_jobs.state END, "
+          "                             CASE WHEN gone THEN EXCLUDED.payload ELSE collage_jobs.payload END "
+          "    FROM (SELECT collage_jobs.state = 'done' AND NOT EXISTS (SELECT 1 FROM collage_costs c "
+          "      WHERE c.signature = collage_jobs.signature AND c.threads = collage_jobs.threads "
+          "      AND c.device = collage_jobs.device) AS gone) AS cost_gone) "
           "RETURNING id",
           {job.key.signature, std::to_string(job.key.threads), job.key.device, job.backend,
            job.backend_version, job.label, pg::Param::bytes(job.payload), job.kind, job.model});
@@ -242,7 +274,8 @@ void MeasureQueue::complete(const MeasureJob& job, const std::string& worker, co
   db_->transaction([&] {
     cost_store::upsert_cost(*db_, record);
     db_->query(
-        "UPDATE collage_jobs SET state = 'done', finished_at = now(), lease_until = NULL WHERE id = $1",
+        "UPDATE collage_jobs SET state = 'done', finished_at = now(), lease_until = NULL, payload = '' "
+        "WHERE id = $1",
         {std::to_string(job.id)});
     db_->query(
         "UPDATE collage_workers SET jobs_done = jobs_done + 1, state = 'idle', current = '', "

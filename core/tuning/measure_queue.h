@@ -27,6 +27,7 @@
 #include "core/ir/subgraph.h"
 #include "core/ir/tensor.h"
 #include "core/tuning/cost_db.h"
+#include "core/tuning/measure_worker.h"
 
 namespace collage {
 
@@ -71,12 +72,15 @@ struct WorkerStatus {
 
 enum class JobState { Pending, Running, Done };
 
-// A job's payload: the sub-model (extract_submodel, subgraph.h) (artifact format) and its input tensors
-// (TensorProto).
-std::string job_payload(const Graph& model, const std::vector<Tensor>& inputs);
-// Throws InvalidInput naming the job for a payload that does not parse.
+// A job's payload: the sub-model (extract_submodel, subgraph.h) in the artifact format,
+// its input tensors (TensorProto) and, when the tuner has them, its native reference
+// outputs and node times (the worker then skips its own reference run).
+std::string job_payload(const Graph& model, const std::vector<Tensor>& inputs,
+                        const KnownReference* known = nullptr);
+// Throws InvalidInput naming the job for a payload that does not parse. `known`
+// receives the reference (empty when the payload carries none).
 void read_job_payload(const std::string& payload, const std::string& origin, Graph& model,
-                      std::vector<Tensor>& inputs);
+                      std::vector<Tensor>& inputs, KnownReference* known = nullptr);
 
 class MeasureQueue {
  public:

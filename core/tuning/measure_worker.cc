@@ -206,7 +206,7 @@ struct MeasureWorker::Process {
 };
 
 MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& graph_inputs,
-                             const MeasureOptions& options)
+                             const MeasureOptions& options, const KnownReference* known)
     : worker_(options.worker) {
   if (worker_.command.empty()) throw Error(ErrorKind::Internal, "MeasureWorker needs a worker command");
   const char* tmp = std::getenv("TMPDIR");
@@ -220,7 +220,7 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
                                    std::strerror(errno));
   session_dir_ = dir.data();
   try {  // the destructor will not run: leave no directory behind
-    write_session(graph, graph_inputs);
+    write_session(graph, graph_inputs, known);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(session_dir_, ec);
@@ -245,15 +245,29 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
   arg("--memory-mb", std::to_string(worker_.memory_budget_mb));
 }
 
-void MeasureWorker::write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs) {
-  write_artifact(native_artifact(graph), (fs::path(session_dir_) / "graph.collage").string());
+void MeasureWorker::write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs,
+                                  const KnownReference* known) {
+  const fs::path dir(session_dir_);
+  write_artifact(native_artifact(graph), (dir / "graph.collage").string());
   for (size_t i = 0; i < graph_inputs.size(); ++i)
     write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
-                      (fs::path(session_dir_) / ("input_" + std::to_string(i) + ".pb")).string());
+                      (dir / ("input_" + std::to_string(i) + ".pb")).string());
+  std::error_code ec;
+  fs::remove(dir / worker_channel::kKnownNodeMsFile,
+             ec);  // an earlier graph's: the worker must not believe it
+  if (!known) return;
+  for (size_t o = 0; o < known->outputs.size(); ++o)
+    write_tensor_file(known->outputs[o], graph.value(graph.outputs.at(o)).name,
+                      (dir / ("output_" + std::to_string(o) + ".pb")).string());
+  std::ofstream ms(dir /
+                   worker_channel::kKnownNodeMsFile);  // last: its presence says the outputs are complete
+  for (double v : known->node_ms) ms << format_double(v) << "\n";
+  if (!ms) throw Error(ErrorKind::Io, "cannot write the measurement session in " + session_dir_);
 }
 
-void MeasureWorker::load(const Graph& graph, const std::vector<Tensor>& graph_inputs, int threads) {
-  write_session(graph, graph_inputs);
+void MeasureWorker::load(const Graph& graph, const std::vector<Tensor>& graph_inputs, int threads,
+                         const KnownReference* known) {
+  write_session(graph, graph_inputs, known);
   for (size_t a = 0; a + 1 < args_.size(); ++a)
     if (args_[a] == "--threads") args_[a + 1] = std::to_string(threads);  // for a replacement worker
   if (!process_) return;  // the next start reads the new session

@@ -65,10 +65,19 @@ inline constexpr const char* kMeasureWorkerFlag = "--measure-worker";
 const std::vector<std::string>& default_worker_command();
 void set_default_worker_command(std::vector<std::string> command);
 
+// What the parent already computed for a graph (a queue job carries it from the
+// tuner): the native reference outputs and each node's native time. Given, the worker
+// checks against these and skips its own reference run.
+struct KnownReference {
+  std::vector<Tensor> outputs;  // per graph output
+  std::vector<double> node_ms;  // per node
+};
+
 // The parent's side: one worker process at a time, started on first use.
 class MeasureWorker {
  public:
-  MeasureWorker(const Graph& graph, const std::vector<Tensor>& graph_inputs, const MeasureOptions& options);
+  MeasureWorker(const Graph& graph, const std::vector<Tensor>& graph_inputs, const MeasureOptions& options,
+                const KnownReference* known = nullptr);
   ~MeasureWorker();
   MeasureWorker(const MeasureWorker&) = delete;
   MeasureWorker& operator=(const MeasureWorker&) = delete;
@@ -83,7 +92,8 @@ class MeasureWorker {
   // Switches to another graph (a queue worker's next job) in the running worker
   // process, which reloads the session, sets `threads` and answers "ready": no new
   // process per graph. Node ids in later requests are the new graph's.
-  void load(const Graph& graph, const std::vector<Tensor>& graph_inputs, int threads);
+  void load(const Graph& graph, const std::vector<Tensor>& graph_inputs, int threads,
+            const KnownReference* known = nullptr);
 
  private:
   struct Process;
@@ -92,7 +102,8 @@ class MeasureWorker {
   void stop(bool kill);
   double limit_s(const std::vector<NodeId>& nodes) const;
   Cost lost_worker(const std::string& what);
-  void write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs);
+  void write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs,
+                     const KnownReference* known);
   void read_ready(const std::string& line);
 
   std::vector<std::string> args_;
@@ -106,6 +117,9 @@ class MeasureWorker {
 // The line protocol, shared by both sides.
 namespace worker_channel {
 inline constexpr int kFd = 3;  // the worker's end of the socket pair
+// In a session directory beside graph.collage and input_<i>.pb: output_<o>.pb and this
+// file (one native ms per node, written last) when the parent knows the reference.
+inline constexpr const char* kKnownNodeMsFile = "native_ms.txt";
 bool write_all(int fd, const std::string& text);
 // One line, waiting at most until `deadline` (time_point::max(): forever); false on
 // EOF, error or timeout (`timed_out` tells which).

@@ -76,12 +76,16 @@ class Measurer {
 
   // Builds, verifies and times `sub` in this process (what a measure worker runs).
   Cost measure_in_process(const BackendSpec& backend, const SubGraph& sub) const;
+  // Each node's native time from the reference run: remote jobs carry it (with the
+  // reference outputs) so workers need not recompute the reference.
+  void set_node_ms(std::vector<double> node_ms) { node_ms_ = std::move(node_ms); }
   // Worker processes started so far (0 when measuring in-process).
   int workers_started() const { return worker_ ? worker_->workers_started() : 0; }
 
  private:
   const Graph& graph_;
   std::vector<Tensor> values_;
+  std::vector<double> node_ms_;
   CostDb* db_;
   MeasureOptions options_;
   std::unique_ptr<MeasureWorker> worker_;  // started on the first candidate to measure

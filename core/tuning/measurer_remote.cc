@@ -98,7 +98,12 @@ void Measurer::measure_remotely(const std::vector<Candidate>& candidates,
       job.backend = c.backend;
       job.backend_version = backend_of[i]->version;
       job.label = c.label;
-      job.payload = job_payload(extract_submodel(graph_, sub), inputs);
+      KnownReference known;
+      if (node_ms_.size() == static_cast<size_t>(graph_.num_nodes())) {
+        for (ValueId v : sub.outputs) known.outputs.push_back(values_[static_cast<size_t>(v)]);
+        for (NodeId n : sub.node_list) known.node_ms.push_back(node_ms_[static_cast<size_t>(n)]);
+      }
+      job.payload = job_payload(extract_submodel(graph_, sub), inputs, &known);
       jobs.push_back(std::move(job));
     }
     std::vector<int64_t> ids = queue.enqueue(jobs);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -68,21 +69,32 @@ struct WorkerState {
   std::vector<Tensor> inputs;
   std::unique_ptr<MeasureWorker> process;
   std::string loaded_model;  // fingerprint of the fitness model loaded; "" after a kernel job
+  KnownReference known;      // the tuner's reference for a kernel job (may be empty)
   int threads = 0;           // of the process's session
+  double load_ms = 0;        // the last job's payload parse and session switch
 };
 
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
 void load(WorkerState& state, MeasureOptions measure) {
+  auto t0 = Clock::now();
   measure.worker.command = default_worker_command();
+  const KnownReference* known = state.known.node_ms.empty() ? nullptr : &state.known;
   if (state.process)
-    state.process->load(state.model, state.inputs, measure.threads);
+    state.process->load(state.model, state.inputs, measure.threads, known);
   else
-    state.process = std::make_unique<MeasureWorker>(state.model, state.inputs, measure);
+    state.process = std::make_unique<MeasureWorker>(state.model, state.inputs, measure, known);
   state.threads = measure.threads;
+  state.load_ms += ms_since(t0);
 }
 
 Cost measure_kernel_job(const MeasureJob& job, const MeasureOptions& measure, WorkerState& state) {
   state.loaded_model.clear();
-  read_job_payload(job.payload, "job " + std::to_string(job.id), state.model, state.inputs);
+  auto t0 = Clock::now();
+  read_job_payload(job.payload, "job " + std::to_string(job.id), state.model, state.inputs, &state.known);
+  state.load_ms += ms_since(t0);
   const BackendSpec* backend = find_backend(job.backend);
   if (!backend) return Cost::invalid("backend " + job.backend + " is not in this worker");
   std::vector<NodeId> nodes;
@@ -108,7 +120,8 @@ Cost measure_fitness_job(const MeasureJob& job, const MeasureOptions& measure, W
   if (!worker_channel::parse_fitness_request(job.payload, kernels, runs))
     return Cost::invalid("job " + std::to_string(job.id) + ": malformed fitness request");
   if (state.loaded_model != job.model) {
-    read_job_payload(queue.model_payload(job.model), "model " + job.model, state.model, state.inputs);
+    read_job_payload(queue.model_payload(job.model), "model " + job.model, state.model, state.inputs,
+                     &state.known);
     load(state, measure);
     state.loaded_model = job.model;
   } else if (state.threads != measure.threads) {
@@ -163,6 +176,7 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
     WorkerState state;
     while (!(observer && observer->cancel_requested())) {
       if (options.max_jobs > 0 && report.jobs_done >= options.max_jobs) break;
+      auto t_claim = Clock::now();
       std::optional<MeasureJob> job = queue.claim(info, options.lease_s);
       if (!job) {
         if (options.idle_exit_s > 0 &&
@@ -171,7 +185,10 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
         std::this_thread::sleep_for(kIdlePoll);  // polling the queue for work
         continue;
       }
+      auto t_measure = Clock::now();
+      state.load_ms = 0;
       Cost cost = measure_job(*job, options, state, queue);
+      auto t_store = Clock::now();
       CostRecord record;
       record.key = job->key;
       record.backend = job->backend;
@@ -179,11 +196,17 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
       record.label = job->label;
       record.cost = cost;
       queue.complete(*job, info.name, record);
+      // Where a job's time goes, for whoever sizes the fleet.
+      char times[160];
+      std::snprintf(times, sizeof times, " [claim %.0f ms, load %.0f ms, measure %.0f ms, store %.0f ms]",
+                    std::chrono::duration<double, std::milli>(t_measure - t_claim).count(), state.load_ms,
+                    std::chrono::duration<double, std::milli>(t_store - t_measure).count() - state.load_ms,
+                    ms_since(t_store));
       ++report.jobs_done;
       if (!cost.valid()) ++report.jobs_invalid;
       notice("job " + std::to_string(job->id) + " " + job->backend + " " + job->label + ": " +
              (cost.valid() ? std::to_string(cost.median_ms) + " ms" : "invalid: " + cost.invalid_reason) +
-             (job->attempts > 1 ? " (attempt " + std::to_string(job->attempts) + ")" : ""));
+             (job->attempts > 1 ? " (attempt " + std::to_string(job->attempts) + ")" : "") + times);
       idle_since = Clock::now();
     }
   }

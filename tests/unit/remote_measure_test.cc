@@ -174,6 +174,17 @@ TEST_F(RemoteMeasure, TwoWorkersAndATunerMeasureEveryCandidateOnce) {
   EXPECT_EQ(measured_count(second.out), 0) << second.out;
   EXPECT_EQ(scalar(db, "SELECT count(*) FROM collage_jobs"), measured);
 
+  // A cost deleted from the DB (by hand, or imported over): its done job (whose payload
+  // was dropped) is queued again with the payload and measured once more.
+  const std::string one_signature = db.query("SELECT signature FROM collage_costs LIMIT 1").text(0, 0);
+  db.query("DELETE FROM collage_costs WHERE signature = $1", {one_signature});
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM collage_jobs WHERE octet_length(payload) > 0"), 0);
+  CliResult third = cli(tune);
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_EQ(measured_count(third.out), 1) << third.out;
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM collage_costs"), measured);
+  EXPECT_EQ(scalar(db, "SELECT sum(attempts) FROM collage_jobs"), measured + 1);
+
   CliResult listing = cli("workers --cost-db '" + url_ + "'");
   EXPECT_EQ(listing.exit_code, 0) << listing.err;
   EXPECT_NE(listing.out.find("2 workers; jobs: 0 pending, 0 running, " + std::to_string(measured) + " done"),
@@ -279,9 +290,18 @@ TEST(JobPayload, TheSubModelComputesWhatTheCandidateComputesInTheModel) {
     if (sub.node_list.size() < 2 || sub.constants.empty() || checked >= 5) continue;
     std::vector<Tensor> inputs;
     for (ValueId v : sub.inputs) inputs.push_back(values[static_cast<size_t>(v)]);
+    // The tuner's reference travels with it; the worker trusts it only for this graph.
+    KnownReference known, read_known;
+    for (ValueId v : sub.outputs) known.outputs.push_back(values[static_cast<size_t>(v)]);
+    known.node_ms.assign(sub.node_list.size(), 0.25);
     Graph model;
     std::vector<Tensor> read_inputs;
-    read_job_payload(job_payload(extract_submodel(graph, sub), inputs), "test job", model, read_inputs);
+    read_job_payload(job_payload(extract_submodel(graph, sub), inputs, &known), "test job", model,
+                     read_inputs, &read_known);
+    EXPECT_EQ(read_known.node_ms, known.node_ms);
+    ASSERT_EQ(read_known.outputs.size(), known.outputs.size());
+    for (size_t o = 0; o < known.outputs.size(); ++o)
+      EXPECT_TRUE(compare_tensors(read_known.outputs[o], known.outputs[o], Tolerance{0, 0, 0}).ok());
     ASSERT_EQ(model.num_nodes(), static_cast<int32_t>(sub.node_list.size()));
     for (size_t k = 0; k < sub.node_list.size(); ++k)
       EXPECT_EQ(model.node(static_cast<NodeId>(k)).op_type, graph.node(sub.node_list[k]).op_type);
