@@ -20,6 +20,7 @@
 #include "core/tuning/measurer.h"
 #include "core/tuning/pg_connection.h"
 #include "core/workflow/workflow.h"
+#include "tests/unit/child_process.h"
 #include "tests/unit/cli_fixture.h"
 #include "tests/unit/pg_server_fixture.h"
 
@@ -31,63 +32,6 @@ namespace collage::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A background program (a worker, a tuner) with its output in a log file.
-class Process {
- public:
-  Process(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log)
-      : log_(log) {
-    std::vector<std::string> environment = env;
-    for (char** e = environ; *e; ++e) environment.emplace_back(*e);
-    std::vector<char*> args, envp;
-    std::vector<std::string> argv_copy = argv;
-    for (std::string& a : argv_copy) args.push_back(a.data());
-    args.push_back(nullptr);
-    for (std::string& e : environment) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::execve(args[0], args.data(), envp.data());
-      ::_exit(127);
-    }
-  }
-  ~Process() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  void signal(int sig) { ::kill(pid_, sig); }
-  // The exit code (128 + signal when killed); kills it after `limit`.
-  int wait(std::chrono::seconds limit = std::chrono::seconds(180)) {
-    auto deadline = Clock::now() + limit;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (Clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling waitpid
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  std::string log() const {
-    std::ifstream in(log_);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::string log_;
-};
 
 // Polls `condition` (a state of the DB) until it holds or `limit` passes.
 bool eventually(const std::function<bool()>& condition,
