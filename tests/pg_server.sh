@@ -1,5 +1,5 @@
 #!/bin/sh
-# usage: pg_server.sh start DIR | stop DIR
+# usage: pg_server.sh start DIR | restart DIR | stop DIR
 # A throw-away PostgreSQL server for tests and benchmarks (Debian's `postgresql` package):
 # initdb + pg_ctl in DIR, listening only on a unix socket in DIR/sock (no TCP port), trust
 # authentication for the `postgres` user. initdb refuses to run as root, so as root the
@@ -29,9 +29,12 @@ case $cmd in
       { cat "$dir/server.log" >&2; exit 1; }
     echo "postgresql://postgres@/postgres?host=$dir/sock&port=5432"
     ;;
+  restart)  # the same server and data, e.g. to test reconnecting clients
+    as_server "$bin/pg_ctl" -D "$dir/data" -m fast -w restart > /dev/null 2>&1 || { cat "$dir/server.log" >&2; exit 1; }
+    ;;
   stop)
     [ -d "$dir/data" ] && as_server "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop > /dev/null 2>&1 || true
     rm -rf "$dir"
     ;;
-  *) echo "usage: pg_server.sh start DIR | stop DIR" >&2; exit 2 ;;
+  *) echo "usage: pg_server.sh start DIR | restart DIR | stop DIR" >&2; exit 2 ;;
 esac

@@ -31,7 +31,7 @@ std::string host_name() {
 class Heartbeat {
  public:
   Heartbeat(const std::string& url, const std::string& name, double lease_s)
-      : queue_(url), thread_([this, name, lease_s] { run(name, lease_s); }) {}
+      : thread_([this, url, name, lease_s] { run(url, name, lease_s); }) {}
   ~Heartbeat() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -42,20 +42,22 @@ class Heartbeat {
   }
 
  private:
-  void run(const std::string& name, double lease_s) {
+  void run(const std::string& url, const std::string& name, double lease_s) {
     const auto period = std::chrono::duration<double>(lease_s / 3);
+    std::unique_ptr<MeasureQueue> queue;
     std::unique_lock<std::mutex> lock(mutex_);
     while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
       try {
-        queue_.heartbeat(name, lease_s);
+        if (!queue) queue = std::make_unique<MeasureQueue>(url);
+        queue->heartbeat(name, lease_s);
       } catch (const Error&) {
-        // The server went away for a moment: the lease may run out and another worker
-        // take the job over, which is what leases are for.
+        // The server went away: reconnect next time. Meanwhile the lease may run out and
+        // another worker take the job over, which is what leases are for.
+        queue.reset();
       }
     }
   }
 
-  MeasureQueue queue_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
@@ -112,16 +114,16 @@ Cost measure_kernel_job(const MeasureJob& job, const MeasureOptions& measure, Wo
 }
 
 // A refinement genome: the whole model (fetched once per model) under a placement.
+// `model_payload`: the job's model, fetched by the caller when state does not hold it.
 Cost measure_fitness_job(const MeasureJob& job, const MeasureOptions& measure, WorkerState& state,
-                         const MeasureQueue& queue) {
+                         const std::string& model_payload) {
   if (default_worker_command().empty()) return Cost::invalid("fitness jobs need the collage executable");
   std::vector<KernelGroup> kernels;
   int runs = 0;
   if (!worker_channel::parse_fitness_request(job.payload, kernels, runs))
     return Cost::invalid("job " + std::to_string(job.id) + ": malformed fitness request");
   if (state.loaded_model != job.model) {
-    read_job_payload(queue.model_payload(job.model), "model " + job.model, state.model, state.inputs,
-                     &state.known);
+    read_job_payload(model_payload, "model " + job.model, state.model, state.inputs, &state.known);
     load(state, measure);
     state.loaded_model = job.model;
   } else if (state.threads != measure.threads) {
@@ -131,13 +133,13 @@ Cost measure_fitness_job(const MeasureJob& job, const MeasureOptions& measure, W
 }
 
 Cost measure_job(const MeasureJob& job, const QueueWorkerOptions& options, WorkerState& state,
-                 const MeasureQueue& queue) {
+                 const std::string& model_payload) {
   MeasureOptions measure = options.measure;
   measure.threads = job.key.threads;
   try {
-    return job.kind == "fitness" ? measure_fitness_job(job, measure, state, queue)
+    return job.kind == "fitness" ? measure_fitness_job(job, measure, state, model_payload)
                                  : measure_kernel_job(job, measure, state);
-  } catch (const Error& e) {  // a payload that does not parse, a model gone from the DB
+  } catch (const Error& e) {  // a payload that does not parse
     state.loaded_model.clear();
     return Cost::invalid(e.what());
   }
@@ -161,23 +163,48 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
   for (const BackendSpec* b : all_backends()) info.backend_versions[b->name] = b->version;
   info.backend_versions[kPlacementBackend] = placement_backend_version();
 
-  MeasureQueue queue(options.cost_db);
-  queue.register_worker(info);
+  auto queue = std::make_unique<MeasureQueue>(options.cost_db);
+  queue->register_worker(info);
   QueueWorkerReport report;
   report.name = info.name;
   auto notice = [&](const std::string& line) {
     if (observer) observer->on_notice(line);
   };
+  auto stopping = [&] { return observer && observer->cancel_requested(); };
+  // A database that goes away (a restart, the network) is waited for, not fatal: the
+  // step is retried on a new connection, with backoff; a stop request ends the wait.
+  auto with_db = [&](auto&& step) {
+    for (double wait_s = 1;; wait_s = std::min(wait_s * 2, 30.0)) {
+      try {
+        if (!queue) {
+          queue = std::make_unique<MeasureQueue>(options.cost_db);
+          queue->register_worker(info);
+          notice("worker " + info.name + ": reconnected to the cost DB");
+        }
+        return step(*queue);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Io) throw;
+        queue.reset();
+        notice("worker " + info.name + ": " + e.what() + "; retrying in " + std::to_string(int(wait_s)) +
+               " s");
+        for (auto until = Clock::now() + std::chrono::duration<double>(wait_s); Clock::now() < until;) {
+          if (stopping()) throw;
+          std::this_thread::sleep_for(kIdlePoll);  // backoff, watching for a stop request
+        }
+      }
+    }
+  };
   notice("worker " + info.name + " registered: " + info.device + ", up to " + std::to_string(info.threads) +
          " threads");
-  {
+  try {
     Heartbeat heartbeat(options.cost_db, info.name, options.lease_s);
     auto idle_since = Clock::now();
     WorkerState state;
-    while (!(observer && observer->cancel_requested())) {
+    while (!stopping()) {
       if (options.max_jobs > 0 && report.jobs_done >= options.max_jobs) break;
       auto t_claim = Clock::now();
-      std::optional<MeasureJob> job = queue.claim(info, options.lease_s);
+      std::optional<MeasureJob> job =
+          with_db([&](MeasureQueue& q) { return q.claim(info, options.lease_s); });
       if (!job) {
         if (options.idle_exit_s > 0 &&
             std::chrono::duration<double>(Clock::now() - idle_since).count() > options.idle_exit_s)
@@ -187,7 +214,15 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
       }
       auto t_measure = Clock::now();
       state.load_ms = 0;
-      Cost cost = measure_job(*job, options, state, queue);
+      std::string model_payload, no_model;  // a fitness job's model, unless the worker holds it already
+      if (job->kind == "fitness" && state.loaded_model != job->model) try {
+          model_payload = with_db([&](MeasureQueue& q) { return q.model_payload(job->model); });
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::InvalidInput) throw;
+          no_model = e.what();  // deleted from the DB: this genome cannot be timed
+        }
+      Cost cost =
+          no_model.empty() ? measure_job(*job, options, state, model_payload) : Cost::invalid(no_model);
       auto t_store = Clock::now();
       CostRecord record;
       record.key = job->key;
@@ -195,7 +230,10 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
       record.backend_version = job->backend_version;
       record.label = job->label;
       record.cost = cost;
-      queue.complete(*job, info.name, record);
+      with_db([&](MeasureQueue& q) {
+        q.complete(*job, info.name, record);
+        return 0;
+      });
       // Where a job's time goes, for whoever sizes the fleet.
       char times[160];
       std::snprintf(times, sizeof times, " [claim %.0f ms, load %.0f ms, measure %.0f ms, store %.0f ms]",
@@ -209,8 +247,16 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
              (job->attempts > 1 ? " (attempt " + std::to_string(job->attempts) + ")" : "") + times);
       idle_since = Clock::now();
     }
+  } catch (const Error& e) {
+    if (!stopping()) throw;  // stopped while the DB was away: nothing to give back we could reach
+    notice("worker " + info.name + " stopped while waiting for the cost DB after " +
+           std::to_string(report.jobs_done) + " jobs");
+    return report;
   }
-  queue.unregister(info.name);
+  with_db([&](MeasureQueue& q) {
+    q.unregister(info.name);
+    return 0;
+  });
   notice("worker " + info.name + " stopped after " + std::to_string(report.jobs_done) + " jobs");
   return report;
 }

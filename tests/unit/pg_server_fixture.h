@@ -39,6 +39,12 @@ class PgServer {
     return server;
   }
   const std::string& why_not() const { return why_not_; }
+  // Stops and starts the server (same data): every client connection is cut.
+  bool restart() {
+    int status = 0;
+    run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " restart " + dir_.string(), &status);
+    return status == 0;
+  }
   // A fresh database on the server; its URL.
   std::string create_database() {
     std::string name = "t" + std::to_string(++databases_);

@@ -220,6 +220,23 @@ TEST_F(RemoteMeasure, RefinementGenomesAreTimedByAWorker) {
   EXPECT_EQ(w.wait(), 0) << w.log();
 }
 
+TEST_F(RemoteMeasure, AWorkerRidesOutADatabaseRestart) {
+  const std::string model = write("relu.onnx", relu_model());
+  Process w(worker_args(COLLAGE_CLI_PATH, "w", "10"), {}, (dir_ / "w.log").string());
+  ASSERT_TRUE(eventually([&] { return alive_workers(url_) == 1; })) << w.log();
+  ASSERT_TRUE(PgServer::get().restart());  // every connection of the worker is cut
+  CliResult r = cli("tune " + model + " --cost-db '" + url_ + "' --remote --backends native -o " +
+                    (dir_ / "p.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err << w.log();
+  EXPECT_GT(measured_count(r.out), 0) << r.out;
+  EXPECT_EQ(r.err.find("locally"), std::string::npos) << r.err;
+  pg::Connection db(url_, "test DB");
+  EXPECT_EQ(scalar(db, "SELECT jobs_done FROM collage_workers WHERE name = 'w'"), measured_count(r.out));
+  w.signal(SIGTERM);
+  EXPECT_EQ(w.wait(), 0) << w.log();
+  EXPECT_NE(w.log().find("reconnected to the cost DB"), std::string::npos) << w.log();
+}
+
 TEST_F(CliTest, RemoteMeasuringNeedsASharedCostDb) {
   const std::string model = write("relu.onnx", relu_model());
   const std::string sqlite = (dir_ / "costs.sqlite").string();
