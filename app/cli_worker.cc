@@ -51,7 +51,7 @@ int command_worker(const std::vector<std::string>& argv) {
   if (!args.positional.empty())
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage worker --cost-db postgresql://... [--threads N] [--name W] [--lease SECONDS] "
-                "[--max-jobs N] [--idle-exit SECONDS]");
+                "[--max-jobs N] [--idle-exit SECONDS] [--share-host]");
   workflow::QueueWorkerOptions options;
   options.cost_db = shared_cost_db(args, "worker");
   options.threads = args.get_int("--threads", 0, 0, 4096);
@@ -59,6 +59,7 @@ int command_worker(const std::vector<std::string>& argv) {
   options.lease_s = args.get_seconds("--lease", options.lease_s, 1, 86400);
   options.max_jobs = args.get_int("--max-jobs", 0, 0, 1 << 30);
   options.idle_exit_s = args.get_seconds("--idle-exit", 0, 0, 1e9);
+  options.measure.worker.host_exclusive = !args.has("--share-host");
   g_stop = 0;
   std::signal(SIGINT, on_stop);
   std::signal(SIGTERM, on_stop);

@@ -18,6 +18,7 @@
 
 #include "core/runtime/artifact.h"
 #include "core/tensor_io/tensor_proto.h"
+#include "core/tuning/host_lock.h"
 #include "core/tuning/measurer.h"
 
 extern char** environ;
@@ -371,6 +372,7 @@ Cost MeasureWorker::lost_worker(const std::string& what) {
 
 Cost MeasureWorker::request(const std::string& line, double limit) {
   if (!process_) start();
+  HostMeasureLock timing(worker_.host_exclusive);
   if (!write_all(process_->fd, line + "\n")) return lost_worker("");
   auto deadline =
       std::chrono::steady_clock::now() +

@@ -49,6 +49,10 @@ struct WorkerOptions {
   // it starts (MemAvailable), so a hoarding kernel fails its allocation before the
   // machine's OOM killer picks a victim.
   int64_t memory_budget_mb = 0;
+  // Hold the machine's measurement lock (host_lock.h) while a candidate or a placement
+  // is timed, so concurrent tunes and workers on one machine do not slow each other's
+  // timings; off only where they run on disjoint cores (`collage worker --share-host`).
+  bool host_exclusive = true;
 };
 
 // True for the reasons the parent gives a candidate whose worker died or overran

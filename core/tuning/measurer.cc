@@ -7,6 +7,7 @@
 #include <new>
 
 #include "core/backend_api/kernel_signature.h"
+#include "core/tuning/host_lock.h"
 
 namespace collage {
 
@@ -233,6 +234,7 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
       continue;
     }
     if (options_.worker.command.empty()) {
+      HostMeasureLock timing(options_.worker.host_exclusive);
       out[i].cost = measure_in_process(backend, sub);
     } else {
       if (!worker_) {

@@ -16,6 +16,7 @@
 #include "backends/registry.h"
 #include "core/ir/random_inputs.h"
 #include "core/tuning/candidates.h"
+#include "core/tuning/host_lock.h"
 #include "core/tuning/measure_queue.h"
 #include "core/tuning/measurer.h"
 #include "core/tuning/pg_connection.h"
@@ -301,6 +302,27 @@ TEST(JobPayload, ATruncatedPayloadIsRefusedNamingTheJob) {
       EXPECT_NE(std::string(e.what()).find("job 42"), std::string::npos) << e.what();
     }
   }
+}
+
+}  // namespace
+}  // namespace collage::testing
+
+namespace collage::testing {
+namespace {
+
+// Timing sections of every tune and worker on the machine meet at one flock.
+TEST(HostMeasureLock, ExcludesOtherProcessesWhileHeld) {
+  // Another process: -n gives up at once; -w waits (for tests measuring in parallel).
+  auto other_locks = [](const char* how) {
+    return std::system((std::string("flock ") + how + " " + HostMeasureLock::path() + " true").c_str()) == 0;
+  };
+  {
+    HostMeasureLock timing(true);
+    EXPECT_FALSE(other_locks("-n"));
+  }
+  EXPECT_TRUE(other_locks("-w 120"));
+  HostMeasureLock off(false);  // --share-host: nothing is held
+  EXPECT_TRUE(other_locks("-w 120"));
 }
 
 }  // namespace
