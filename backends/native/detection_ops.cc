@@ -43,6 +43,13 @@ std::vector<Tensor> roi_align(const Node& node, KernelInputs inputs, TensorAlloc
   Tensor y = alloc.allocate(DType::Float32, {r, c, oh, ow});
   const float *xp = x.data<float>(), *rp = rois.data<float>();
   float* yp = y.data<float>();
+  if (h == 0 || w == 0) {  // an empty feature map: every sample falls outside it
+    for (int64_t b : bidx)
+      if (b < 0 || b >= n)
+        invalid(node, "batch index " + std::to_string(b) + " is outside [0, " + std::to_string(n) + ")");
+    std::fill(yp, yp + y.size(), 0.0f);
+    return {y};
+  }
   bool aligned = ctm == "half_pixel";
   struct Tap {
     int64_t p[4];

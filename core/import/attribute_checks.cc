@@ -50,7 +50,64 @@ const std::map<std::string, std::vector<IntsRule>>& rules() {
 // `group` divides channels in every convolution form.
 const char* const kGrouped[] = {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "DeformConv"};
 
+// Convolution and pooling: the input slot of the weight (-1: none).
+const std::map<std::string, int>& window_ops() {
+  static const std::map<std::string, int> table = {
+      {"Conv", 1},     {"ConvTranspose", 1}, {"ConvInteger", 1}, {"QLinearConv", 3}, {"DeformConv", 1},
+      {"MaxPool", -1}, {"AveragePool", -1},  {"LpPool", -1},     {"MaxUnpool", -1},
+  };
+  return table;
+}
+
 }  // namespace
+
+void check_window_ranks(const onnx::GraphProto& graph, int default_opset) {
+  std::map<std::string, int> rank;  // values whose shape the proto itself states
+  for (const auto& in : graph.input())
+    if (in.type().tensor_type().has_shape()) rank[in.name()] = in.type().tensor_type().shape().dim_size();
+  for (const auto& init : graph.initializer()) rank[init.name()] = init.dims_size();
+  for (const onnx::NodeProto& n : graph.node()) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
+    auto fail = [&](const std::string& what) {
+      throw Error(ErrorKind::InvalidModel, "node '" + (n.name().empty() ? n.op_type() : n.name()) + "' (" +
+                                               n.op_type() + ", opset " + std::to_string(default_opset) +
+                                               "): " + what);
+    };
+    auto rank_of = [&](int slot) {
+      if (slot < 0 || slot >= n.input_size()) return -1;
+      auto it = rank.find(n.input(slot));
+      return it == rank.end() ? -1 : it->second;
+    };
+    if (n.op_type() == "LayerNormalization" && rank_of(0) >= 0) {  // its inference indexes by axis unchecked
+      const int r = rank_of(0);
+      for (const onnx::AttributeProto& a : n.attribute())
+        if (a.name() == "axis" && (a.i() < -r || a.i() >= r))
+          fail("attribute axis is " + std::to_string(a.i()) + ", outside [-" + std::to_string(r) + ", " +
+               std::to_string(r - 1) + "] for the rank-" + std::to_string(r) + " input X");
+    }
+    auto op = window_ops().find(n.op_type());
+    if (op == window_ops().end()) continue;
+    const int x = rank_of(0), w = rank_of(op->second);
+    if (x >= 0 && x < 3) fail("input X has rank " + std::to_string(x) + "; it needs N, C and a spatial dim");
+    if (w >= 0 && w < 3) fail("weight W has rank " + std::to_string(w) + "; it needs M, C and a spatial dim");
+    if (x >= 0 && w >= 0 && x != w)
+      fail("input X has rank " + std::to_string(x) + " but weight W rank " + std::to_string(w));
+    int spatial = x >= 0 ? x - 2 : w >= 0 ? w - 2 : -1;
+    for (const onnx::AttributeProto& a : n.attribute())
+      if (spatial < 0 && a.name() == "kernel_shape") spatial = a.ints_size();
+    if (spatial < 0) continue;
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      int want = a.name() == "pads" ? 2 * spatial : spatial;
+      bool listed = a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" ||
+                    a.name() == "pads" || a.name() == "output_padding" || a.name() == "output_shape";
+      // output_shape may also list N and C (ONNX Runtime accepts both).
+      bool ok = a.ints_size() == want || (a.name() == "output_shape" && a.ints_size() == spatial + 2);
+      if (listed && !ok)
+        fail("attribute " + a.name() + " has " + std::to_string(a.ints_size()) + " values; the node has " +
+             std::to_string(spatial) + " spatial dims, so it needs " + std::to_string(want));
+    }
+  }
+}
 
 void check_attributes(const onnx::GraphProto& graph, int default_opset) {
   for (const onnx::NodeProto& n : graph.node()) {

@@ -11,4 +11,11 @@ namespace collage::import_detail {
 // strides too). Throws InvalidModel naming the node, the attribute and the rule it breaks.
 void check_attributes(const onnx::GraphProto& graph, int default_opset);
 
+// Convolutions and pools whose input or weight rank the proto states (graph inputs,
+// initialisers): X and W ranks agree and are at least 3, and the window attributes have
+// one value per spatial dim (pads two); LayerNormalization's axis is inside X's rank.
+// ONNX's inference indexes by these unchecked in libonnx 1.12. Throws InvalidModel
+// naming the node and the mismatch.
+void check_window_ranks(const onnx::GraphProto& graph, int default_opset);
+
 }  // namespace collage::import_detail

@@ -325,20 +325,78 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
   return graph;
 }
 
+// ONNX requires nodes in topological order and its inference reads each input's type
+// from what came before (a node reading its own output was a SEGV in libonnx 1.12);
+// exporters are not all strict, so the nodes are put in order (stably: a sorted graph
+// keeps its order) and a cycle is refused naming a node on it.
+void sort_nodes(onnx::GraphProto& g) {
+  const int count = g.node_size();
+  std::set<std::string> available;
+  for (const auto& in : g.input()) available.insert(in.name());
+  for (const auto& init : g.initializer()) available.insert(init.name());
+  std::map<std::string, int> producer;
+  for (int i = 0; i < count; ++i)
+    for (const auto& out : g.node(i).output())
+      if (!out.empty() && !available.count(out)) producer.emplace(out, i);
+  std::vector<int> waiting(static_cast<size_t>(count), 0);
+  std::vector<std::vector<int>> readers(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i)
+    for (const auto& in : g.node(i).input()) {
+      auto p = producer.find(in);
+      if (p == producer.end()) continue;  // a graph input, an initialiser, or dangling (named later)
+      ++waiting[static_cast<size_t>(i)];
+      readers[static_cast<size_t>(p->second)].push_back(i);
+    }
+  std::set<int> ready;  // by original index: an already sorted graph comes out unchanged
+  for (int i = 0; i < count; ++i)
+    if (waiting[static_cast<size_t>(i)] == 0) ready.insert(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int r : readers[static_cast<size_t>(i)])
+      if (--waiting[static_cast<size_t>(r)] == 0) ready.insert(r);
+  }
+  if (static_cast<int>(order.size()) != count) {
+    for (int i = 0; i < count; ++i)
+      if (waiting[static_cast<size_t>(i)] > 0) {
+        const auto& n = g.node(i);
+        std::string which = n.name().empty() ? "node #" + std::to_string(i) : "node '" + n.name() + "'";
+        throw Error(ErrorKind::InvalidModel, "the graph has a cycle through " + which + " (" + n.op_type() +
+                                                 "): its inputs depend on its own outputs");
+      }
+  }
+  bool sorted = true;
+  for (int k = 0; k < count; ++k) sorted = sorted && order[static_cast<size_t>(k)] == k;
+  if (sorted) return;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (int i : order) *nodes.Add() = g.node(i);
+  g.mutable_node()->Swap(&nodes);
+}
+
 // ONNX's own shape inference dereferences the type of a dangling input (SEGV in
 // libonnx 1.12), so references are checked first; convert_graph repeats it per node.
 void check_references(const onnx::GraphProto& g) {
-  std::set<std::string> known;
+  std::set<std::string> known, produced;
   for (const auto& in : g.input()) known.insert(in.name());
   for (const auto& init : g.initializer()) known.insert(init.name());
   if (known.count("")) throw Error(ErrorKind::InvalidModel, "a graph input or initialiser has an empty name");
-  for (const auto& node : g.node()) known.insert(node.output().begin(), node.output().end());
-  for (const auto& node : g.node())
-    for (const auto& in : node.input())
-      if (!in.empty() && !known.count(in))
-        throw Error(ErrorKind::InvalidModel,
-                    "node '" + node.name() + "' (" + node.op_type() + "): input '" + in +
-                        "' is not produced by any node, nor an initialiser or graph input");
+  for (const auto& node : g.node()) produced.insert(node.output().begin(), node.output().end());
+  // ONNX requires nodes in topological order, and its inference reads each input's type
+  // from what came before (a node reading its own output was a SEGV in libonnx 1.12).
+  for (const auto& node : g.node()) {
+    for (const auto& in : node.input()) {
+      if (in.empty() || known.count(in)) continue;
+      throw Error(
+          ErrorKind::InvalidModel,
+          "node '" + node.name() + "' (" + node.op_type() + "): input '" + in + "' " +
+              (produced.count(in) ? "is produced by this node or a later one (the nodes must be in "
+                                    "topological order)"
+                                  : "is not produced by any node, nor an initialiser or graph input"));
+    }
+    known.insert(node.output().begin(), node.output().end());
+  }
   for (const auto& out : g.output())
     if (!known.count(out.name()))
       throw Error(ErrorKind::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
@@ -347,6 +405,26 @@ void check_references(const onnx::GraphProto& g) {
 // ONNX's inference functions assume the node matches its schema (a missing required
 // attribute is a null dereference in libonnx 1.12, e.g. Scan without num_scan_inputs),
 // so required attributes and input/output counts are checked first, in sub-graphs too.
+// Default-domain ops added after opset 17, which libonnx 1.12 (this build's schemas)
+// does not know: a model of a newer opset may use them.
+const std::set<std::string> kOpsAfterOpset17 = {"BitwiseAnd",
+                                                "BitwiseNot",
+                                                "BitwiseOr",
+                                                "BitwiseXor",
+                                                "CenterCropPad",
+                                                "Col2Im",
+                                                "GroupNormalization",
+                                                "Mish",
+                                                "DeformConv",
+                                                "AffineGrid",
+                                                "Gelu",
+                                                "ImageDecoder",
+                                                "RegexFullMatch",
+                                                "StringConcat",
+                                                "StringSplit",
+                                                "OptionalGetElement",
+                                                "OptionalHasElement"};
+
 void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string, int>& opsets) {
   for (const auto& node : g.node()) {
     for (const auto& a : node.attribute()) {
@@ -359,9 +437,24 @@ void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string
     // Opsets newer than libonnx knows resolve to an older schema (Pad's 4th input is opset 18+).
     const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
     auto range = known.find(domain);
-    if (range == known.end() || opset->second > range->second.second) continue;
+    if (range != known.end() && opset->second > range->second.second) {
+      // Only the op's existence is checked, as for known opsets below.
+      if (domain.empty() && !onnx::OpSchemaRegistry::Schema(node.op_type(), range->second.second, domain) &&
+          !kOpsAfterOpset17.count(node.op_type()))
+        throw Error(ErrorKind::Unsupported,
+                    "node '" + node.name() + "' (" + node.op_type() + "): " + node.op_type() +
+                        " is not an ONNX operator at opset " + std::to_string(opset->second));
+      continue;
+    }
+    if (range == known.end()) continue;
     const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain);
-    if (!schema) continue;  // unknown ops: ONNX inference skips them, the evaluator refuses them
+    // An unknown op of the default domain leaves its outputs untyped, and libonnx 1.12's
+    // inference of a later node dereferences such a missing type: refused here.
+    if (!schema && domain.empty())
+      throw Error(ErrorKind::Unsupported, "node '" + node.name() + "' (" + node.op_type() +
+                                              "): " + node.op_type() + " is not an ONNX operator at opset " +
+                                              std::to_string(opset->second));
+    if (!schema) continue;  // other domains' ops: ONNX inference skips them, the evaluator decides
     std::string what =
         "node '" + node.name() + "' (" + node.op_type() + ", opset " + std::to_string(opset->second) + ")";
     for (const auto& [name, attr] : schema->attributes()) {
@@ -372,7 +465,18 @@ void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string
       if (!present)
         throw Error(ErrorKind::InvalidModel, what + ": required attribute '" + name + "' is missing");
     }
-    // Too few inputs are left to the evaluator, which names what is missing.
+    // ONNX's inference reads the required inputs' types unchecked.
+    if (node.input_size() < schema->min_input())
+      throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +
+                                               " inputs; the op needs at least " +
+                                               std::to_string(schema->min_input()));
+    const auto& formal = schema->inputs();
+    for (int i = 0; i < node.input_size() && i < static_cast<int>(formal.size()); ++i)
+      if (node.input(i).empty() &&
+          formal[static_cast<size_t>(i)].GetOption() == onnx::OpSchema::FormalParameterOption::Single)
+        throw Error(ErrorKind::InvalidModel, what + ": input " + std::to_string(i) + " (" +
+                                                 formal[static_cast<size_t>(i)].GetName() +
+                                                 ") is required but left empty");
     if (node.input_size() > schema->max_input())
       throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +
                                                " inputs; the op takes at most " +
@@ -386,6 +490,7 @@ void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string
 
 void run_onnx_shape_inference(onnx::ModelProto& model, const std::map<std::string, int>& opsets,
                               ImportReport& report) {
+  sort_nodes(*model.mutable_graph());
   check_references(model.graph());
   check_against_schemas(model.graph(), opsets);
   // Stale symbolic value_info from the exporter would only conflict with concrete shapes.
@@ -415,6 +520,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   for (const auto& [name, tensor] : options.bound_inputs) initializer_names.insert(name);
   fix_input_dims(*model.mutable_graph(), initializer_names, options, implied, report);
   import_detail::check_attributes(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset);
+  import_detail::check_window_ranks(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset);
   std::set<std::string> declared_outputs;  // outputs whose shape the model states
   for (const auto& out : model.graph().output())
     if (out.type().tensor_type().has_shape()) declared_outputs.insert(out.name());

@@ -9,6 +9,8 @@ int fuzz_onnx_import(const uint8_t* data, size_t size) {
   return guarded("onnx_import", [&] {
     ImportOptions options;
     options.evaluator = native::node_evaluator();
+    // The product's default budget is a quarter of RAM; libFuzzer's RSS limit is 2 GB.
+    options.memory_budget_bytes = int64_t{256} << 20;
     std::string bytes(reinterpret_cast<const char*>(data), size);
     // No base dir with files in it: external data references must fail cleanly.
     import_onnx_bytes(bytes, "/nonexistent-collage-fuzz", options);

@@ -285,14 +285,96 @@ TEST(ImportErrors, AbsurdShapeGivesCleanError) {
 }
 
 TEST(ImportErrors, UnsupportedOpNamesNodeOpAndOpset) {
-  OnnxTestModel m(13);
+  OnnxTestModel m(13);  // a well-formed node of an ONNX op no kernel here implements
   m.input("x", {4});
-  m.node("NonMaxSuppression", {"x"}, {"y"});
+  m.node("SplitToSequence", {"x"}, {"y"});
   m.output("y");
   std::string msg;
   EXPECT_EQ(import_error_kind(m.bytes(), &msg), ErrorKind::Unsupported);
-  EXPECT_NE(msg.find("NonMaxSuppression"), std::string::npos);
-  EXPECT_NE(msg.find("opset 13"), std::string::npos);
+  EXPECT_NE(msg.find("SplitToSequence"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("opset 13"), std::string::npos) << msg;
+}
+
+// What libonnx 1.12's inference would have crashed on is refused first, naming the problem.
+TEST(ImportErrors, MalformedNodesAreRefusedBeforeOnnxInference) {
+  struct Case {
+    const char* what;
+    OnnxTestModel model;
+    ErrorKind kind;
+  };
+  std::vector<Case> cases;
+  {
+    OnnxTestModel m(11);  // X of rank 2 for a 2-D convolution
+    m.input("x", {3, 3});
+    m.input("w", {1, 2, 3, 3});
+    m.node("ConvTranspose", {"x", "w"}, {"y"});
+    m.output("y");
+    cases.push_back({"input X has rank 2", m, ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(11);
+    m.input("x", {1, 1, 5});
+    m.input("w", {1, 1, 3, 3});
+    m.node("Conv", {"x", "w"}, {"y"});
+    m.output("y");
+    cases.push_back({"input X has rank 3 but weight W rank 4", m, ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(11);
+    m.input("x", {1, 1, 5, 5});
+    m.input("w", {1, 1, 3, 3});
+    OnnxTestModel::attr_ints(m.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1});
+    m.output("y");
+    cases.push_back({"attribute pads has 2 values; the node has 2 spatial dims, so it needs 4", m,
+                     ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(13);  // a node reading its own output
+    m.input("a", {2, 2});
+    m.node("Add", {"a", "s"}, {"s"});
+    m.output("s");
+    cases.push_back({"the graph has a cycle through node 'Add_s' (Add)", m, ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(6);
+    m.input("a", {4, 10});
+    m.input("b", {8, 10});
+    m.node("Gemm", {"a", "b"}, {"y"});
+    m.output("y");
+    cases.push_back({"has 2 inputs; the op needs at least 3", m, ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(17);
+    m.input("x", {3, 4});
+    m.input("s", {4});
+    OnnxTestModel::attr_int(m.node("LayerNormalization", {"x", "s"}, {"y"}), "axis", -65);
+    m.output("y");
+    cases.push_back({"attribute axis is -65, outside [-2, 1]", m, ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(17);
+    m.input("x", {4});
+    m.node("Caqt", {"x"}, {"y"});
+    m.output("y");
+    cases.push_back({"Caqt is not an ONNX operator at opset 17", m, ErrorKind::Unsupported});
+  }
+  for (const Case& c : cases) {
+    std::string msg;
+    EXPECT_EQ(import_error_kind(c.model.bytes(), &msg), c.kind) << c.what << ": " << msg;
+    EXPECT_NE(msg.find(c.what), std::string::npos) << msg;
+  }
+}
+
+// Exporters are not all strict about node order: an unsorted graph is put in order.
+TEST(Import, NodesOutOfTopologicalOrderAreSorted) {
+  OnnxTestModel m(13);
+  m.input("a", {2});
+  m.node("Neg", {"r"}, {"y"});
+  m.node("Relu", {"a"}, {"r"});
+  m.output("y");
+  Graph g = import_model(m);
+  ASSERT_EQ(g.num_nodes(), 2);
+  EXPECT_EQ(g.node(0).op_type, "Relu");
 }
 
 }  // namespace
