@@ -80,10 +80,12 @@ void check_window_ranks(const onnx::GraphProto& graph, int default_opset) {
     };
     if (n.op_type() == "LayerNormalization" && rank_of(0) >= 0) {  // its inference indexes by axis unchecked
       const int r = rank_of(0);
+      int64_t axis = -1;  // the default
       for (const onnx::AttributeProto& a : n.attribute())
-        if (a.name() == "axis" && (a.i() < -r || a.i() >= r))
-          fail("attribute axis is " + std::to_string(a.i()) + ", outside [-" + std::to_string(r) + ", " +
-               std::to_string(r - 1) + "] for the rank-" + std::to_string(r) + " input X");
+        if (a.name() == "axis") axis = a.i();
+      if (axis < -r || axis >= r)
+        fail("axis " + std::to_string(axis) + " is outside [-" + std::to_string(r) + ", " +
+             std::to_string(r - 1) + "] for the rank-" + std::to_string(r) + " input X");
     }
     auto op = window_ops().find(n.op_type());
     if (op == window_ops().end()) continue;

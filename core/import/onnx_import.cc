@@ -378,8 +378,23 @@ void sort_nodes(onnx::GraphProto& g) {
 // ONNX's own shape inference dereferences the type of a dangling input (SEGV in
 // libonnx 1.12), so references are checked first; convert_graph repeats it per node.
 void check_references(const onnx::GraphProto& g) {
-  std::set<std::string> known, produced;
-  for (const auto& in : g.input()) known.insert(in.name());
+  std::set<std::string> known, produced, initializers;
+  for (const auto& init : g.initializer()) initializers.insert(init.name());
+  // One definition per name (libonnx 1.12 merges two declared shapes of one name into a
+  // crash), and a type for every true input (its inference dereferences a missing one).
+  for (const auto& in : g.input()) {
+    if (!known.insert(in.name()).second)
+      throw Error(ErrorKind::InvalidModel, "graph input '" + in.name() + "' is declared twice");
+    bool typed = in.has_type() && (!in.type().has_tensor_type() || in.type().tensor_type().elem_type() != 0);
+    if (!typed && !initializers.count(in.name()))
+      throw Error(ErrorKind::InvalidModel, "graph input '" + in.name() + "' declares no type");
+  }
+  for (const auto& node : g.node())
+    for (const auto& out : node.output())
+      if (!out.empty() && (known.count(out) || !produced.insert(out).second))
+        throw Error(ErrorKind::InvalidModel, "value '" + out + "' is defined twice (node '" + node.name() +
+                                                 "' (" + node.op_type() + ") produces it again)");
+  produced.clear();
   for (const auto& init : g.initializer()) known.insert(init.name());
   if (known.count("")) throw Error(ErrorKind::InvalidModel, "a graph input or initialiser has an empty name");
   for (const auto& node : g.node()) produced.insert(node.output().begin(), node.output().end());

@@ -349,7 +349,31 @@ TEST(ImportErrors, MalformedNodesAreRefusedBeforeOnnxInference) {
     m.input("s", {4});
     OnnxTestModel::attr_int(m.node("LayerNormalization", {"x", "s"}, {"y"}), "axis", -65);
     m.output("y");
-    cases.push_back({"attribute axis is -65, outside [-2, 1]", m, ErrorKind::InvalidModel});
+    cases.push_back({"axis -65 is outside [-2, 1]", m, ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(17);  // the default axis -1 of a scalar
+    m.input("x", {});
+    m.input("s", {1});
+    m.node("LayerNormalization", {"x", "s"}, {"y"});
+    m.output("y");
+    cases.push_back({"axis -1 is outside [-0, -1]", m, ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(13);
+    m.input("x", {2});
+    m.input("x", {3});
+    m.node("Relu", {"x"}, {"y"});
+    m.output("y");
+    cases.push_back({"graph input 'x' is declared twice", m, ErrorKind::InvalidModel});
+  }
+  {
+    OnnxTestModel m(13);
+    m.input("x", {2});
+    m.node("Relu", {"x"}, {"y"});
+    m.node("Neg", {"x"}, {"y"});
+    m.output("y");
+    cases.push_back({"value 'y' is defined twice", m, ErrorKind::InvalidModel});
   }
   {
     OnnxTestModel m(17);
