@@ -87,6 +87,11 @@ void check_window_ranks(const onnx::GraphProto& graph, int default_opset) {
         fail("axis " + std::to_string(axis) + " is outside [-" + std::to_string(r) + ", " +
              std::to_string(r - 1) + "] for the rank-" + std::to_string(r) + " input X");
     }
+    if (n.op_type() == "Gemm")  // A and B are matrices; opset 6's inference reads dim 1 unchecked
+      for (int slot : {0, 1})
+        if (rank_of(slot) >= 0 && rank_of(slot) != 2)
+          fail(std::string("input ") + (slot == 0 ? "A" : "B") + " has rank " +
+               std::to_string(rank_of(slot)) + "; Gemm multiplies matrices (rank 2)");
     auto op = window_ops().find(n.op_type());
     if (op == window_ops().end()) continue;
     const int x = rank_of(0), w = rank_of(op->second);

@@ -368,6 +368,15 @@ TEST(ImportErrors, MalformedNodesAreRefusedBeforeOnnxInference) {
     cases.push_back({"graph input 'x' is declared twice", m, ErrorKind::InvalidModel});
   }
   {
+    OnnxTestModel m(6);
+    m.input("a", {2, 3});
+    m.input("b", {3});
+    m.input("c", {4});
+    m.node("Gemm", {"a", "b", "c"}, {"y"});
+    m.output("y");
+    cases.push_back({"input B has rank 1; Gemm multiplies matrices (rank 2)", m, ErrorKind::InvalidModel});
+  }
+  {
     OnnxTestModel m(13);
     m.input("x", {2});
     m.node("Relu", {"x"}, {"y"});
