@@ -480,6 +480,13 @@ void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string
       if (!present)
         throw Error(ErrorKind::InvalidModel, what + ": required attribute '" + name + "' is missing");
     }
+    // An attribute the op does not have (as ONNX Runtime refuses it): a misspelt name would
+    // otherwise be ignored silently, and it stops ONNX's inference for the whole graph, whose
+    // shapes would then have to be learnt by evaluating every node (a large pool: minutes).
+    for (const onnx::AttributeProto& a : node.attribute())
+      if (!schema->attributes().count(a.name()))
+        throw Error(ErrorKind::InvalidModel,
+                    what + ": " + node.op_type() + " has no attribute '" + a.name() + "'");
     // ONNX's inference reads the required inputs' types unchecked.
     if (node.input_size() < schema->min_input())
       throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +

@@ -1,7 +1,8 @@
 #!/bin/sh
 # usage: BUILD=build tests/bench/remote_bench.sh [MODEL] [REPEAT]
-# A cold tune of one zoo model (default resnet50) measured four ways on this machine:
-# into a fresh SQLite file (today's default), into a fresh PostgreSQL database measuring
+# A cold tune of one zoo model (default resnet50) measured five ways on this machine:
+# into a fresh SQLite file in-process (--in-process) and isolated in a measure worker
+# process (the default), into a fresh PostgreSQL database measuring
 # locally (--remote with 0 workers falls back), and with 1 and 2 local `collage worker`s
 # (--threads 1 each) serving that database's queue. Each configuration gets a fresh
 # database; the configurations alternate for REPEAT rounds (default 2). Prints the
@@ -58,7 +59,9 @@ r=0
 while [ $r -lt "$repeat" ]; do
   r=$((r + 1))
   rm -f "$work/costs.sqlite"*
-  run "sqlite (local)" "$work/costs.sqlite"
+  run "sqlite, in-process" "$work/costs.sqlite" --in-process
+  rm -f "$work/costs.sqlite"*
+  run "sqlite, isolated" "$work/costs.sqlite"
   run "postgresql, 0 workers" "$(fresh_db)" --remote
   with_workers 1
   with_workers 2

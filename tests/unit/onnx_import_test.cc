@@ -377,6 +377,15 @@ TEST(ImportErrors, MalformedNodesAreRefusedBeforeOnnxInference) {
     cases.push_back({"input B has rank 1; Gemm multiplies matrices (rank 2)", m, ErrorKind::InvalidModel});
   }
   {
+    OnnxTestModel m(12);  // a misspelt attribute would be ignored and stop ONNX's inference
+    m.input("x", {1, 1, 8, 8});
+    auto& pool = m.node("MaxPool", {"x"}, {"y"});
+    OnnxTestModel::attr_ints(pool, "kernel_shape", {2, 2});
+    OnnxTestModel::attr_ints(pool, "stride", {2, 2});
+    m.output("y");
+    cases.push_back({"MaxPool has no attribute 'stride'", m, ErrorKind::InvalidModel});
+  }
+  {
     OnnxTestModel m(13);
     m.input("x", {2});
     m.node("Relu", {"x"}, {"y"});
