@@ -3,6 +3,7 @@
 //                  [--heatmap]]
 #include <QApplication>
 #include <QCommandLineParser>
+#include <clocale>
 #include <memory>
 
 #include "app/explorer/batch_screenshot.h"
@@ -14,6 +15,10 @@ int main(int argc, char** argv) {
   int worker_rc = collage::workflow::enable_measure_workers(argc, argv);
   if (worker_rc >= 0) return worker_rc;
   QApplication app(argc, argv);
+  // Qt applies the user's locale to the C library; core formats and parses numbers with
+  // printf/strtod (the PostgreSQL cost DB's text parameters, the measure-worker protocol),
+  // which must see "1.5", not "1,5" (QCoreApplication's documented advice).
+  std::setlocale(LC_NUMERIC, "C");
   QApplication::setApplicationName("collage-explorer");
   QApplication::setOrganizationName("collage");
   QCommandLineParser parser;
