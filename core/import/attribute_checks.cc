@@ -92,6 +92,9 @@ void check_window_ranks(const onnx::GraphProto& graph, int default_opset) {
         if (rank_of(slot) >= 0 && rank_of(slot) != 2)
           fail(std::string("input ") + (slot == 0 ? "A" : "B") + " has rank " +
                std::to_string(rank_of(slot)) + "; Gemm multiplies matrices (rank 2)");
+    if (n.op_type() == "MaxUnpool" && rank_of(0) >= 0 && rank_of(1) >= 0 && rank_of(0) != rank_of(1))
+      fail("indices I have rank " + std::to_string(rank_of(1)) + " but X rank " + std::to_string(rank_of(0)) +
+           "; I indexes X's elements");
     auto op = window_ops().find(n.op_type());
     if (op == window_ops().end()) continue;
     const int x = rank_of(0), w = rank_of(op->second);
