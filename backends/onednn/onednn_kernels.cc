@@ -12,6 +12,7 @@
 
 #include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_fusion.h"
+#include "backends/onednn/onednn_rnn.h"
 #include "core/backend_api/conv_folding.h"
 #include "core/backend_api/transformer_fusion.h"
 
@@ -712,6 +713,7 @@ std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const C
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
       return compile_pool(graph, sub, head);
     if (op == "Softmax" || op == "LogSoftmax") return compile_softmax(graph, sub, head);
+    if (op == "LSTM") return compile_lstm(graph, sub, head);
     if (op == "BatchNormalization" || op == "LayerNormalization") return compile_norm(graph, sub, head);
     // A block (swish, GELU) may start with a Mul or Div: look at units, not the first node.
     std::vector<Unit> units = units_of(graph, sub, 0);
