@@ -12,6 +12,7 @@
 
 #include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_fusion.h"
+#include "backends/onednn/onednn_resize.h"
 #include "backends/onednn/onednn_rnn.h"
 #include "core/backend_api/conv_folding.h"
 #include "core/backend_api/transformer_fusion.h"
@@ -698,6 +699,13 @@ std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const C
   if (auto ln = layer_norm_of(graph, sub)) {  // its ReduceMean axes may be an int64 input
     try {
       return std::make_unique<LayerNormKernel>(graph, sub, *ln);
+    } catch (const dnnl::error& e) {
+      refuse(std::string("primitive creation failed: ") + e.what());
+    }
+  }
+  if (head.op_type == "Resize") {  // its sizes input is int64
+    try {
+      return compile_resize(graph, sub, head);
     } catch (const dnnl::error& e) {
       refuse(std::string("primitive creation failed: ") + e.what());
     }

@@ -6,6 +6,7 @@
 #include "backends/onednn/onednn_spec.h"
 
 #include "backends/onednn/onednn_kernels.h"
+#include "backends/onednn/onednn_resize.h"
 #include "backends/onednn/onednn_rnn.h"
 #include "core/backend_api/transformer_fusion.h"
 
@@ -158,6 +159,7 @@ const BackendSpec& onednn_backend() {
     s.patterns.push_back(op_any({"Relu", "LeakyRelu"}, {bn})->where(f32));
     s.patterns.push_back(op_any({"Softmax", "LogSoftmax"})->where(f32));
     s.patterns.push_back(op("LSTM")->where(f32)->where(onednn::lstm_supported));  // onednn_rnn.h
+    s.patterns.push_back(op("Resize")->where(onednn::resize_supported));          // sizes may be int64
     // LayerNormalization or the decomposed chain (opset < 17 exports), optionally after
     // a residual Add (run as a binary primitive first: layer norm takes no pre-op).
     s.patterns.push_back(layer_norm_pattern(true));
