@@ -13,7 +13,9 @@ namespace collage {
 // An element agrees when |got - want| <= atol + rtol * |want| + peak_rtol * max|want|,
 // the maximum over the finite elements of `want`. The peak term is there because a long
 // reduction's summation order shows far above a fixed atol (ResNet-50's 3x3x512 convs
-// differ by ~3e-4 between any two libraries). NaN never agrees.
+// differ by ~3e-4 between any two libraries). Non-finite values agree only with the same
+// value: +inf with +inf, -inf with -inf (PyTorch's masked_fill(-inf) masks), NaN with NaN;
+// any other pairing with a non-finite value is a mismatch, whatever the tolerance.
 struct Tolerance {
   double atol = 0;
   double rtol = 0;

@@ -498,6 +498,7 @@ const std::map<std::string, Factory>& factories() {
       {"encoder_5k", [](uint64_t s) { return encoder("encoder_5k", s, 8, 16, 2, 155, 50); }},
       {"vit_small", vit_small},
       {"gpt_block", gpt_block},
+      {"gpt_block_inf_mask", gpt_block_inf_mask},
       {"lstm_classifier", lstm_classifier},
       {"segmentation_head", segmentation_head},
       {"resnet_small_opset18",
@@ -548,6 +549,10 @@ const std::vector<SampleInfo>& sample_list() {
        "ViT-style encoder: 8x8 patch Conv, class token Concat, position Add, 2 pre-LN blocks, 3x64x64",
        false},
       {"gpt_block", "GPT-style decoder, 2 pre-LN blocks, causal mask via Trilu + Where, tanh-GELU, seq 32",
+       false},
+      {"gpt_block_inf_mask",
+       "gpt_block with the causal mask as masked_fill(float('-inf')) exports it: -inf scores, exact zeros after "
+       "Softmax",
        false},
       {"lstm_classifier", "LSTM text classifier: embedding, 1-layer LSTM (hidden 48), last hidden -> Gemm",
        false},

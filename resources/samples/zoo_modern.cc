@@ -27,9 +27,10 @@ std::string gelu_tanh(B& b, const std::string& x) {
 }
 
 // Pre-LN transformer block (ViT, GPT-2): x + attn(ln_1(x)), then + mlp(ln_2(x)). `masked`
-// (bool [seq, seq], true = hidden) is applied as masked_fill exports it: Where(mask, min, s).
+// (bool [seq, seq], true = hidden) is applied as masked_fill exports it: Where(mask, fill, s).
 std::string pre_ln_block(B& b, const std::string& x, int64_t seq, int64_t d, int64_t heads,
-                         const std::string& masked, bool tanh_gelu) {
+                         const std::string& masked, bool tanh_gelu,
+                         float fill = std::numeric_limits<float>::lowest()) {
   const int64_t dh = d / heads;
   std::string attended;
   {
@@ -50,7 +51,7 @@ std::string pre_ln_block(B& b, const std::string& x, int64_t seq, int64_t d, int
     std::string scores =
         b.op("Div", {b.op("MatMul", {q, k}), b.float_constant(std::sqrt(static_cast<float>(dh)))});
     if (!masked.empty())
-      scores = b.op("Where", {masked, b.float_constant(std::numeric_limits<float>::lowest()), scores});
+      scores = b.op("Where", {masked, b.float_constant(fill), scores});
     std::string ctx = b.op("MatMul", {b.op("Softmax", {scores}, {B::attr("axis", int64_t{-1})}), v});
     ctx = b.op("Transpose", {ctx}, {B::attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
     ctx = b.dynamic_reshape(ctx, {seq, d});
@@ -109,9 +110,11 @@ OnnxBuilder vit_small(uint64_t seed) {
   return b;
 }
 
-OnnxBuilder gpt_block(uint64_t seed) {
+namespace {
+
+OnnxBuilder gpt_decoder(const std::string& name, uint64_t seed, float mask_fill) {
   const int64_t d = 64, heads = 4, seq = 32, vocab = 100;
-  B b("gpt_block", 17, seed);
+  B b(name, 17, seed);
   std::string ids = b.input("input_ids", DType::Int64, {std::string("batch"), seq});
   std::string x = b.op("Gather", {b.random_normal("wte.weight", {vocab, d}, 0.02f), ids});
   x = b.op("Add", {x, b.random_normal("wpe.weight", {seq, d}, 0.01f)});
@@ -127,7 +130,7 @@ OnnxBuilder gpt_block(uint64_t seed) {
   }
   for (int l = 0; l < 2; ++l) {
     Scope s(b, "h." + std::to_string(l));
-    x = pre_ln_block(b, x, seq, d, heads, masked, true);
+    x = pre_ln_block(b, x, seq, d, heads, masked, true, mask_fill);
   }
   {
     Scope n(b, "ln_f");
@@ -137,6 +140,16 @@ OnnxBuilder gpt_block(uint64_t seed) {
   b.output(b.op("MatMul", {x, b.random_normal("lm_head.weight_t", {d, vocab}, 0.05f)}), "logits",
            {std::string("batch"), seq, vocab});
   return b;
+}
+
+}  // namespace
+
+OnnxBuilder gpt_block(uint64_t seed) {
+  return gpt_decoder("gpt_block", seed, std::numeric_limits<float>::lowest());
+}
+
+OnnxBuilder gpt_block_inf_mask(uint64_t seed) {
+  return gpt_decoder("gpt_block_inf_mask", seed, -std::numeric_limits<float>::infinity());
 }
 
 OnnxBuilder lstm_classifier(uint64_t seed) {

@@ -5,12 +5,28 @@
 # turns, A B B A, REPEAT runs each per turn, on the same inputs; each side's figure is the median of its
 # turn medians, so drift of the machine hits both alike. The artifact's outputs are checked against ORT's.
 # add_err is the additive error (measured - predicted) `tune` reports for the op-level placement.
-# usage: tests/bench/peer_bench.sh [SAMPLE ...]
+# usage: tests/bench/peer_bench.sh [SAMPLE | MODEL.onnx | modern ...]
+#   SAMPLE: a zoo model the C++ builder writes (collage-samples); MODEL.onnx: any model file;
+#   modern: the modern zoo, real PyTorch exports (tests/bench/export_modern_zoo.py, Debian's
+#   python3-torch/torchvision, written once into $build/bench-peer/modern/).
 # env: BUILD (build dir), REPEAT (default 30), BUDGET (default 60s), THREADS (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/bench/ort_setup.sh
-models=("$@")
+modern=(efficientnet_b0 mobilenet_v3_large regnet_y_800mf convnext_tiny densenet121 bert_base vit_b_16 gpt2_small)
+models=()
+for a in "$@"; do
+  if [ "$a" = modern ]; then
+    for m in "${modern[@]}"; do models+=("$bench/modern/$m.onnx"); done
+  else
+    models+=("$a")
+  fi
+done
+if printf '%s\n' "${models[@]}" | grep -q "^$bench/modern/"; then
+  /usr/bin/python3 -c "import torch, torchvision" 2> /dev/null ||
+    bash -c 'SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo; DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-torch python3-torchvision python3-onnx' > /dev/null
+  /usr/bin/python3 tests/bench/export_modern_zoo.py "$bench/modern" "${modern[@]}" >&2
+fi
 [ ${#models[@]} -gt 0 ] ||
   models=(resnet50 resnext50 mobilenet_v2 googlenet squeezenet bert_encoder dcgan_generator resnet3d
           vit_small gpt_block lstm_classifier segmentation_head resnet_small_opset18 resnet_small_fp16
@@ -23,8 +39,13 @@ printf "%-17s %10s %9s %8s %9s %8s %8s  %s\n" model collage_ms ort_ms speedup pl
   "turns (threads: $threads)"
 log_sum=0; n=0
 for m in "${models[@]}"; do
-  "$build/resources/collage-samples" "$bench" --only "$m" > /dev/null
-  model="$bench/$m.onnx" db="$bench/$m.costs.sqlite"
+  if [[ "$m" == *.onnx ]]; then
+    model="$m" m=$(basename "$m" .onnx)
+  else
+    "$build/resources/collage-samples" "$bench" --only "$m" > /dev/null
+    model="$bench/$m.onnx"
+  fi
+  db="$bench/$m.costs.sqlite"
   rm -f "$db" "$db-wal" "$db-shm"
   t0=$(date +%s.%N)
   out=$("$build/app/collage" tune "$model" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" -o "$bench/$m.json" 2>/dev/null)

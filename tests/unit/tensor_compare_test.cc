@@ -40,7 +40,7 @@ TEST(CompareTensors, AtolAndRtolBoundEachElement) {
   EXPECT_EQ(compare_tensors(got, want, Tolerance{0.011, 0.0048, 0}).first_mismatch, 1);
 }
 
-TEST(CompareTensors, NaNNeverAgreesAndMakesTheErrorInfinite) {
+TEST(CompareTensors, NaNAgreesOnlyWithANaNReference) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Tensor want = Tensor::from_vector<float>({3}, {1, 2, 3});
   TensorComparison c =
@@ -48,9 +48,36 @@ TEST(CompareTensors, NaNNeverAgreesAndMakesTheErrorInfinite) {
   EXPECT_FALSE(c.ok());
   EXPECT_EQ(c.first_mismatch, 1);
   EXPECT_TRUE(std::isinf(c.max_abs_error));
-  // A NaN in the reference does not agree with anything either, NaN included.
-  Tensor nan_want = Tensor::from_vector<float>({1}, {nan});
-  EXPECT_FALSE(compare_tensors(nan_want, nan_want, Tolerance{1, 1, 1}).ok());
+  // NaN where the reference is NaN is the same result.
+  Tensor nan_want = Tensor::from_vector<float>({2}, {nan, 1});
+  EXPECT_TRUE(compare_tensors(nan_want, nan_want.clone(), kKernelTolerance).ok());
+  // A number where the reference is NaN is not, whatever the tolerance.
+  TensorComparison n =
+      compare_tensors(Tensor::from_vector<float>({2}, {0, 1}), nan_want, Tolerance{1e9, 1e9, 1e9});
+  EXPECT_FALSE(n.ok());
+  EXPECT_EQ(n.first_mismatch, 0);
+}
+
+TEST(CompareTensors, EqualInfinitiesAgreeAndAnyOtherNonFinitePairDoesNot) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // A causal attention mask written by masked_fill(-inf): equal infinities are no error at all.
+  Tensor want = Tensor::from_vector<float>({4}, {0.5f, -inf, -inf, inf});
+  TensorComparison same = compare_tensors(want.clone(), want, kKernelTolerance);
+  EXPECT_TRUE(same.ok());
+  EXPECT_EQ(same.max_abs_error, 0);
+  const Tolerance huge{1e30, 1e30, 1e30};
+  // Each of these differs from `want` in element 1 only; none may agree, however loose the tolerance.
+  for (float bad : {inf, nan, -3.4e38f, 0.0f}) {
+    Tensor got = Tensor::from_vector<float>({4}, {0.5f, bad, -inf, inf});
+    TensorComparison c = compare_tensors(got, want, huge);
+    EXPECT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.mismatches, 1u) << bad;
+    EXPECT_EQ(c.first_mismatch, 1) << bad;
+  }
+  // A finite reference is not matched by an infinity either.
+  Tensor finite = Tensor::from_vector<float>({1}, {1});
+  EXPECT_FALSE(compare_tensors(Tensor::from_vector<float>({1}, {inf}), finite, huge).ok());
 }
 
 TEST(CompareTensors, ShapeMismatchComparesNothing) {
@@ -78,11 +105,16 @@ TEST(CompareTensors, PeakTermScalesTheAbsolutePartWithTheLargestReferenceValue) 
   Tensor got = Tensor::from_vector<float>({2}, {1000, 0.5f});
   EXPECT_FALSE(compare_tensors(got, want, Tolerance{1e-4, 1e-3, 0}).ok());
   EXPECT_TRUE(compare_tensors(got, want, kKernelTolerance).ok());  // 1e-4 + 1e-3 * 1000 >= 0.5
-  // Infinite reference values do not blow the peak up.
-  Tensor with_inf = Tensor::from_vector<float>({3}, {1000, 0, std::numeric_limits<float>::infinity()});
-  Tensor got_inf = Tensor::from_vector<float>({3}, {1000, 0.5f, std::numeric_limits<float>::infinity()});
-  EXPECT_EQ(compare_tensors(got_inf, with_inf, kKernelTolerance).mismatches, 1u);  // inf - inf is NaN
-  EXPECT_EQ(compare_tensors(got_inf, with_inf, kKernelTolerance).first_mismatch, 2);
+  // Infinite reference values do not blow the peak up: the peak stays 1000, so 0.5 off at 0
+  // agrees, 2 off does not (an infinite peak would let both through); the equal infinities agree.
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor with_inf = Tensor::from_vector<float>({3}, {1000, 0, inf});
+  EXPECT_TRUE(
+      compare_tensors(Tensor::from_vector<float>({3}, {1000, 0.5f, inf}), with_inf, kKernelTolerance).ok());
+  TensorComparison c =
+      compare_tensors(Tensor::from_vector<float>({3}, {1000, 2.0f, inf}), with_inf, kKernelTolerance);
+  EXPECT_EQ(c.mismatches, 1u);
+  EXPECT_EQ(c.first_mismatch, 1);
 }
 
 }  // namespace
