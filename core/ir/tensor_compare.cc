@@ -35,8 +35,7 @@ TensorComparison compare_tensors(const Tensor& got, const Tensor& want, const To
     double err = std::fabs(a[i] - b[i]);
     r.max_abs_error =
         std::max(r.max_abs_error, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-    if (std::isfinite(a[i]) && std::isfinite(b[i]) &&
-        err <= tensor_atol + tolerance.rtol * std::fabs(b[i]))
+    if (std::isfinite(a[i]) && std::isfinite(b[i]) && err <= tensor_atol + tolerance.rtol * std::fabs(b[i]))
       continue;
     if (r.mismatches++ == 0) {
       r.first_mismatch = static_cast<int64_t>(i);

@@ -551,7 +551,8 @@ const std::vector<SampleInfo>& sample_list() {
       {"gpt_block", "GPT-style decoder, 2 pre-LN blocks, causal mask via Trilu + Where, tanh-GELU, seq 32",
        false},
       {"gpt_block_inf_mask",
-       "gpt_block with the causal mask as masked_fill(float('-inf')) exports it: -inf scores, exact zeros after "
+       "gpt_block with the causal mask as masked_fill(float('-inf')) exports it: -inf scores, exact zeros "
+       "after "
        "Softmax",
        false},
       {"lstm_classifier", "LSTM text classifier: embedding, 1-layer LSTM (hidden 48), last hidden -> Gemm",

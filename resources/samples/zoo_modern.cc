@@ -50,8 +50,7 @@ std::string pre_ln_block(B& b, const std::string& x, int64_t seq, int64_t d, int
     std::string q = heads_of("q_proj", false), k = heads_of("k_proj", true), v = heads_of("v_proj", false);
     std::string scores =
         b.op("Div", {b.op("MatMul", {q, k}), b.float_constant(std::sqrt(static_cast<float>(dh)))});
-    if (!masked.empty())
-      scores = b.op("Where", {masked, b.float_constant(fill), scores});
+    if (!masked.empty()) scores = b.op("Where", {masked, b.float_constant(fill), scores});
     std::string ctx = b.op("MatMul", {b.op("Softmax", {scores}, {B::attr("axis", int64_t{-1})}), v});
     ctx = b.op("Transpose", {ctx}, {B::attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
     ctx = b.dynamic_reshape(ctx, {seq, d});

@@ -11,10 +11,10 @@
 
 namespace collage::samples {
 
-OnnxBuilder vit_small(uint64_t seed);          // patch Conv, class token Concat, position Add, pre-LN blocks
-OnnxBuilder gpt_block(uint64_t seed);          // causal mask via Trilu + Where, tanh-GELU, pre-LN
+OnnxBuilder vit_small(uint64_t seed);           // patch Conv, class token Concat, position Add, pre-LN blocks
+OnnxBuilder gpt_block(uint64_t seed);           // causal mask via Trilu + Where, tanh-GELU, pre-LN
 OnnxBuilder gpt_block_inf_mask(uint64_t seed);  // the same with masked_fill(float('-inf')): Where(m, -inf, s)
-OnnxBuilder lstm_classifier(uint64_t seed);    // Gather embedding -> LSTM -> last hidden -> Gemm
+OnnxBuilder lstm_classifier(uint64_t seed);     // Gather embedding -> LSTM -> last hidden -> Gemm
 OnnxBuilder segmentation_head(uint64_t seed);  // conv encoder, 1x1 classifier, Resize up, ArgMax over classes
 
 }  // namespace collage::samples
