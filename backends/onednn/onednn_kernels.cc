@@ -190,6 +190,12 @@ Tensor conv_weights(const Tensor& w, int64_t group, bool transposed, Shape& dims
   return wt;
 }
 
+bool winograd_pays(const Shape& w, const Shape& y, const ConvGeometry& geo) {
+  if (w.size() != 4 || y.size() != 4 || w[2] != 3 || w[3] != 3) return false;
+  if (geo.strides != memory::dims{1, 1} || geo.dilates != memory::dims{0, 0}) return false;
+  return y[2] * y[3] >= 100 || w[0] >= 32;
+}
+
 ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const Shape& y, bool transposed) {
   size_t s = x.size() - 2;
   ConvGeometry g;
@@ -396,10 +402,13 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   std::optional<memory::desc> bias_md;
   if (folded_bias) bias_md = plain(folded_bias->shape());
   memory::desc w_any(dims_of(ws), dt::f32, tag::any);
+  bool winograd = !transposed && group == 1 && winograd_pays(w.shape(), ys, geo);
   auto build = [&](auto prim, const PostOps& post, const memory::desc& src, const memory::desc& dst) {
     using Prim = decltype(prim);
     using P = dnnl::prop_kind;
-    auto alg = transposed ? dnnl::algorithm::deconvolution_direct : dnnl::algorithm::convolution_direct;
+    auto alg = transposed ? dnnl::algorithm::deconvolution_direct
+               : winograd ? dnnl::algorithm::convolution_winograd
+                          : dnnl::algorithm::convolution_direct;
     auto d = bias_md ? typename Prim::desc(P::forward_inference, alg, src, w_any, *bias_md, dst, geo.strides,
                                            geo.dilates, geo.pad_l, geo.pad_r)
                      : typename Prim::desc(P::forward_inference, alg, src, w_any, dst, geo.strides,
@@ -408,7 +417,16 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   };
   auto make = [&](auto prim) -> std::unique_ptr<Kernel> {
     PostOps post = post_ops_after(g, sub, first_post);
-    auto pd = build(prim, post, any(xs), any(out));
+    auto first = [&] {
+      try {
+        return build(prim, post, any(xs), any(out));
+      } catch (const dnnl::error&) {
+        if (!winograd) throw;
+        winograd = false;  // no Winograd kernel for this ISA or these post-ops
+        return build(prim, post, any(xs), any(out));
+      }
+    };
+    auto pd = first();
     if (post.full_operand) {
       // A full-shape operand in plain layout drives oneDNN 2.6 to its slow gemm
       // convolution (~9x): read it in the layout the convolution picks on its own.
@@ -736,6 +754,8 @@ std::string library_version() {
   const dnnl_version_t* v = dnnl_version();
   return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
+
+std::string backend_version() { return library_version() + "+r2"; }
 
 // OpenMP's thread count is per calling thread: callers set it on the thread that runs kernels.
 void set_threads(int threads) { omp_set_num_threads(threads); }

@@ -14,6 +14,11 @@ namespace collage::onednn {
 
 std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const CompileOptions& options);
 std::string library_version();
+// What both oneDNN backends report as their version (the cost key and the placement's
+// backend_versions): the library's, plus a revision of our use of it, raised whenever a
+// kernel of ours computes differently so that a cost DB's older costs are not reused.
+// r2: 3x3 convolutions as Winograd (winograd_pays).
+std::string backend_version();
 void set_threads(int threads);
 
 // Shared by the spec's predicates and the kernels, so claims match what compiles.

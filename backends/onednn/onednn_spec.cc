@@ -133,7 +133,7 @@ const BackendSpec& onednn_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "onednn";
-    s.version = onednn::library_version();
+    s.version = onednn::backend_version();
     auto f32 = all_float32();
     auto add = [&](const Chain& c) { s.patterns.push_back(c(any_node)); };
     PatternPtr conv = op("Conv")->where(f32)->where(conv_ok);

@@ -243,6 +243,7 @@ class RegionKernel : public Kernel {
   // ---- nodes ------------------------------------------------------------------------
   void add_node(const Node& n) {
     const std::string& op = n.op_type;
+    if (add_block_from(n)) return;
     if (op == "Conv" || op == "ConvTranspose") return add_conv(n);
     if (op == "BatchNormalization") return add_batch_norm(n);
     if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
@@ -266,18 +267,88 @@ class RegionKernel : public Kernel {
     return &g_.node(c);
   }
 
+  // A multi-node eltwise block reading `x` (SiLU as x*Sigmoid(x), the tanh GELU): every reader
+  // of x is one of its nodes and every inner value is read only inside it, all of them in the
+  // region and not yet fused. Found from its root, at most kBlockDepth readers away from x;
+  // the root is the last of the returned nodes.
+  std::optional<onednn::Block> block_after(ValueId x) const {
+    constexpr int kBlockDepth = 8;
+    const Value& val = g_.value(x);
+    if (val.consumers.size() < 2) return std::nullopt;
+    auto available = [&](NodeId m) {
+      return sub_.nodes.contains(static_cast<size_t>(m)) && !fused_.count(m);
+    };
+    std::vector<NodeId> frontier, reached;
+    for (NodeId c : val.consumers) {
+      if (!available(c)) return std::nullopt;
+      frontier.push_back(c);
+    }
+    for (int depth = 0; depth < kBlockDepth && !frontier.empty(); ++depth) {
+      std::vector<NodeId> next;
+      for (NodeId m : frontier) {
+        if (std::find(reached.begin(), reached.end(), m) != reached.end()) continue;
+        reached.push_back(m);
+        for (ValueId o : g_.node(m).outputs)
+          if (o != kNoValue)
+            for (NodeId c : g_.value(o).consumers)
+              if (available(c)) next.push_back(c);
+      }
+      frontier = std::move(next);
+    }
+    std::optional<onednn::Block> best;
+    for (NodeId root : reached) {
+      std::optional<onednn::Block> b = onednn::block_at(g_, root);
+      if (!b || b->x != x || (best && best->nodes.size() >= b->nodes.size())) continue;
+      std::set<NodeId> in(b->nodes.begin(), b->nodes.end());
+      bool closed =
+          std::all_of(val.consumers.begin(), val.consumers.end(), [&](NodeId c) { return in.count(c); });
+      for (NodeId m : b->nodes) {
+        closed = closed && available(m);
+        if (m == root) continue;
+        const Value& inner = g_.value(g_.node(m).outputs[0]);
+        closed = closed && !inner.is_graph_output &&
+                 std::all_of(inner.consumers.begin(), inner.consumers.end(),
+                             [&](NodeId c) { return in.count(c); });
+      }
+      if (!closed) continue;
+      b->nodes.erase(std::find(b->nodes.begin(), b->nodes.end(), root));
+      b->nodes.push_back(root);  // the root last: its output is the block's
+      best = std::move(b);
+    }
+    return best;
+  }
+
   // Post-ops for the chain after a head producing `current` of shape `shape`: eltwise
-  // ops and binary ops whose other operand is already computed (or constant), as long
-  // as every intermediate has one reader. Fills `tail` with the fused nodes.
+  // ops, eltwise blocks (block_after) and binary ops whose other operand is already
+  // computed (or constant), as long as every intermediate is read only by the chain.
+  struct FusedStep {
+    const Node* node;                      // the op, or a block's root
+    std::optional<onednn::Eltwise> block;  // set for a block: one eltwise post-op for its nodes
+  };
   struct Fusion {
-    std::vector<const Node*> nodes;
+    std::vector<const Node*> nodes;  // every fused node, a block's inner ones included
     ValueId out;
+    std::vector<FusedStep> steps;
+    bool has_binary() const {
+      return std::any_of(steps.begin(), steps.end(),
+                         [](const FusedStep& s) { return !s.block && onednn::binary_op(s.node->op_type); });
+    }
   };
   Fusion chain_after(ValueId current) {
-    Fusion f{{}, current};
+    Fusion f{{}, current, {}};
     const Shape& shape = g_.value(current).shape;
-    while (const Node* next = sole_reader(f.out)) {
-      if (g_.value(next->outputs[0]).shape != shape) break;
+    for (;;) {
+      if (g_.value(f.out).is_graph_output) break;
+      if (std::optional<onednn::Block> b = block_after(f.out)) {
+        const Node& root = g_.node(b->nodes.back());
+        if (g_.value(root.outputs[0]).shape != shape) break;
+        for (NodeId m : b->nodes) f.nodes.push_back(&g_.node(m));
+        f.steps.push_back({&root, b->e});
+        f.out = root.outputs[0];
+        continue;
+      }
+      const Node* next = sole_reader(f.out);
+      if (!next || g_.value(next->outputs[0]).shape != shape) break;
       if (onednn::binary_op(next->op_type)) {
         if (!binary_broadcastable(g_, *next)) break;
         ValueId other = next->inputs[0] == f.out ? next->inputs[1] : next->inputs[0];
@@ -290,6 +361,7 @@ class RegionKernel : public Kernel {
         break;
       }
       f.nodes.push_back(next);
+      f.steps.push_back({next, std::nullopt});
       f.out = next->outputs[0];
     }
     return f;
@@ -301,8 +373,11 @@ class RegionKernel : public Kernel {
     dnnl::post_ops ops;
     ValueId current = head_out;
     const Shape& shape = g_.value(head_out).shape;
-    for (const Node* n : f.nodes) {
-      if (!onednn::binary_op(n->op_type)) {
+    for (const FusedStep& step : f.steps) {
+      const Node* n = step.node;
+      if (step.block) {
+        ops.append_eltwise(1.0f, step.block->alg, step.block->alpha, step.block->beta);
+      } else if (!onednn::binary_op(n->op_type)) {
         std::vector<onednn::Eltwise> stages = onednn::eltwise_of(g_, *n).value();
         for (const onednn::Eltwise& e : stages) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
       } else {
@@ -363,14 +438,8 @@ class RegionKernel : public Kernel {
     std::optional<memory::desc> bias_md;
     if (bias) bias_md = plain(bias->shape());
     memory::desc w_any(dims_of(ws), dt::f32, tag::any);
-    // Winograd F(2,3) where it measured faster than direct convolution, per layer, on the
-    // zoo's CNNs (1 thread, AVX-512: 1.1-1.7x from 27x27 up with 64+ output channels, and
-    // at 13x13-14x14 with 112+ in / 224+ out; slower at 7x7 or with few channels). A fixed
-    // rule rather than a measurement, so a placement compiles the same way every time.
-    bool winograd =
-        !std::is_same_v<Prim, dnnl::deconvolution_forward> && ws.size() == 4 && ws[2] == 3 && ws[3] == 3 &&
-        geo.strides == memory::dims{1, 1} && geo.dilates == memory::dims{0, 0} &&
-        ((ys[2] * ys[3] >= 700 && ws[0] >= 64) || (ys[2] * ys[3] >= 169 && ws[1] >= 112 && ws[0] >= 224));
+    bool winograd = !std::is_same_v<Prim, dnnl::deconvolution_forward> && n.attr_int("group", 1) == 1 &&
+                    onednn::winograd_pays(ws, ys, geo);
     auto build = [&](const memory::desc& src, const memory::desc& dst, const dnnl::post_ops& ops) {
       using P = dnnl::prop_kind;
       auto alg = std::is_same_v<Prim, dnnl::deconvolution_forward> ? dnnl::algorithm::deconvolution_direct
@@ -420,13 +489,11 @@ class RegionKernel : public Kernel {
         ops = fused_ops;
         mark_fused(f);
       } catch (const dnnl::error&) {
-        f = Fusion{{}, head_out};
+        f = Fusion{{}, head_out, {}};
       }
     }
     std::optional<memory> dst;
-    bool binary_post_op = std::any_of(f.nodes.begin(), f.nodes.end(),
-                                      [](const Node* u) { return onednn::binary_op(u->op_type); });
-    if (auto slot = binary_post_op ? std::nullopt : concat_slot(f.out, pd.dst_desc())) {
+    if (auto slot = f.has_binary() ? std::nullopt : concat_slot(f.out, pd.dst_desc())) {
       try {
         auto in_place = build(pd.src_desc(), slot->second, ops);
         if (fast_impl(in_place.impl_info_str())) {
@@ -541,7 +608,7 @@ class RegionKernel : public Kernel {
         args = std::move(post_args);
         mark_fused(f);
       } catch (const dnnl::error&) {
-        f = Fusion{{}, n.outputs[0]};
+        f = Fusion{{}, n.outputs[0], {}};
       }
     }
     emit(pd, n.inputs[0], f.out, std::move(args));
@@ -557,6 +624,23 @@ class RegionKernel : public Kernel {
                                   stages[0].beta);
     dnnl::eltwise_forward::primitive_desc pd(d, attr_with(ops), cpu());
     emit(pd, n.inputs[0], n.outputs[0]);
+  }
+
+  // A block (block_after) not fused into its producer, run as one eltwise primitive when
+  // `n` is its first node: SiLU's Sigmoid and Mul as one swish pass over the tensor.
+  bool add_block_from(const Node& n) {
+    if (n.inputs.empty() || n.inputs[0] == kNoValue) return false;
+    std::optional<onednn::Block> b = block_after(n.inputs[0]);
+    if (!b ||
+        std::find(b->nodes.begin(), b->nodes.end(), static_cast<NodeId>(&n - &g_.nodes[0])) == b->nodes.end())
+      return false;
+    const Node& root = g_.node(b->nodes.back());
+    dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, b->e.alg, layout_of(b->x), b->e.alpha,
+                                  b->e.beta);
+    dnnl::eltwise_forward::primitive_desc pd(d, attr_with({}), cpu());
+    for (NodeId m : b->nodes) fused_.insert(m);
+    emit(pd, b->x, root.outputs[0]);
+    return true;
   }
 
   void add_binary(const Node& n) {
@@ -692,7 +776,7 @@ class RegionKernel : public Kernel {
         args = std::move(post_args);
         mark_fused(f);
       } catch (const dnnl::error&) {
-        f = Fusion{{}, n.outputs[0]};
+        f = Fusion{{}, n.outputs[0], {}};
       }
     }
     args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
@@ -754,7 +838,7 @@ const BackendSpec& onednn_region_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "onednn-region";
-    s.version = onednn::library_version();
+    s.version = onednn::backend_version();
     s.kind = BackendKind::GraphLevel;
     s.supports_node = &supported;
     // Single-op candidates (and Conv+BN) feed the op-level search, as in Collage;

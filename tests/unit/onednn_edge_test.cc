@@ -7,7 +7,9 @@
 
 #include "backend_check.h"
 #include "backend_test_models.h"
+#include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_spec.h"
+#include "core/ir/tensor_compare.h"
 
 namespace collage {
 namespace {
@@ -511,6 +513,50 @@ TEST(OnednnEdgeCases, BlockedResidual) {
   m.node("Add", {"r", "t"}, {"y"});
   m.output("y");
   EXPECT_EQ(check(import_model(m), "deconv residual").count("ConvTranspose+Add"), 1u);
+}
+
+// 3x3 stride-1 layers run as Winograd (DenseNet's 128 -> 32 at 28x28, a 64 -> 64 residual
+// layer); the rule's exclusions (stride 2, 7x7 with 16 outputs) run direct. All agree with
+// the native reference under the tuner's own rule, post-ops included.
+TEST(OnednnEdgeCases, WinogradLayersMatchTheReference) {
+  struct Case {
+    int64_t cin, cout, hw, stride;
+    bool residual, winograd;
+  };
+  for (const Case& k : {Case{128, 32, 28, 1, false, true}, Case{64, 64, 14, 1, true, true},
+                        Case{32, 16, 7, 1, false, false}, Case{32, 32, 14, 2, true, false}}) {
+    M m(17);
+    int64_t out_hw = k.hw / k.stride;
+    m.input("x", {1, k.cin, k.hw, k.hw});
+    m.input("r", {1, k.cout, out_hw, out_hw});
+    m.initializer("w", random_tensor_f32({k.cout, k.cin, 3, 3}, 37, 0.1f));
+    m.initializer("b", random_tensor_f32({k.cout}, 38));
+    auto& c = m.node("Conv", {"x", "w", "b"}, {"c"});
+    M::attr_ints(c, "pads", {1, 1, 1, 1});
+    M::attr_ints(c, "strides", {k.stride, k.stride});
+    std::string pre = "c";
+    if (k.residual) {
+      m.node("Add", {"c", "r"}, {"a"});
+      pre = "a";
+    }
+    m.node("Relu", {pre}, {"y"});
+    m.output("y");
+    Graph g = import_model(m);
+    std::string what = std::to_string(k.cin) + "->" + std::to_string(k.cout) + " at " + std::to_string(k.hw);
+    const Node& conv = g.nodes[0];
+    onednn::ConvGeometry geo =
+        onednn::conv_geometry(conv, g.value(conv.inputs[0]).shape, g.value(conv.inputs[1]).shape,
+                              g.value(conv.outputs[0]).shape, false);
+    EXPECT_EQ(onednn::winograd_pays(g.value(conv.inputs[1]).shape, g.value(conv.outputs[0]).shape, geo),
+              k.winograd)
+        << what;
+    auto values = reference_values(g);
+    for (const Candidate& cand : enumerate_candidates(g, {&spec()})) {
+      CandidateCheck r =
+          check_candidate(g, spec(), cand.nodes, values, kKernelTolerance.rtol, kKernelTolerance.atol);
+      EXPECT_TRUE(r.supported && r.mismatch.empty()) << what << " " << cand.label << ": " << r.mismatch;
+    }
+  }
 }
 
 // A kernel must give the same answer when run concurrently from several threads.

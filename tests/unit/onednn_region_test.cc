@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "backend_check.h"
+#include "backend_test_models.h"
 #include "core/ir/tensor_compare.h"
 #include "sample_graph.h"
 
@@ -73,6 +74,71 @@ TEST(OnednnRegion, RegionsCutAnywhereMatchTheNativeReference) {
       ++checked;
     }
     EXPECT_GE(checked, 8) << name;
+  }
+}
+
+// EfficientNet's MBConv with SE as PyTorch exports it: SiLU is Sigmoid + Mul, so the
+// convolution's output has two readers. The region runs each SiLU as one swish (a post-op
+// of the convolution, or one eltwise pass where it follows a Concat); a SiLU whose input
+// is also read elsewhere (the residual Add here) is left as its two nodes. Every node's
+// value must still agree with the native reference under the tuner's rule.
+TEST(OnednnRegion, SiluBlocksMatchTheNativeReference) {
+  using M = testing::OnnxTestModel;
+  using testing::random_tensor_f32;
+  M m(17);
+  m.input("x", {1, 16, 12, 12});
+  m.input("r", {1, 16, 12, 12});
+  auto silu = [&](const std::string& in, const std::string& out) {
+    m.node("Sigmoid", {in}, {out + "_sig"});
+    m.node("Mul", {in, out + "_sig"}, {out});
+  };
+  m.initializer("w1", random_tensor_f32({32, 16, 1, 1}, 1, 0.3f));
+  m.node("Conv", {"x", "w1"}, {"e"});
+  silu("e", "e_act");  // 1x1 expand + SiLU: a swish post-op
+  m.initializer("wd", random_tensor_f32({32, 1, 3, 3}, 2, 0.3f));
+  auto& dw = m.node("Conv", {"e_act", "wd"}, {"d"});
+  M::attr_int(dw, "group", 32);
+  M::attr_ints(dw, "pads", {1, 1, 1, 1});
+  silu("d", "d_act");  // depthwise + SiLU
+  m.node("GlobalAveragePool", {"d_act"}, {"p"});
+  m.initializer("ws1", random_tensor_f32({8, 32, 1, 1}, 3, 0.3f));
+  m.node("Conv", {"p", "ws1"}, {"s1"});
+  silu("s1", "s1_act");
+  m.initializer("ws2", random_tensor_f32({32, 8, 1, 1}, 4, 0.3f));
+  m.node("Conv", {"s1_act", "ws2"}, {"s2"});
+  m.node("Sigmoid", {"s2"}, {"scale"});
+  m.node("Mul", {"d_act", "scale"}, {"se"});
+  m.initializer("wp", random_tensor_f32({16, 32, 1, 1}, 5, 0.3f));
+  m.node("Conv", {"se", "wp"}, {"proj"});
+  silu("proj", "proj_act");  // proj is also read by the Add below: not a closed block
+  m.node("Add", {"proj", "proj_act"}, {"sum"});
+  auto& cat = m.node("Concat", {"sum", "r"}, {"cat"});
+  M::attr_int(cat, "axis", 1);
+  silu("cat", "y");  // after a Concat: one standalone swish
+  m.output("y");
+  Graph g = testing::import_model(m);
+  const BackendSpec& spec = onednn_region_backend();
+  IndexSet all(g.nodes.size());
+  for (const Node& n : g.nodes) {
+    ASSERT_TRUE(spec.supports_node(g, n)) << n.describe();
+    all.add(static_cast<size_t>(&n - &g.nodes[0]));
+  }
+  auto values = testing::reference_values(g);
+  SubGraph sub = make_subgraph(g, all);
+  std::unique_ptr<Kernel> kernel = spec.compile(g, sub, CompileOptions{});
+  std::vector<const Tensor*> args;
+  for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+  HeapAllocator alloc;
+  std::vector<Tensor> outs = kernel->run(args, alloc);
+  ASSERT_EQ(outs.size(), 1u);
+  expect_close(outs[0], values[static_cast<size_t>(sub.outputs[0])], "MBConv region");
+  // Cut after each SiLU's Sigmoid: the block is incomplete there and runs as plain nodes.
+  for (size_t cut = 1; cut < g.nodes.size(); ++cut) {
+    if (g.nodes[cut - 1].op_type != "Sigmoid") continue;
+    IndexSet head(g.nodes.size());
+    for (size_t i = 0; i < cut; ++i) head.add(i);
+    testing::CandidateCheck c = testing::check_candidate(g, spec, head, values, kKernelTolerance.rtol, 1e-4);
+    EXPECT_TRUE(c.supported && c.mismatch.empty()) << "cut at " << cut << ": " << c.mismatch;
   }
 }
 
