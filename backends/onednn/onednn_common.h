@@ -39,7 +39,7 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
 // Whether a forward convolution with OIHW weights `w` (group 1) and output `y` runs as
 // Winograd (oneDNN's jit_wino_4x3 / jit_fp32_wino_2x3 on AVX-512) rather than direct. Every
 // 3x3, stride 1, undilated layer on this machine's grid (hw 7-112, 16-512 channels in and out,
-// 1 thread; tests/bench/README "Winograd") ran 1.1-3.4x faster as Winograd except at 7x7 with
+// 1 thread; tests/bench/winograd_grid.cc) ran 1.1-3.4x faster as Winograd except at 7x7 with
 // 16 output channels (0.9x). One fixed rule, not a measurement, so a placement compiles the
 // same way every time; both oneDNN backends use it and fall back to direct where oneDNN has
 // no Winograd kernel (other ISAs).

@@ -52,6 +52,23 @@ bool binary_broadcastable(const Graph& g, const Node& n) {
   return true;
 }
 
+// Whether `n` is an inner node of a multi-node eltwise block (onednn::block_at) whose root is
+// at most three readers further on.
+bool inside_eltwise_block(const Graph& g, const Node& n) {
+  NodeId id = static_cast<NodeId>(&n - &g.nodes[0]);
+  std::vector<NodeId> frontier = {id};
+  for (int depth = 0; depth < 4 && !frontier.empty(); ++depth) {
+    std::vector<NodeId> next;
+    for (NodeId m : frontier) {
+      if (auto b = onednn::block_at(g, m); b && std::count(b->nodes.begin(), b->nodes.end(), id)) return true;
+      for (ValueId o : g.node(m).outputs)
+        if (o != kNoValue) next.insert(next.end(), g.value(o).consumers.begin(), g.value(o).consumers.end());
+    }
+    frontier = std::move(next);
+  }
+  return false;
+}
+
 // What a region may hold: float32 tensors of rank 1-5; weights constant.
 bool supported(const Graph& g, const Node& n) {
   if (!n.domain.empty() || n.inputs.empty() || n.inputs[0] == kNoValue || n.outputs.empty() ||
@@ -60,6 +77,8 @@ bool supported(const Graph& g, const Node& n) {
   for (ValueId v : n.inputs)
     if (v != kNoValue && g.value(v).dtype != DType::Float32) return false;
   if (g.value(n.outputs[0]).dtype != DType::Float32) return false;
+  // Either operand may be the constant one (torchvision's `layer_scale * x`): add_binary swaps.
+  if (onednn::binary_op(n.op_type)) return binary_broadcastable(g, n);
   if (is_const(g, n.inputs[0]) && n.op_type != "Concat") return false;
   size_t r = rank_of(g, n.inputs[0]);
   if (r < 1 || r > 5 || rank_of(g, n.outputs[0]) < 1) return false;
@@ -76,7 +95,6 @@ bool supported(const Graph& g, const Node& n) {
   }
   if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
     return r >= 3 && n.attr_int("storage_order", 0) == 0 && onednn::pool_supported(g, n);
-  if (onednn::binary_op(op)) return binary_broadcastable(g, n);
   if (op == "Concat") {
     for (ValueId v : n.inputs)
       if (v == kNoValue || is_const(g, v) || rank_of(g, v) != r) return false;
@@ -84,6 +102,11 @@ bool supported(const Graph& g, const Node& n) {
   }
   if (op == "Flatten") return true;
   if (op == "Reshape") return is_const(g, n.inputs.at(1));
+  // A view of the same memory with its axes permuted (a channels-last Permute costs nothing
+  // when the producer wrote that layout).
+  if (op == "Transpose") return true;
+  // Only as part of the erf GELU, which runs as one eltwise (block_after).
+  if (op == "Erf") return inside_eltwise_block(g, n);
   // Fully connected: activations [.., K] times constant [K, N] (MatMul) or Gemm with constant B and C.
   if (op == "MatMul") return r >= 2 && is_const(g, n.inputs.at(1)) && rank_of(g, n.inputs[1]) == 2;
   if (op == "Gemm") {
@@ -251,6 +274,7 @@ class RegionKernel : public Kernel {
     if (onednn::binary_op(op)) return add_binary(n);
     if (op == "Concat") return add_concat(n);
     if (op == "Flatten" || op == "Reshape") return add_reshape(n);
+    if (op == "Transpose") return add_transpose(n);
     if (op == "MatMul" || op == "Gemm") return add_fully_connected(n);
     if (op == "Softmax" || op == "LogSoftmax") return add_softmax(n);
     if (op == "LayerNormalization") return add_layer_norm(n);
@@ -368,8 +392,10 @@ class RegionKernel : public Kernel {
   }
 
   // Appends the fused chain's post-ops; binary operands of the full shape are read in `full_layout`.
+  // `matrix`: the primitive computes the output viewed as [rows, last axis]
+  // (row_broadcast_only holds), so broadcast operands are read as [1, last axis].
   dnnl::post_ops post_ops_for(const Fusion& f, ValueId head_out, const memory::desc& full_layout,
-                              std::unordered_map<int, memory>& args) {
+                              std::unordered_map<int, memory>& args, bool matrix = false) {
     dnnl::post_ops ops;
     ValueId current = head_out;
     const Shape& shape = g_.value(head_out).shape;
@@ -384,7 +410,8 @@ class RegionKernel : public Kernel {
         ValueId other = n->inputs[0] == current ? n->inputs[1] : n->inputs[0];
         Shape os(shape.size() - std::min(shape.size(), g_.value(other).shape.size()), 1);
         os.insert(os.end(), g_.value(other).shape.begin(), g_.value(other).shape.end());
-        bool full = os == shape;
+        if (matrix) os = {1, os.back()};
+        bool full = !matrix && os == shape;
         memory::desc md = full ? full_layout : plain(os);
         int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) | DNNL_ARG_SRC_1;
         ops.append_binary(*onednn::binary_of(n->op_type), md);
@@ -475,6 +502,19 @@ class RegionKernel : public Kernel {
             !fast_impl(pd.impl_info_str()))
           pd = forced;
       } catch (const dnnl::error&) {
+      }
+    }
+    // Read by a channels-last Permute (ConvNeXt's depthwise conv): written as nhwc, the
+    // Permute is a plain view and the LayerNorm and Linear after it read it as they are.
+    if (const Node* t = sole_reader(head_out); t && t->op_type == "Transpose" && ys.size() == 4 &&
+                                               t->attr_ints("perm") == std::vector<int64_t>{0, 2, 3, 1}) {
+      memory::desc nhwc(dims_of(ys), dt::f32, tag::acdb);
+      if (pd.dst_desc() != nhwc) {
+        try {
+          auto channels_last = build(pd.src_desc(), nhwc, {});
+          if (fast_impl(channels_last.impl_info_str())) pd = channels_last;
+        } catch (const dnnl::error&) {
+        }
       }
     }
     Fusion f = chain_after(head_out);
@@ -732,19 +772,69 @@ class RegionKernel : public Kernel {
     define(n.outputs[0], alias(m, plain(g_.value(n.outputs[0]).shape)));
   }
 
+  // Transpose: the input's memory seen with its axes permuted (oneDNN's permute_axes keeps
+  // the physical layout), so nothing runs unless a reader needs another layout.
+  void add_transpose(const Node& n) {
+    const Shape& xs = g_.value(n.inputs[0]).shape;
+    std::vector<int64_t> perm = n.attr_ints("perm", {});
+    if (perm.empty())
+      for (size_t i = xs.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+    if (perm.size() != xs.size()) refuse(n.describe() + ": perm does not match the input's rank");
+    std::vector<int> inverse(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inverse.at(static_cast<size_t>(perm[i])) = static_cast<int>(i);
+    memory m = value(n.inputs[0]).mem;
+    if (!memory_.owns(m)) {  // a region input: copy it, the view needs a buffer of ours
+      memory copy = new_buffer(m.get_desc());
+      add_step(dnnl::reorder(m, copy), {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, copy}});
+      m = copy;
+    }
+    define(n.outputs[0], alias(m, m.get_desc().permute_axes(inverse)));
+  }
+
+  // Whether every binary post-op of `f` reads a constant or a value broadcast along all but
+  // the last axis (a bias): such a chain survives viewing the output as a matrix.
+  bool row_broadcast_only(const Fusion& f, ValueId head_out) {
+    ValueId current = head_out;
+    size_t rank = g_.value(head_out).shape.size();
+    for (const FusedStep& step : f.steps) {
+      if (!step.block && onednn::binary_op(step.node->op_type)) {
+        ValueId other = step.node->inputs[0] == current ? step.node->inputs[1] : step.node->inputs[0];
+        const Shape& os = g_.value(other).shape;
+        if (os.size() > rank) return false;
+        for (size_t d = 0; d + 1 < os.size(); ++d)
+          if (os[d] != 1) return false;
+      }
+      current = step.node->outputs[0];
+    }
+    return true;
+  }
+
   void add_fully_connected(const Node& n) {
     bool gemm = n.op_type == "Gemm";
     const Shape& as = g_.value(n.inputs[0]).shape;
     const Tensor& w = *g_.value(n.inputs[1]).constant;
     const Shape& ys = g_.value(n.outputs[0]).shape;
-    size_t rank = ys.size();
     float alpha = gemm ? n.attr_float("alpha", 1.0f) : 1.0f, beta = gemm ? n.attr_float("beta", 1.0f) : 1.0f;
     Tensor wt = w;
     if (alpha != 1.0f)
       for (int64_t i = 0; i < wt.size(); ++i) wt.data<float>()[i] = w.data<float>()[i] * alpha;
     bool trans_b = gemm && n.attr_int("transB", 0) != 0;
-    Shape wshape(rank - 2, 1);
     int64_t k = as.back(), out_n = ys.back();
+    Fusion f = chain_after(n.outputs[0]);
+    // [.., M, K] x [K, N] as one [rows, K] x [K, N] matrix product: oneDNN would otherwise run
+    // one small product per leading index (ConvNeXt's [1, 56, 56, 96] Linear as 56 of M = 56).
+    memory src = in_layout(n.inputs[0], plain(as));
+    bool matrix = as.size() > 2 && memory_.owns(src) && row_broadcast_only(f, n.outputs[0]);
+    Shape mas = as, mys = ys;
+    if (matrix) {
+      int64_t rows = 1;
+      for (size_t d = 0; d + 1 < as.size(); ++d) rows *= as[d];
+      mas = {rows, k};
+      mys = {rows, out_n};
+      src = alias(src, plain(mas));
+    }
+    size_t rank = mys.size();
+    Shape wshape(rank - 2, 1);
     wshape.push_back(k);
     wshape.push_back(out_n);
     memory::desc w_user =
@@ -760,18 +850,17 @@ class RegionKernel : public Kernel {
       for (int64_t i = 0; i < out_n; ++i)
         bias->data<float>()[i] = static_cast<float>(beta * cv[cv.size() == 1 ? 0 : static_cast<size_t>(i)]);
     }
-    Fusion f = chain_after(n.outputs[0]);
     std::unordered_map<int, memory> args;
     auto build = [&](const dnnl::post_ops& ops) {
-      auto d = bias ? dnnl::matmul::desc(plain(as), w_any, plain(bias->shape()), plain(ys))
-                    : dnnl::matmul::desc(plain(as), w_any, plain(ys));
+      auto d = bias ? dnnl::matmul::desc(plain(mas), w_any, plain(bias->shape()), plain(mys))
+                    : dnnl::matmul::desc(plain(mas), w_any, plain(mys));
       return dnnl::matmul::primitive_desc(d, attr_with(ops), cpu());
     };
     auto pd = build({});
     if (!f.nodes.empty()) {
       std::unordered_map<int, memory> post_args;
       try {
-        dnnl::post_ops ops = post_ops_for(f, n.outputs[0], plain(ys), post_args);
+        dnnl::post_ops ops = post_ops_for(f, n.outputs[0], plain(mys), post_args, matrix);
         pd = build(ops);
         args = std::move(post_args);
         mark_fused(f);
@@ -779,13 +868,13 @@ class RegionKernel : public Kernel {
         f = Fusion{{}, n.outputs[0], {}};
       }
     }
-    args[DNNL_ARG_SRC] = in_layout(n.inputs[0], pd.src_desc());
+    args[DNNL_ARG_SRC] = src;
     args[DNNL_ARG_WEIGHTS] = onednn::constant_memory(wt, w_user, pd.weights_desc());
     if (bias) args[DNNL_ARG_BIAS] = onednn::constant_memory(*bias, plain(bias->shape()));
     memory dst = new_buffer(pd.dst_desc());
     args[DNNL_ARG_DST] = dst;
     add_primitive(pd, std::move(args));
-    define(f.out, dst);
+    define(f.out, matrix ? alias(dst, plain(ys)) : dst);
   }
 
   void add_softmax(const Node& n) {

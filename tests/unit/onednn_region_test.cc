@@ -142,5 +142,88 @@ TEST(OnednnRegion, SiluBlocksMatchTheNativeReference) {
   }
 }
 
+// ConvNeXt's block as torchvision exports it: depthwise 7x7, Permute to channels-last,
+// LayerNorm, Linear, erf GELU (5 nodes), Linear, Permute back, layer scale, residual. In one
+// region the Permutes are views and the GELU one eltwise; a Permute of a region input and
+// one whose result leaves the region (the second output) must hold too.
+TEST(OnednnRegion, ConvNextBlockWithPermutesMatchesTheNativeReference) {
+  using M = testing::OnnxTestModel;
+  using testing::random_tensor_f32;
+  const int64_t c = 16, hw = 9;
+  M m(17);
+  m.input("x", {1, c, hw, hw});
+  m.initializer("wd", random_tensor_f32({c, 1, 7, 7}, 11, 0.2f));
+  m.initializer("bd", random_tensor_f32({c}, 12, 0.2f));
+  auto& dw = m.node("Conv", {"x", "wd", "bd"}, {"d"});
+  M::attr_int(dw, "group", c);
+  M::attr_ints(dw, "pads", {3, 3, 3, 3});
+  M::attr_ints(m.node("Transpose", {"d"}, {"t"}), "perm", {0, 2, 3, 1});
+  m.initializer("ln_s", random_tensor_f32({c}, 13, 1.0f));
+  m.initializer("ln_b", random_tensor_f32({c}, 14, 0.2f));
+  M::attr_float(m.node("LayerNormalization", {"t", "ln_s", "ln_b"}, {"n"}), "epsilon", 1e-6f);
+  m.initializer("w1", random_tensor_f32({c, 4 * c}, 15, 0.3f));
+  m.initializer("b1", random_tensor_f32({4 * c}, 16, 0.2f));
+  m.node("MatMul", {"n", "w1"}, {"h0"});
+  m.node("Add", {"h0", "b1"}, {"h"});
+  m.initializer("sqrt2", Tensor::scalar<float>(1.41421356f));
+  m.initializer("one", Tensor::scalar<float>(1.0f));
+  m.initializer("half", Tensor::scalar<float>(0.5f));
+  m.node("Div", {"h", "sqrt2"}, {"g0"});
+  m.node("Erf", {"g0"}, {"g1"});
+  m.node("Add", {"g1", "one"}, {"g2"});
+  m.node("Mul", {"h", "g2"}, {"g3"});
+  m.node("Mul", {"g3", "half"}, {"g"});
+  m.initializer("w2", random_tensor_f32({4 * c, c}, 17, 0.3f));
+  m.initializer("b2", random_tensor_f32({c}, 18, 0.2f));
+  m.node("MatMul", {"g", "w2"}, {"o0"});
+  m.node("Add", {"o0", "b2"}, {"o"});
+  M::attr_ints(m.node("Transpose", {"o"}, {"back"}), "perm", {0, 3, 1, 2});
+  m.initializer("gamma", random_tensor_f32({c, 1, 1}, 19, 0.5f));
+  m.node("Mul", {"gamma", "back"}, {"scaled"});
+  m.node("Add", {"scaled", "x"}, {"y"});
+  M::attr_ints(m.node("Transpose", {"x"}, {"x_t"}), "perm", {0, 2, 1, 3});  // of a region input
+  m.output("y");
+  m.output("x_t");
+  Graph g = testing::import_model(m);
+  const BackendSpec& spec = onednn_region_backend();
+  IndexSet all(g.nodes.size());
+  for (const Node& n : g.nodes) {
+    ASSERT_TRUE(spec.supports_node(g, n)) << n.describe();
+    all.add(static_cast<size_t>(&n - &g.nodes[0]));
+  }
+  auto values = testing::reference_values(g);
+  SubGraph sub = make_subgraph(g, all);
+  std::unique_ptr<Kernel> kernel = spec.compile(g, sub, CompileOptions{});
+  std::vector<const Tensor*> args;
+  for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+  HeapAllocator alloc;
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> outs = kernel->run(args, alloc);
+    ASSERT_EQ(outs.size(), sub.outputs.size());
+    for (size_t k = 0; k < outs.size(); ++k)
+      expect_close(outs[k], values[static_cast<size_t>(sub.outputs[k])],
+                   g.value(sub.outputs[k]).name + " run " + std::to_string(run));
+  }
+  // Every prefix of the block as its own region: a Permute, or the GELU cut in the middle, at the
+  // boundary (an Erf without the rest of its GELU is declined, nothing else may be).
+  for (size_t cut = 1; cut < g.nodes.size(); ++cut) {
+    IndexSet head(g.nodes.size());
+    for (size_t i = 0; i < cut; ++i) head.add(i);
+    testing::CandidateCheck r = testing::check_candidate(g, spec, head, values, kKernelTolerance.rtol, 1e-4);
+    bool has_erf = false, has_gelu_root = false;
+    for (size_t i = 0; i < cut; ++i) {
+      has_erf = has_erf || g.nodes[i].op_type == "Erf";
+      has_gelu_root = has_gelu_root || g.value(g.nodes[i].outputs[0]).name == "g";
+    }
+    bool partial_gelu = has_erf && !has_gelu_root;
+    if (!partial_gelu) {
+      EXPECT_TRUE(r.supported) << "cut at " << cut << ": " << r.mismatch;
+    }
+    if (r.supported) {
+      EXPECT_TRUE(r.mismatch.empty()) << "cut at " << cut << ": " << r.mismatch;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace collage
