@@ -69,14 +69,24 @@ bool inside_eltwise_block(const Graph& g, const Node& n) {
   return false;
 }
 
+bool pads_nothing(const Graph& g, const Node& n) {
+  if (n.attr_string("mode", "constant") != "constant" || n.inputs.size() < 2 || !is_const(g, n.inputs[1]))
+    return false;
+  for (double p : g.value(n.inputs[1]).constant->to_double_vector())
+    if (p != 0) return false;
+  return true;
+}
+
 // What a region may hold: float32 tensors of rank 1-5; weights constant.
 bool supported(const Graph& g, const Node& n) {
   if (!n.domain.empty() || n.inputs.empty() || n.inputs[0] == kNoValue || n.outputs.empty() ||
       !single_output(n))
     return false;
+  if (g.value(n.outputs[0]).dtype != DType::Float32) return false;
+  // A Pad that pads nothing (torchvision's DenseNet transitions export AvgPool2d with one).
+  if (n.op_type == "Pad") return g.value(n.inputs[0]).dtype == DType::Float32 && pads_nothing(g, n);
   for (ValueId v : n.inputs)
     if (v != kNoValue && g.value(v).dtype != DType::Float32) return false;
-  if (g.value(n.outputs[0]).dtype != DType::Float32) return false;
   // Either operand may be the constant one (torchvision's `layer_scale * x`): add_binary swaps.
   if (onednn::binary_op(n.op_type)) return binary_broadcastable(g, n);
   if (is_const(g, n.inputs[0]) && n.op_type != "Concat") return false;
@@ -275,6 +285,7 @@ class RegionKernel : public Kernel {
     if (op == "Concat") return add_concat(n);
     if (op == "Flatten" || op == "Reshape") return add_reshape(n);
     if (op == "Transpose") return add_transpose(n);
+    if (op == "Pad") return void(vals_[n.outputs[0]] = value(n.inputs[0]));  // pads nothing (supported())
     if (op == "MatMul" || op == "Gemm") return add_fully_connected(n);
     if (op == "Softmax" || op == "LogSoftmax") return add_softmax(n);
     if (op == "LayerNormalization") return add_layer_norm(n);
@@ -558,9 +569,17 @@ class RegionKernel : public Kernel {
   // producer that is a convolution writes its slice of the Concat's destination (a
   // sub-memory), the other inputs are copied into theirs. The destination takes the layout
   // of the first producer, when every input's channel count is a multiple of its block.
+  //
+  // Concats whose inputs are a prefix of another's (a DenseNet block: layer k concatenates
+  // x0..x(k-1), the block's end x0..xL) form one family sharing the longest one's
+  // destination: each x is written once at its offset, and a member's result is the leading
+  // channels of that buffer, a dense view when the batch is 1 and the layout keeps channel
+  // blocks outermost (plain or channel-blocked, not channels-last). Slots are written in
+  // order and never again, so a view read after a later slot is filled still holds its own.
   struct ConcatPlan {
     memory dst;
     memory::desc md;
+    tag layout = tag::undef;
     bool ok = false;
   };
 
@@ -570,60 +589,119 @@ class RegionKernel : public Kernel {
     if (rank == 3) return {{tag::aBc16b, 16}, {tag::aBc8b, 8}, {tag::abc, 1}, {tag::acb, 1}};
     return {};
   }
+  static bool channels_last(tag t) { return t == tag::acdb || t == tag::acdeb || t == tag::acb; }
 
-  const ConcatPlan& concat_plan(const Node& c, const memory::desc& first_layout, ValueId first) {
-    NodeId id = static_cast<NodeId>(&c - &g_.nodes[0]);
-    auto it = concat_plans_.find(id);
+  int64_t concat_axis(const Node& c) {
+    int64_t axis = c.attr_int("axis", 1);
+    return axis < 0 ? axis + static_cast<int64_t>(rank_of(g_, c.outputs[0])) : axis;
+  }
+  // Whether a's inputs are a proper prefix of b's, both channel Concats of one batch-1 shape.
+  bool concat_prefix_of(const Node& a, const Node& b) {
+    const Shape& as = g_.value(a.outputs[0]).shape;
+    const Shape& bs = g_.value(b.outputs[0]).shape;
+    if (concat_axis(a) != 1 || concat_axis(b) != 1 || as.size() != bs.size() || as[0] != 1 ||
+        a.inputs.size() >= b.inputs.size())
+      return false;
+    for (size_t d = 2; d < as.size(); ++d)
+      if (as[d] != bs[d]) return false;
+    return std::equal(a.inputs.begin(), a.inputs.end(), b.inputs.begin());
+  }
+  // The Concat whose destination `c` shares (its family's longest member; `c` itself if none).
+  NodeId concat_root(NodeId c) {
+    auto it = concat_root_.find(c);
+    if (it != concat_root_.end()) return it->second;
+    NodeId root = c;
+    for (NodeId t : sub_.node_list)
+      if (g_.node(t).op_type == "Concat" && concat_prefix_of(g_.node(c), g_.node(t)) &&
+          g_.node(t).inputs.size() > g_.node(root).inputs.size())
+        root = t;
+    return concat_root_[c] = root;
+  }
+  bool in_family(NodeId c) {
+    if (concat_root(c) != c) return true;
+    for (NodeId t : sub_.node_list)
+      if (t != c && g_.node(t).op_type == "Concat" && concat_root(t) == c) return true;
+    return false;
+  }
+
+  // The plan of the family rooted at `root`, made on first use with `first` laid out as `first_layout`.
+  const ConcatPlan& concat_plan(NodeId root, const memory::desc& first_layout, ValueId first) {
+    auto it = concat_plans_.find(root);
     if (it != concat_plans_.end()) return it->second;
+    const Node& c = g_.node(root);
     ConcatPlan plan;
     const Shape& ys = g_.value(c.outputs[0]).shape;
-    int64_t axis = c.attr_int("axis", 1);
-    if (axis < 0) axis += static_cast<int64_t>(ys.size());
-    for (auto [t, block] : channel_blocked_tags(ys.size())) {
-      if (axis != 1 || memory::desc(dims_of(g_.value(first).shape), dt::f32, t) != first_layout) continue;
-      bool aligned = true;
-      for (ValueId v : c.inputs) aligned &= !is_const(g_, v) && g_.value(v).shape[1] % block == 0;
-      if (aligned) {
-        plan.md = memory::desc(dims_of(ys), dt::f32, t);
-        plan.dst = new_buffer(plan.md);
-        plan.ok = true;
-      }
-      break;
+    bool family = in_family(root);
+    auto aligned = [&](tag t, int64_t block) {
+      if (concat_axis(c) != 1 || (family && channels_last(t))) return false;
+      for (ValueId v : c.inputs)
+        if (is_const(g_, v) || g_.value(v).shape[1] % block != 0) return false;
+      return true;
+    };
+    // The first producer's layout if it can hold the family; else (a family only, whose
+    // members need dense prefixes) the widest channel blocking that divides every input.
+    std::optional<tag> chosen;
+    for (auto [t, block] : channel_blocked_tags(ys.size()))
+      if (memory::desc(dims_of(g_.value(first).shape), dt::f32, t) == first_layout && aligned(t, block))
+        chosen = t;
+    if (!chosen && family)
+      for (auto [t, block] : channel_blocked_tags(ys.size()))
+        if (!chosen && aligned(t, block)) chosen = t;
+    if (chosen) {
+      plan.md = memory::desc(dims_of(ys), dt::f32, *chosen);
+      plan.dst = new_buffer(plan.md);
+      plan.layout = *chosen;
+      plan.ok = true;
     }
-    return concat_plans_.emplace(id, plan).first->second;
+    return concat_plans_.emplace(root, plan).first->second;
   }
 
-  memory::desc concat_slice(const ConcatPlan& plan, const Node& c, size_t input) {
-    memory::dims offsets(g_.value(c.outputs[0]).shape.size(), 0);
-    for (size_t i = 0; i < input; ++i) offsets[1] += g_.value(c.inputs[i]).shape[1];
-    return plan.md.submemory_desc(dims_of(g_.value(c.inputs[input]).shape), offsets);
+  memory::desc concat_slice(const ConcatPlan& plan, const Node& root, size_t input) {
+    memory::dims offsets(g_.value(root.outputs[0]).shape.size(), 0);
+    for (size_t i = 0; i < input; ++i) offsets[1] += g_.value(root.inputs[i]).shape[1];
+    return plan.md.submemory_desc(dims_of(g_.value(root.inputs[input]).shape), offsets);
   }
 
-  // Where `v` (laid out as `layout`) can be written inside its Concat's destination, if anywhere.
+  // Where `v` (laid out as `layout`) can be written inside its Concats' destination, if anywhere:
+  // every reader of v is a Concat of one family, in which v has one place.
   std::optional<std::pair<memory, memory::desc>> concat_slot(ValueId v, const memory::desc& layout) {
-    const Node* c = sole_reader(v);
-    if (!c || c->op_type != "Concat") return std::nullopt;
-    const ConcatPlan& plan = concat_plan(*c, layout, v);
+    const Value& val = g_.value(v);
+    if (val.is_graph_output || val.consumers.empty()) return std::nullopt;
+    NodeId root = kNoNode;
+    for (NodeId c : val.consumers) {
+      if (!sub_.nodes.contains(static_cast<size_t>(c)) || fused_.count(c) || g_.node(c).op_type != "Concat")
+        return std::nullopt;
+      NodeId r = concat_root(c);
+      if (root != kNoNode && r != root) return std::nullopt;
+      root = r;
+    }
+    const Node& c = g_.node(root);
+    if (std::count(c.inputs.begin(), c.inputs.end(), v) != 1) return std::nullopt;
+    const ConcatPlan& plan = concat_plan(root, layout, v);
     if (!plan.ok) return std::nullopt;
-    size_t input = static_cast<size_t>(std::find(c->inputs.begin(), c->inputs.end(), v) - c->inputs.begin());
-    memory::desc slice = concat_slice(plan, *c, input);
-    return std::make_pair(plan.dst, slice);
+    size_t input = static_cast<size_t>(std::find(c.inputs.begin(), c.inputs.end(), v) - c.inputs.begin());
+    return std::make_pair(plan.dst, concat_slice(plan, c, input));
   }
 
   void add_batch_norm(const Node& n) {
     using F = dnnl::normalization_flags;
     memory::desc src = layout_of(n.inputs[0]);
+    // A Relu after it is the primitive's own fused ReLU (DenseNet's pre-activation BN+ReLU).
+    const Node* relu = sole_reader(n.outputs[0]);
+    if (relu && relu->op_type != "Relu") relu = nullptr;
+    auto flags = F::use_global_stats | F::use_scale | F::use_shift;
+    if (relu) flags |= F::fuse_norm_relu;
     dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, src,
-                                              n.attr_float("epsilon", 1e-5f),
-                                              F::use_global_stats | F::use_scale | F::use_shift);
+                                              n.attr_float("epsilon", 1e-5f), flags);
     dnnl::batch_normalization_forward::primitive_desc pd(d, attr_with({}), cpu());
+    if (relu) fused_.insert(static_cast<NodeId>(relu - &g_.nodes[0]));
     std::unordered_map<int, memory> args;
     const int slots[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
     for (size_t i = 0; i < 4; ++i) {
       const Tensor& t = *g_.value(n.inputs[i + 1]).constant;
       args[slots[i]] = onednn::constant_memory(t, plain(t.shape()));
     }
-    emit(pd, n.inputs[0], n.outputs[0], std::move(args));
+    emit(pd, n.inputs[0], relu ? relu->outputs[0] : n.outputs[0], std::move(args));
   }
 
   void add_pool(const Node& n) {
@@ -724,16 +802,23 @@ class RegionKernel : public Kernel {
   }
 
   void add_concat(const Node& n) {
-    auto planned = concat_plans_.find(static_cast<NodeId>(&n - &g_.nodes[0]));
+    NodeId id = static_cast<NodeId>(&n - &g_.nodes[0]);
+    NodeId root = concat_root(id);
+    // A family's plan is made by its first member if no producer asked for a slot yet.
+    if (root != id || in_family(id)) concat_plan(root, layout_of(n.inputs[0]), n.inputs[0]);
+    auto planned = concat_plans_.find(root);
     if (planned != concat_plans_.end() && planned->second.ok) {
       const ConcatPlan& plan = planned->second;
+      const Node& whole = g_.node(root);
       for (size_t i = 0; i < n.inputs.size(); ++i) {
-        if (in_place_.count(n.inputs[i])) continue;
+        if (in_place_.count(n.inputs[i]) || !copied_.insert({root, n.inputs[i]}).second) continue;
         memory src = value(n.inputs[i]).mem;
-        memory slice = alias(plan.dst, concat_slice(plan, n, i));
+        memory slice = alias(plan.dst, concat_slice(plan, whole, i));
         add_step(dnnl::reorder(src, slice), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, slice}});
       }
-      define(n.outputs[0], plan.dst);
+      const Shape& ys = g_.value(n.outputs[0]).shape;
+      define(n.outputs[0],
+             root == id ? plan.dst : alias(plan.dst, memory::desc(dims_of(ys), dt::f32, plan.layout)));
       return;
     }
     int64_t axis = n.attr_int("axis", 1);
@@ -909,10 +994,11 @@ class RegionKernel : public Kernel {
   const Graph& g_;  // read only while the constructor builds the steps
   const SubGraph& sub_;
   std::map<ValueId, Val> vals_;
-  std::set<NodeId> fused_;
-  std::map<NodeId, ConcatPlan> concat_plans_;
-  std::set<ValueId> in_place_;  // values written straight into their Concat's destination  // nodes computed
-                                // as post-ops or folded into another
+  std::set<NodeId> fused_;                     // nodes computed as post-ops or folded into another
+  std::map<NodeId, ConcatPlan> concat_plans_;  // by family root
+  std::map<NodeId, NodeId> concat_root_;
+  std::set<std::pair<NodeId, ValueId>> copied_;  // (family root, value) already copied into its slot
+  std::set<ValueId> in_place_;                   // values written straight into their Concat's destination
   std::vector<Step> steps_;
   onednn::RegionMemory memory_;
   std::optional<memory> scratchpad_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "backend_check.h"
 #include "backend_test_models.h"
 #include "core/ir/tensor_compare.h"
@@ -221,6 +223,86 @@ TEST(OnednnRegion, ConvNextBlockWithPermutesMatchesTheNativeReference) {
     }
     if (r.supported) {
       EXPECT_TRUE(r.mismatch.empty()) << "cut at " << cut << ": " << r.mismatch;
+    }
+  }
+}
+
+// A DenseNet block as torchvision exports it: layer k concatenates x0..x(k-1) (one value
+// feeds every later Concat), pre-activation BatchNorm+ReLU, 1x1 then 3x3 conv; the block
+// ends in a Concat of all, then the transition (BN+ReLU, 1x1 conv, a Pad that pads nothing,
+// AvgPool). In one region all the block's Concats share one destination; a Concat of the
+// same values outside the family (`other`) must still get its own copy.
+TEST(OnednnRegion, DenseBlockConcatFamilyMatchesTheNativeReference) {
+  using M = testing::OnnxTestModel;
+  using testing::random_tensor_f32;
+  // Small: plain layouts; DenseNet's own widths: channel-blocked layouts and Winograd.
+  for (auto [c0, growth, hw] : {std::tuple<int64_t, int64_t, int64_t>{32, 16, 8}, {64, 32, 28}}) {
+    M m(17);
+    m.input("x0", {1, c0, hw, hw});
+    uint32_t seed = 40;
+    auto bn_relu = [&](const std::string& in, int64_t c, const std::string& out) {
+      std::string p = out + "_bn";
+      m.initializer(p + "_s", random_tensor_f32({c}, seed++, 1.0f));
+      m.initializer(p + "_b", random_tensor_f32({c}, seed++, 0.2f));
+      m.initializer(p + "_m", random_tensor_f32({c}, seed++, 0.2f));
+      Tensor var = random_tensor_f32({c}, seed++, 0.4f);
+      for (int64_t i = 0; i < c; ++i) var.data<float>()[i] += 0.6f;
+      m.initializer(p + "_v", var);
+      m.node("BatchNormalization", {in, p + "_s", p + "_b", p + "_m", p + "_v"}, {p});
+      m.node("Relu", {p}, {out});
+    };
+    auto conv = [&](const std::string& in, int64_t cin, int64_t cout, int64_t k, const std::string& out) {
+      m.initializer(out + "_w", random_tensor_f32({cout, cin, k, k}, seed++, 0.2f));
+      auto& c = m.node("Conv", {in, out + "_w"}, {out});
+      if (k == 3) M::attr_ints(c, "pads", {1, 1, 1, 1});
+    };
+    std::vector<std::string> features = {"x0"};
+    int64_t channels = c0;
+    for (int layer = 1; layer <= 3; ++layer) {
+      std::string l = "l" + std::to_string(layer);
+      auto& cat = m.node("Concat", features, {l + "_cat"});
+      M::attr_int(cat, "axis", 1);
+      bn_relu(l + "_cat", channels, l + "_a");
+      conv(l + "_a", channels, 4 * growth, 1, l + "_c1");
+      bn_relu(l + "_c1", 4 * growth, l + "_b");
+      conv(l + "_b", 4 * growth, growth, 3, l + "_x");
+      features.push_back(l + "_x");
+      channels += growth;
+    }
+    M::attr_int(m.node("Concat", features, {"block"}), "axis", 1);
+    M::attr_int(m.node("Concat", {"l2_x", "l1_x"}, {"other"}), "axis", 1);  // not a prefix: its own copy
+    bn_relu("block", channels, "t_a");
+    conv("t_a", channels, c0, 1, "t_c");
+    Tensor zeros(DType::Int64, {8});
+    for (int64_t i = 0; i < 8; ++i) zeros.data<int64_t>()[i] = 0;
+    m.initializer("no_pads", zeros);
+    m.node("Pad", {"t_c", "no_pads"}, {"t_p"});
+    auto& pool = m.node("AveragePool", {"t_p"}, {"y"});
+    M::attr_ints(pool, "kernel_shape", {2, 2});
+    M::attr_ints(pool, "strides", {2, 2});
+    m.output("y");
+    m.output("other");
+    m.output("l2_cat");  // a member's result leaving the region
+    Graph g = testing::import_model(m);
+    const BackendSpec& spec = onednn_region_backend();
+    IndexSet all(g.nodes.size());
+    for (const Node& n : g.nodes) {
+      ASSERT_TRUE(spec.supports_node(g, n)) << n.describe();
+      all.add(static_cast<size_t>(&n - &g.nodes[0]));
+    }
+    auto values = testing::reference_values(g);
+    SubGraph sub = make_subgraph(g, all);
+    std::unique_ptr<Kernel> kernel = spec.compile(g, sub, CompileOptions{});
+    std::vector<const Tensor*> args;
+    for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+    HeapAllocator alloc;
+    for (int run = 0; run < 2; ++run) {
+      std::vector<Tensor> outs = kernel->run(args, alloc);
+      ASSERT_EQ(outs.size(), sub.outputs.size());
+      for (size_t k = 0; k < outs.size(); ++k)
+        expect_close(
+            outs[k], values[static_cast<size_t>(sub.outputs[k])],
+            g.value(sub.outputs[k]).name + " run " + std::to_string(run) + " width " + std::to_string(c0));
     }
   }
 }
