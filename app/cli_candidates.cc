@@ -3,7 +3,7 @@
 #include <iostream>
 #include <map>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
 #include "backends/registry.h"

@@ -7,15 +7,15 @@
 #include <iostream>
 #include <map>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/model_loading.h"
+#include "app/workflow/workflow.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
 #include "core/runtime/executor.h"
 #include "core/tensor_io/tensor_proto.h"
-#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 

@@ -2,7 +2,7 @@
 // (used to check placements against ONNX Runtime in the benchmark).
 #include <cstdio>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
 #include "core/ir/tensor_compare.h"
 #include "core/tensor_io/tensor_proto.h"

@@ -4,11 +4,11 @@
 #include <iostream>
 #include <sstream>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
+#include "app/workflow/workflow.h"
 #include "core/ir/error.h"
 #include "core/tuning/cost_db.h"
-#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 

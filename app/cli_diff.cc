@@ -6,7 +6,7 @@
 #include <optional>
 #include <sstream>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
 #include "backends/registry.h"

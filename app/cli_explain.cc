@@ -7,12 +7,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
+#include "app/workflow/workflow.h"
 #include "backends/registry.h"
 #include "core/search/explain.h"
-#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 namespace {

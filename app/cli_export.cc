@@ -2,10 +2,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
-#include "core/workflow/workflow.h"
+#include "app/workflow/workflow.h"
 
 namespace collage::cli {
 

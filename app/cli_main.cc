@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "app/cli_commands.h"
+#include "app/workflow/measure_worker_main.h"
 #include "core/ir/error.h"
-#include "core/workflow/measure_worker_main.h"
 
 namespace {
 

@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <fstream>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
+#include "app/workflow/workflow.h"
 #include "core/ir/random_inputs.h"
-#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 
@@ -18,7 +18,7 @@ int command_profile(const std::vector<std::string>& argv) {
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage profile MODEL --placement P.json [--repeat N] [--threads N] [--json] "
                 "[--trace out.json]");
-  int repeat = args.get_int("--repeat", workflow::kSettings.repeat, 1, 100000);
+  int repeat = args.get_int("--repeat", kSettings.repeat, 1, 100000);
   int seed = args.get_int("--seed", 1, 0, 1 << 30);
   Graph graph = workflow::load_model(args.positional[0], parse_load_options(args));
   Placement placement = workflow::read_placement(args.get("--placement", ""), graph);

@@ -1,4 +1,4 @@
-// `collage tune`: arguments, the workflow (core/workflow: tune, verify, time, refine,
+// `collage tune`: arguments, the workflow (app/workflow: tune, verify, time, refine,
 // compare side by side), and its reports printed.
 #include <unistd.h>
 
@@ -8,12 +8,12 @@
 #include <fstream>
 #include <map>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
+#include "app/workflow/workflow.h"
 #include "backends/registry.h"
 #include "core/backend_api/kernel_signature.h"
-#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 namespace {
@@ -126,7 +126,6 @@ int command_tune(const std::vector<std::string>& argv) {
   const std::string& path = args.positional[0];
   std::string out_path = args.get("-o", args.get("--output", ""));
   int threads = args.get_int("--threads", 1, 1, 1024);
-  int repeat = args.get_int("--repeat", 20, 1, 100000);
   std::vector<const BackendSpec*> backends = select_backends(args.get("--backends", ""));
   Graph graph = workflow::load_model(path, parse_load_options(args));
 
@@ -148,15 +147,34 @@ int command_tune(const std::vector<std::string>& argv) {
   workflow::TuneStepOptions topts;
   topts.backends = backends;
   topts.threads = threads;
+  topts.repeat = args.get_int("--repeat", topts.repeat, 1, 100000);
   topts.min_time_ms = args.get_double("--min-time-ms", topts.min_time_ms, 0.1, 1e6);
   topts.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
   topts.pins = pins;
   topts.isolated = !args.has("--in-process");
   topts.remote = args.has("--remote");
+  workflow::RefineStepOptions ropts;
+  if (args.has("--refine")) {
+    if (workflow::graph_level_backends(backends).empty())
+      throw Error(ErrorKind::InvalidInput,
+                  "--refine needs a graph-level backend in --backends (onednn-region, xnnpack-graph)");
+    ropts.backends = backends;
+    ropts.threads = threads;
+    ropts.repeat = topts.repeat;
+    ropts.budget_s = args.get_seconds("--budget", ropts.budget_s, 1, 86400);
+    ropts.population = args.get_int("--population", ropts.population, 2, 1000);
+    ropts.generations = args.get_int("--generations", ropts.generations, 1, 100000);
+    ropts.seed = static_cast<uint64_t>(args.get_int("--seed", static_cast<int>(ropts.seed), 0, 1 << 30));
+    ropts.patience = args.get_int("--patience", ropts.patience, 1, 100000);
+    ropts.isolated = topts.isolated;
+    ropts.remote = topts.remote;
+  }
   ConsoleProgress progress(args.has("--log-costs"), db != nullptr);
   g_interrupted = 0;
   std::signal(SIGINT, on_interrupt);
-  TuneResult tuned = workflow::tune(graph, topts, db.get(), &progress);
+  workflow::TuneRunReport tune = workflow::run_tune(graph, topts, db.get(), &progress);
+  const TuneResult& tuned = tune.tuned;
+  const workflow::PlacementRunReport& run = tune.run;
   std::fprintf(
       stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid (%.1f s%s)\n",
       tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
@@ -167,16 +185,12 @@ int command_tune(const std::vector<std::string>& argv) {
                tuned.search.elapsed_ms, tuned.search.exact ? "" : " (beam fallback: not guaranteed optimal)");
   const Placement& placement = tuned.placement;
   const std::vector<Tensor>& inputs = tuned.inputs;
+  const int repeat = topts.repeat;
 
   std::printf(
       "tune: %zu candidates (%zu measured, %zu from the cost DB, %zu invalid) in %.2f s; search %.2f ms\n",
       tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
       tuned.search.elapsed_ms);
-  workflow::RunOptions run_options;
-  run_options.backends = backends;
-  run_options.threads = threads;
-  run_options.repeat = repeat;
-  workflow::PlacementRunReport run = workflow::verify_and_time(graph, placement, inputs, run_options);
   std::printf("%-10s %8s %12s\n", "backend", "kernels", "predicted ms");
   for (const auto& [name, share] : time_per_backend(placement))
     std::printf("%-10s %8d %12.3f\n", name.c_str(), share.kernels, share.predicted_ms);
@@ -191,27 +205,14 @@ int command_tune(const std::vector<std::string>& argv) {
   print_verification(run.verify);
   Placement final_placement = placement;
   if (args.has("--refine")) {
-    if (workflow::graph_level_backends(backends).empty())
-      throw Error(ErrorKind::InvalidInput,
-                  "--refine needs a graph-level backend in --backends (onednn-region, xnnpack-graph)");
-    workflow::RefineStepOptions ropts;
-    ropts.backends = backends;
-    ropts.threads = threads;
-    ropts.budget_s = args.get_seconds("--budget", ropts.budget_s, 1, 86400);
-    ropts.population = args.get_int("--population", ropts.population, 2, 1000);
-    ropts.generations = args.get_int("--generations", ropts.generations, 1, 100000);
-    ropts.seed = static_cast<uint64_t>(args.get_int("--seed", static_cast<int>(ropts.seed), 0, 1 << 30));
-    ropts.patience = args.get_int("--patience", ropts.patience, 1, 100000);
-    ropts.isolated = topts.isolated;
-    ropts.remote = topts.remote;
-    workflow::RefineReport report = workflow::refine(graph, placement, inputs, ropts, db.get(), &progress);
+    workflow::RefineRunReport chain =
+        workflow::run_refine(graph, placement, inputs, ropts, db.get(), &progress);
+    const workflow::RefineReport& report = chain.refine;
+    const workflow::PlacementRunReport& after = chain.refined_run;
     for (const std::string& lost : report.lost_evaluations)
       std::fprintf(stderr, "refine: a genome's evaluation was lost (%s); it counts as unbuildable\n",
                    lost.c_str());
     const RefineResult& refined = report.result;
-    final_placement = refined.best;
-    workflow::PlacementRunReport after =
-        workflow::verify_and_time(graph, final_placement, inputs, run_options);
     std::string regions, moves;
     for (const auto& [backend, count] : refined.moved_per_backend)
       moves += (moves.empty() ? " (" : ", ") + std::to_string(count) + " to " + backend;
@@ -238,25 +239,17 @@ int command_tune(const std::vector<std::string>& argv) {
         "%+.1f%%\n",
         after.timing.median_ms, repeat,
         100 * (run.timing.median_ms - placement.predicted_ms) / placement.predicted_ms,
-        100 * (after.timing.median_ms - final_placement.predicted_ms) / final_placement.predicted_ms);
+        100 * (after.timing.median_ms - refined.best.predicted_ms) / refined.best.predicted_ms);
     print_verification(after.verify);
-    if (!after.verify.ok()) return 1;
-    workflow::SideBySideOptions sopts;
-    sopts.backends = backends;
-    sopts.threads = threads;
-    sopts.repeat = repeat;
-    workflow::SideBySideReport ab = workflow::compare_side_by_side(graph, placement, report, inputs, sopts);
+    if (chain.kept_why == workflow::KeptPlacement::OpLevelMismatch) return 1;
+    const workflow::SideBySideReport& ab = chain.side_by_side;
     if (ab.compared) {
       std::printf("side by side over %d alternating runs each: op-level %.3f ms, refined %.3f ms (%.2fx)\n",
                   ab.timing.rounds, ab.timing.a_ms, ab.timing.b_ms, ab.timing.a_ms / ab.timing.b_ms);
-      if (!ab.keep_refined) {
-        std::printf(
-            "the refined placement is not faster when re-measured (%.3f vs %.3f ms): keeping the op-level "
-            "one\n",
-            ab.timing.b_ms, ab.timing.a_ms);
-        final_placement = placement;
-      }
+      if (chain.kept_why == workflow::KeptPlacement::OpLevelNotFaster)
+        std::printf("%s\n", workflow::describe(chain).c_str());
     }
+    final_placement = chain.kept;
   }
   if (!out_path.empty()) {
     std::ofstream out(out_path, std::ios::trunc);

@@ -2,13 +2,13 @@
 #include <csignal>
 #include <cstdio>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/cli_commands.h"
+#include "app/workflow/queue_worker.h"
+#include "app/workflow/workflow.h"
 #include "core/ir/error.h"
 #include "core/tuning/cost_store.h"
 #include "core/tuning/measure_queue.h"
-#include "core/workflow/queue_worker.h"
-#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 namespace {
@@ -75,7 +75,7 @@ int command_workers(const std::vector<std::string>& argv) {
   if (!args.positional.empty())
     throw Error(ErrorKind::InvalidInput, "usage: collage workers --cost-db postgresql://...");
   MeasureQueue queue(shared_cost_db(args, "workers"));
-  const double lease = workflow::kSettings.worker_lease_s;
+  const double lease = kSettings.worker_lease_s;
   std::vector<WorkerStatus> workers = queue.workers(lease);
   auto counts = queue.job_counts();
   std::printf("%zu workers; jobs: %lld pending, %lld running, %lld done\n", workers.size(),

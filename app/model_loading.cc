@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "core/tensor_io/tensor_proto.h"
 
 namespace collage::cli {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
+#include "app/workflow/workflow.h"
 #include "core/import/onnx_import.h"
 #include "core/ir/graph.h"
-#include "core/workflow/workflow.h"
 
 namespace collage::cli {
 

@@ -2,20 +2,16 @@
 
 #include <sstream>
 
-#include "backends/blas/blas_spec.h"
-#include "backends/native/native_spec.h"
-#include "backends/onednn/onednn_spec.h"
-#include "backends/onednn_region/onednn_region.h"
-#include "backends/xnnpack/xnnpack_spec.h"
-#include "backends/xnnpack_graph/xnnpack_graph.h"
+// One #include per backend, generated from backends/CMakeLists.txt's collage_backend() lines.
+#include "backend_includes.inc"
 
 namespace collage {
 
 namespace {
 std::vector<const BackendSpec*>& backend_list() {
   static std::vector<const BackendSpec*> backends = {
-      &native_backend(),  &onednn_backend(),        &blas_backend(),
-      &xnnpack_backend(), &xnnpack_graph_backend(), &onednn_region_backend(),
+  // One entry per backend, generated from backends/CMakeLists.txt's collage_backend() lines.
+#include "backend_entries.inc"
   };
   return backends;
 }

@@ -76,9 +76,7 @@ ExplorerController::ExplorerController(QObject* parent)
 ExplorerController::~ExplorerController() { wait_for_job(); }
 
 void ExplorerController::set_backends(std::vector<const BackendSpec*> backends) {
-  const BackendSpec* native = find_backend("native");
-  if (std::find(backends.begin(), backends.end(), native) == backends.end()) backends.push_back(native);
-  backends_ = std::move(backends);  // native always fills gaps
+  backends_ = workflow::search_backends(backends);  // the one backend policy (native fills gaps)
 }
 
 bool ExplorerController::run(Job job, std::function<Apply(ProgressObserver&)> work) {
@@ -172,7 +170,7 @@ bool ExplorerController::start_tune() {
                    .arg(QString::fromStdString(cost_store::redacted(cost_db_path_.toStdString())))
                    .arg(remote ? ", measured by the team's workers" : ""));
   return run(Job::Tune, [=](ProgressObserver& observer) -> Apply {
-    // The workflow `collage tune` runs, with the same settings (core/workflow/settings.h).
+    // The chain `collage tune` runs (app/workflow): tune, verify, time, with its settings.
     CostDb db(db_path);
     workflow::TuneStepOptions options;
     options.backends = backends;
@@ -180,13 +178,9 @@ bool ExplorerController::start_tune() {
     options.pins = pins;
     options.epsilon_ms = epsilon_ms;
     options.remote = remote;
-    auto result = std::make_shared<TuneResult>(workflow::tune(*graph, options, &db, &observer));
-    // End to end: the placement checked against the native reference, then timed.
-    workflow::RunOptions run_options;
-    run_options.backends = backends;
-    run_options.threads = threads;
-    auto run = std::make_shared<workflow::PlacementRunReport>(
-        workflow::verify_and_time(*graph, result->placement, result->inputs, run_options));
+    workflow::TuneRunReport chain = workflow::run_tune(*graph, options, &db, &observer);
+    auto result = std::make_shared<TuneResult>(std::move(chain.tuned));
+    auto run = std::make_shared<workflow::PlacementRunReport>(std::move(chain.run));
     return [result, run, previous_ms](ExplorerController& c) {
       c.tuned_ = std::move(*result);
       c.placement_ = c.tuned_->placement;
@@ -227,27 +221,20 @@ bool ExplorerController::start_refine() {
   std::vector<Tensor> inputs = tuned_ ? tuned_->inputs : std::vector<Tensor>{};
   std::string db_path = cost_db_path_.toStdString();
   bool remote = remote_;
-  emit message(QString("refining with measured fitness (median of %1 runs per genome)")
-                   .arg(workflow::kSettings.fitness_runs));
+  emit message(
+      QString("refining with measured fitness (median of %1 runs per genome)").arg(kSettings.fitness_runs));
   return run(Job::Refine, [=](ProgressObserver& observer) -> Apply {
-    // The workflow `collage tune --refine` runs, with the same settings (core/workflow/settings.h).
+    // The chain `collage tune --refine` runs (app/workflow): refine, verify the refined
+    // placement, compare both side by side, keep or revert, with its settings.
     workflow::RefineStepOptions options;
     options.backends = backends;
     options.threads = threads;
     options.remote = remote;
     CostDb db(db_path);
-    auto report = std::make_shared<workflow::RefineReport>(
-        workflow::refine(*graph, start, inputs, options, &db, &observer));
-    // The final check of `collage tune --refine`: both placements alternated (skipped when stopped).
-    auto ab = std::make_shared<workflow::SideBySideReport>();
-    if (!observer.cancel_requested()) {
-      workflow::SideBySideOptions sopts;
-      sopts.backends = backends;
-      sopts.threads = threads;
-      *ab = workflow::compare_side_by_side(*graph, start, *report, inputs, sopts);
-    }
-    return [report, ab, start](ExplorerController& c) {
-      const RefineResult& result = report->result;
+    auto chain = std::make_shared<workflow::RefineRunReport>(
+        workflow::run_refine(*graph, start, inputs, options, &db, &observer));
+    return [chain, start](ExplorerController& c) {
+      const RefineResult& result = chain->refine.result;
       JobReport r;
       r.log << QString(
                    "refined: op-level %1 ms -> %2 ms measured fitness (%3x), %4 generations, %5 evaluations")
@@ -256,22 +243,26 @@ bool ExplorerController::start_refine() {
                    .arg(result.seed_fitness / result.best_fitness, 0, 'f', 2)
                    .arg(result.generations)
                    .arg(result.evaluations);
-      c.placement_ = result.best;
+      if (result.cancelled) r.log << "refine stopped: continuing with the best placement found so far";
+      r.log << QString("refined placement verified against the native reference: %1")
+                   .arg(chain->refined_run.verify.ok()
+                            ? QString("ok")
+                            : QString::fromStdString(chain->refined_run.verify.mismatch));
+      const workflow::SideBySideReport& ab = chain->side_by_side;
+      if (ab.compared)
+        r.log << QString("side by side over %1 alternating runs each: op-level %2 ms, refined %3 ms")
+                     .arg(ab.timing.rounds)
+                     .arg(ab.timing.a_ms, 0, 'f', 3)
+                     .arg(ab.timing.b_ms, 0, 'f', 3);
+      r.log << QString::fromStdString(workflow::describe(*chain));
+      r.mismatch = QString::fromStdString(chain->refined_run.verify.mismatch);
+      c.placement_ = chain->kept;
       c.op_level_ = start;
       c.refined_ = result.best;
       c.profile_.reset();
-      if (result.cancelled) r.log << "refine stopped: keeping the best placement found so far";
-      if (ab->compared) {
-        r.log << QString("side by side over %1 alternating runs each: op-level %2 ms, refined %3 ms")
-                     .arg(ab->timing.rounds)
-                     .arg(ab->timing.a_ms, 0, 'f', 3)
-                     .arg(ab->timing.b_ms, 0, 'f', 3);
-        if (!ab->keep_refined) {
-          r.log << "the refined placement is not faster when re-measured: keeping the op-level one";
-          c.placement_ = start;
-        }
-      }
-      r.summary = QString("refined placement: %1 kernels").arg(c.placement_->kernels.size());
+      r.summary = QString("%1 placement: %2 kernels")
+                      .arg(chain->kept_refined() ? "refined" : "op-level")
+                      .arg(c.placement_->kernels.size());
       return r;
     };
   });
@@ -289,7 +280,7 @@ bool ExplorerController::start_profile() {
   std::vector<Tensor> inputs = tuned_ && !tuned_->inputs.empty() ? tuned_->inputs : std::vector<Tensor>{};
   emit message(QString("profiling: %1 kernels, %2 runs after a warm-up, %3 thread(s)")
                    .arg(placement.kernels.size())
-                   .arg(workflow::kSettings.repeat)
+                   .arg(kSettings.repeat)
                    .arg(placement.threads));
   return run(Job::Profile, [=](ProgressObserver&) -> Apply {
     // The step `collage profile` runs: at the placement's thread count (its costs were measured there).

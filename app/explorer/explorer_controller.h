@@ -1,6 +1,6 @@
 // The explorer's model and controller: it owns the model state (graph, layout,
 // placement, pins, tune and refine results, the last profile, settings) and runs the workflow
-// steps (core/workflow) as jobs on a QThread, one at a time. Progress and
+// steps (app/workflow) as jobs on a QThread, one at a time. Progress and
 // results arrive as typed signals on the controller's thread; no widget is
 // needed, so it is unit-tested on its own (tests/gui/controller_test.cc).
 #pragma once
@@ -14,12 +14,12 @@
 #include <optional>
 #include <vector>
 
+#include "app/workflow/workflow.h"
 #include "core/ir/graph.h"
 #include "core/search/explain.h"
 #include "core/search/placement_diff.h"
 #include "core/search/tuner.h"
 #include "core/tuning/progress.h"
-#include "core/workflow/workflow.h"
 #include "widgets/graph_layout.h"
 #include "widgets/inspector.h"
 

@@ -8,7 +8,7 @@
 
 #include "app/explorer/batch_screenshot.h"
 #include "app/explorer/main_window.h"
-#include "core/workflow/measure_worker_main.h"
+#include "app/workflow/measure_worker_main.h"
 
 int main(int argc, char** argv) {
   // The explorer measures in copies of itself: a crashing library takes a worker, not the window.

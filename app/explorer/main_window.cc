@@ -23,9 +23,9 @@
 #include <map>
 
 #include "backends/registry.h"
+#include "core/ir/settings.h"
 #include "core/tuning/cost_store.h"
 #include "core/tuning/measure_queue.h"
-#include "core/workflow/settings.h"
 #include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
@@ -152,7 +152,7 @@ void MainWindow::show_workers() {
                .arg(counts["pending"])
                .arg(counts["running"])
                .arg(counts["done"]);
-    for (const WorkerStatus& w : queue.workers(workflow::kSettings.worker_lease_s))
+    for (const WorkerStatus& w : queue.workers(kSettings.worker_lease_s))
       text += QString("%1 (%2): %3, %4 threads, %5 jobs done%6\n  %7\n")
                   .arg(QString::fromStdString(w.info.name), w.alive ? "alive" : "gone",
                        QString::fromStdString(w.state))

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "app/cli_args.h"
+#include "app/args/args.h"
 #include "app/runtime/runtime.h"
 #include "core/ir/random_inputs.h"
 #include "core/tensor_io/tensor_proto.h"

@@ -1,6 +1,6 @@
 // A backend states what it can run (patterns and pattern rules) and compiles
 // candidate sub-graphs into kernels. Backends register by name; adding one is
-// a folder under backends/ plus one line in backends/registry.cc.
+// a folder under backends/ plus one collage_backend() line in backends/CMakeLists.txt.
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// The profile of a placement's real run (workflow::profile, core/workflow): each kernel timed inside
+// The profile of a placement's real run (workflow::profile, app/workflow): each kernel timed inside
 // the end-to-end run (Executor::set_profiling) beside its isolated measured cost, and
 // its writers (report JSON, Chrome trace event format). Invariants: `kernels` is in
 // execution order, one per placement kernel (kernels[k] is placement.kernels[k]); every

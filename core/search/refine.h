@@ -32,20 +32,22 @@
 #include <string>
 #include <vector>
 
+#include "core/ir/settings.h"
 #include "core/search/placement.h"
 #include "core/tuning/cost_db.h"
 #include "core/tuning/progress.h"
 
 namespace collage {
 
+// Defaults are kSettings' (core/ir/settings.h), as for the CLI and the explorer.
 struct RefineOptions {
-  int population = 16;  // raised to the number of distinct seeds if smaller
-  int max_generations = 40;
-  int patience = 8;            // stop after this many generations without improvement
-  double time_budget_s = 600;  // stop after this much wall time
-  double mutation_rate = -1;   // per gene; < 0 means 1 / genome length
-  int tournament = 3;
-  uint64_t seed = 1;
+  int population = kSettings.refine_population;  // raised to the number of distinct seeds if smaller
+  int max_generations = kSettings.refine_generations;
+  int patience = kSettings.refine_patience;          // stop after this many generations without improvement
+  double time_budget_s = kSettings.refine_budget_s;  // stop after this much wall time
+  double mutation_rate = -1;                         // per gene; < 0 means 1 / genome length
+  int tournament = kSettings.refine_tournament;
+  uint64_t seed = kSettings.refine_seed;
 };
 
 // Lower is better (ms). Called once per distinct genome.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/backend_api/backend.h"
+#include "core/ir/settings.h"
 #include "core/ir/tensor_compare.h"
 #include "core/tuning/candidates.h"
 #include "core/tuning/cost.h"
@@ -18,12 +19,14 @@ namespace collage {
 
 struct MeasureOptions {
   int threads = 1;
-  int warmup_runs = 2;
-  int min_samples = 10;
-  int max_samples = 2000;
-  double min_time_ms = 30;                 // keep sampling until this much time was spent timing...
-  double max_time_ms = 300;                // ...but slow kernels stop here once they have 3 samples
-  Tolerance tolerance = kKernelTolerance;  // agreement with the native reference
+  int warmup_runs = kSettings.measure_warmup_runs;
+  int min_samples = kSettings.measure_min_samples;
+  int max_samples = kSettings.measure_max_samples;
+  double min_time_ms =
+      kSettings.measure_min_time_ms;  // keep sampling until this much time was spent timing...
+  double max_time_ms =
+      kSettings.measure_max_time_ms;                 // ...but slow kernels stop here once they have 3 samples
+  Tolerance tolerance = kSettings.kernel_tolerance;  // agreement with the native reference
   // Look costs up only: a candidate the cost DB lacks gets an invalid cost (kNotMeasured),
   // nothing is built or timed and no reference values are needed.
   bool cached_only = false;
@@ -34,7 +37,7 @@ struct MeasureOptions {
   // measurement queue (measure_queue.h) for the `collage worker`s of this machine kind,
   // and their costs are awaited; measured here when no such worker is alive (a notice says so).
   std::string remote_queue;
-  double worker_lease_s = 30;  // a worker silent this long is taken for gone
+  double worker_lease_s = kSettings.worker_lease_s;  // a worker silent this long is taken for gone
 };
 
 inline constexpr const char* kNotMeasured = "not measured (no cost in the cost DB for this machine)";

@@ -4,6 +4,7 @@
 // refine is a failure signal with the message.
 #include <QProcess>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <filesystem>
 #include <fstream>
@@ -11,9 +12,9 @@
 #include <set>
 
 #include "app/explorer/explorer_controller.h"
+#include "app/workflow/workflow.h"
 #include "backends/registry.h"
 #include "core/search/search.h"
-#include "core/workflow/workflow.h"
 #include "job_wait.h"
 #include "widgets/inspector.h"
 
@@ -248,6 +249,56 @@ class ControllerTest : public QObject {
     QVERIFY(pin_honoured);
     QCOMPARE(from_cli.predicted_ms, from_explorer.predicted_ms);
     fs::remove(out.toStdString());
+  }
+
+  // One chain: `collage tune --refine` and the explorer's Tune then Refine, on one cost DB
+  // (the explorer reads every kernel cost and genome fitness the CLI stored, so its GA
+  // takes the same path) and seed (the default), verify the refined placement, compare it side by side
+  // and keep the same placement. Op-level kernels on native only, so the onednn-region
+  // region is clearly faster (~1.35x here) and the keep decision is not left to noise.
+  void the_cli_and_the_explorer_refine_and_keep_alike() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QString db = dir.filePath("costs.sqlite"), out = dir.filePath("cli.json");
+    QProcess cli;
+    cli.start(COLLAGE_CLI_PATH, {"tune", COLLAGE_SAMPLE_MODEL, "--backends", "native,onednn-region",
+                                 "--cost-db", db, "--epsilon", "0.002", "--refine", "-o", out});
+    QVERIFY(cli.waitForFinished(300000));
+    QByteArray stdout_text = cli.readAllStandardOutput();
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QVERIFY2(stdout_text.contains("moved onednn-region"), stdout_text.constData());
+    QVERIFY2(!stdout_text.contains("keeping the op-level one"), stdout_text.constData());
+
+    ExplorerController c;
+    c.set_cost_db_path(db);
+    c.set_backends({collage::find_backend("onednn-region")});  // native is added
+    c.set_epsilon_ms(0.002);
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    c.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
+    finished.clear();
+    QVERIFY(c.start_tune());
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 120000));
+    QCOMPARE(failed.count(), 0);
+    finished.clear();
+    QVERIFY(c.start_refine());
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 300000));
+    QCOMPARE(failed.count(), 0);
+    auto report = finished.takeFirst().at(0).value<collage::JobReport>();
+    QVERIFY2(report.log.join("\n").contains("refined placement verified against the native reference: ok"),
+             qPrintable(report.log.join("\n")));
+    QVERIFY2(report.log.join("\n").contains("keeping the refined placement"),
+             qPrintable(report.log.join("\n")));
+
+    collage::Placement from_cli = collage::workflow::read_placement(out.toStdString(), *c.graph());
+    const collage::Placement& from_explorer = *c.placement();
+    QCOMPARE(from_explorer.kernels.size(), c.refined_placement()->kernels.size());
+    QCOMPARE(from_cli.kernels.size(), from_explorer.kernels.size());
+    for (size_t k = 0; k < from_cli.kernels.size(); ++k) {
+      QCOMPARE(from_cli.kernels[k].backend, from_explorer.kernels[k].backend);
+      QCOMPARE(from_cli.kernels[k].nodes, from_explorer.kernels[k].nodes);
+    }
   }
 
   // Loading a placement fills the candidates and their costs from the cost DB, measuring

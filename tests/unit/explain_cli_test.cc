@@ -5,12 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/workflow/workflow.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "cli_fixture.h"
 #include "core/import/onnx_import.h"
 #include "core/search/search.h"
-#include "core/workflow/workflow.h"
 #include "resources/samples/zoo.h"
 
 namespace collage {

@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/workflow/workflow.h"
 #include "backends/native/native_kernel.h"
 #include "core/ir/random_inputs.h"
-#include "core/workflow/workflow.h"
 #include "sample_graph.h"
 
 namespace collage {

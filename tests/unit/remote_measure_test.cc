@@ -12,6 +12,7 @@
 #include <regex>
 #include <thread>
 
+#include "app/workflow/workflow.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/ir/random_inputs.h"
@@ -20,7 +21,6 @@
 #include "core/tuning/measure_queue.h"
 #include "core/tuning/measurer.h"
 #include "core/tuning/pg_connection.h"
-#include "core/workflow/workflow.h"
 #include "tests/unit/child_process.h"
 #include "tests/unit/cli_fixture.h"
 #include "tests/unit/pg_server_fixture.h"

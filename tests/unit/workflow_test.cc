@@ -1,5 +1,5 @@
-// core/workflow: the steps both front ends run, with one set of defaults.
-#include "core/workflow/workflow.h"
+// app/workflow: the steps both front ends run, with one set of defaults.
+#include "app/workflow/workflow.h"
 
 #include <gtest/gtest.h>
 
@@ -36,7 +36,7 @@ struct TempDb {
 };
 
 TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
-  const workflow::Settings& s = workflow::kSettings;
+  const Settings& s = kSettings;
   EXPECT_EQ(s.fitness_runs, 7);
   EXPECT_EQ(s.refine_population, 12);
   EXPECT_EQ(s.refine_generations, 30);
@@ -61,6 +61,21 @@ TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
   EXPECT_EQ(workflow::TuneStepOptions{}.tolerance.peak_rtol, s.kernel_tolerance.peak_rtol);
   EXPECT_EQ(workflow::TuneStepOptions{}.epsilon_ms, -1);  // the measured dispatch overhead
   EXPECT_EQ(MeasureOptions{}.tolerance.atol, kKernelTolerance.atol);
+  // The layers below the workflow hold no defaults of their own either.
+  RefineOptions search;
+  EXPECT_EQ(search.population, s.refine_population);
+  EXPECT_EQ(search.max_generations, s.refine_generations);
+  EXPECT_EQ(search.patience, s.refine_patience);
+  EXPECT_EQ(search.time_budget_s, s.refine_budget_s);
+  EXPECT_EQ(search.seed, s.refine_seed);
+  MeasureOptions measure;
+  EXPECT_EQ(measure.min_time_ms, 30);
+  EXPECT_EQ(measure.min_samples, 10);
+  EXPECT_EQ(measure.min_time_ms, s.measure_min_time_ms);
+  EXPECT_EQ(measure.worker_lease_s, s.worker_lease_s);
+  EXPECT_EQ(workflow::TuneStepOptions{}.min_time_ms, s.measure_min_time_ms);
+  EXPECT_EQ(workflow::TuneStepOptions{}.repeat, s.repeat);
+  EXPECT_EQ(workflow::RefineStepOptions{}.repeat, s.repeat);
 }
 
 // The CLI (`collage tune --refine`) and the explorer (Tune, Refine) both run these
@@ -186,7 +201,7 @@ TEST(Workflow, VerifyTimeAndTheSideBySideDecision) {
   workflow::SideBySideReport ab =
       workflow::compare_side_by_side(g, tuned.placement, moved, tuned.inputs, sopts);
   EXPECT_TRUE(ab.compared);
-  EXPECT_EQ(ab.timing.rounds, workflow::kSettings.side_by_side_min_rounds);
+  EXPECT_EQ(ab.timing.rounds, kSettings.side_by_side_min_rounds);
   EXPECT_EQ(ab.keep_refined, ab.timing.b_ms < ab.timing.a_ms);
 }
 

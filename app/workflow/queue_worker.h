@@ -10,9 +10,9 @@
 
 #include <string>
 
+#include "core/ir/settings.h"
 #include "core/tuning/measurer.h"
 #include "core/tuning/progress.h"
-#include "core/workflow/settings.h"
 
 namespace collage::workflow {
 

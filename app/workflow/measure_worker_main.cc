@@ -1,4 +1,4 @@
-#include "core/workflow/measure_worker_main.h"
+#include "app/workflow/measure_worker_main.h"
 
 #include <signal.h>
 #include <sys/prctl.h>

@@ -1,14 +1,14 @@
-#include "core/workflow/remote_fitness.h"
+#include "app/workflow/remote_fitness.h"
 
 #include <chrono>
 #include <limits>
 #include <memory>
 #include <thread>
 
+#include "app/workflow/queue_worker.h"
 #include "core/backend_api/kernel_signature.h"
 #include "core/tuning/measure_queue.h"
 #include "core/tuning/measure_worker.h"
-#include "core/workflow/queue_worker.h"
 
 namespace collage::workflow {
 

@@ -1,4 +1,4 @@
-#include "app/cli_args.h"
+#include "app/args/args.h"
 
 #include <cstdio>
 

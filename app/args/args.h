@@ -1,4 +1,4 @@
-// Minimal command-line parsing for the `collage` CLI: positional arguments and
+// Minimal command-line parsing for `collage` and `collage-run`: positional arguments and
 // `--flag value` / `--flag=value` options, some repeatable.
 #pragma once
 

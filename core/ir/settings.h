@@ -1,17 +1,27 @@
-// The workflow's defaults, in one place for the CLI (`collage tune`, `--refine`) and
-// the explorer (Tune, Refine): both front ends start from these values, so the same
-// model, costs and seed give the same placement in either.
+// Every default of the workflow, in one place for the CLI (`collage tune`, `--refine`),
+// the explorer (Tune, Refine) and the options structs of core/ (MeasureOptions,
+// RefineOptions, the workflow's step options): they all initialise from kSettings and
+// hold no literal of their own, so the same model, costs and seed give the same
+// placement whichever front end or layer starts the work. It sits in core/ir, the
+// bottom layer, so every stage can read it.
 #pragma once
 
 #include <cstdint>
 
 #include "core/ir/tensor_compare.h"
 
-namespace collage::workflow {
+namespace collage {
 
 struct Settings {
   // End to end: timed runs of a placement after one verified warm-up run (`--repeat`).
   int repeat = 20;
+  // Each candidate kernel: warm-up runs, then samples until `measure_min_time_ms` was spent
+  // timing and at least `measure_min_samples` were taken (README "tune").
+  int measure_warmup_runs = 2;
+  int measure_min_samples = 10;
+  int measure_max_samples = 2000;
+  double measure_min_time_ms = 30;
+  double measure_max_time_ms = 300;  // slow kernels stop here once they have 3 samples
   // Graph-level search (README "tune --refine"): fitness is the median of `fitness_runs`
   // timed runs after a warm-up; an elitist GA of `refine_population` genomes stops after
   // `refine_generations`, `refine_patience` generations without improvement or
@@ -22,6 +32,7 @@ struct Settings {
   int refine_patience = 8;
   double refine_budget_s = 120;
   uint64_t refine_seed = 1;
+  int refine_tournament = 3;
   // The final check: both placements alternated, max(repeat, this) runs each.
   int side_by_side_min_rounds = 10;
   // A whole placement against the native reference: errors accumulate over the model,
@@ -38,4 +49,4 @@ struct Settings {
 
 inline constexpr Settings kSettings{};
 
-}  // namespace collage::workflow
+}  // namespace collage

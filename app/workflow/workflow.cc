@@ -1,18 +1,19 @@
-#include "core/workflow/workflow.h"
+#include "app/workflow/workflow.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
 
+#include "app/workflow/remote_fitness.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/runtime/executor.h"
 #include "core/tuning/measure_worker.h"
 #include "core/tuning/measurer.h"
-#include "core/workflow/remote_fitness.h"
 
 namespace collage::workflow {
 
@@ -121,6 +122,13 @@ std::vector<const BackendSpec*> graph_level_backends(const std::vector<const Bac
   std::vector<const BackendSpec*> out;
   for (const BackendSpec* b : backends)
     if (b->kind == BackendKind::GraphLevel) out.push_back(b);
+  return out;
+}
+
+std::vector<const BackendSpec*> search_backends(const std::vector<const BackendSpec*>& selected) {
+  std::vector<const BackendSpec*> out = or_all(selected);
+  const BackendSpec* native = find_backend("native");
+  if (native && std::find(out.begin(), out.end(), native) == out.end()) out.push_back(native);
   return out;
 }
 
@@ -307,6 +315,72 @@ SideBySideReport compare_side_by_side(const Graph& graph, const Placement& op_le
                                 std::max(options.repeat, kSettings.side_by_side_min_rounds));
   r.keep_refined = r.timing.b_ms < r.timing.a_ms;
   return r;
+}
+
+TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostDb* db,
+                       ProgressObserver* observer) {
+  TuneStepOptions topts = options;
+  topts.backends = search_backends(options.backends);
+  TuneRunReport r;
+  r.tuned = tune(graph, topts, db, observer);
+  RunOptions run;
+  run.backends = topts.backends;
+  run.threads = options.threads;
+  run.repeat = options.repeat;
+  r.run = verify_and_time(graph, r.tuned.placement, r.tuned.inputs, run);
+  return r;
+}
+
+RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
+                           const RefineStepOptions& options, CostDb* db, ProgressObserver* observer) {
+  RefineStepOptions ropts = options;
+  ropts.backends = search_backends(options.backends);
+  RefineRunReport r;
+  r.refine = refine(graph, op_level, inputs, ropts, db, observer);
+  RunOptions run;
+  run.backends = ropts.backends;
+  run.threads = options.threads;
+  run.repeat = options.repeat;
+  r.refined_run = verify_and_time(graph, r.refine.result.best, inputs, run);
+  r.kept = op_level;
+  if (!r.refined_run.verify.ok()) {
+    r.kept_why = KeptPlacement::OpLevelMismatch;
+    return r;
+  }
+  SideBySideOptions sopts;
+  sopts.backends = ropts.backends;
+  sopts.threads = options.threads;
+  sopts.repeat = options.repeat;
+  r.side_by_side = compare_side_by_side(graph, op_level, r.refine, inputs, sopts);
+  if (!r.side_by_side.compared) {
+    r.kept_why = KeptPlacement::OpLevelNothingMoved;
+  } else if (!r.side_by_side.keep_refined) {
+    r.kept_why = KeptPlacement::OpLevelNotFaster;
+  } else {
+    r.kept_why = KeptPlacement::Refined;
+    r.kept = r.refine.result.best;
+  }
+  return r;
+}
+
+std::string describe(const RefineRunReport& report) {
+  char line[256];
+  switch (report.kept_why) {
+    case KeptPlacement::Refined:
+      return "keeping the refined placement";
+    case KeptPlacement::OpLevelNothingMoved:
+      return "the refined placement moved nothing: keeping the op-level one";
+    case KeptPlacement::OpLevelNotFaster:
+      std::snprintf(line, sizeof line,
+                    "the refined placement is not faster when re-measured (%.3f vs %.3f ms): keeping the "
+                    "op-level one",
+                    report.side_by_side.timing.b_ms, report.side_by_side.timing.a_ms);
+      return line;
+    case KeptPlacement::OpLevelMismatch:
+      return "the refined placement disagrees with the native reference (" +
+             report.refined_run.verify.mismatch + "): keeping the op-level one";
+  }
+  return "";
 }
 
 ExportReport export_placement(const Graph& graph, const Placement& placement,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/import/onnx_import.h"
+#include "core/ir/settings.h"
 #include "core/search/artifact_export.h"
 #include "core/search/placement_timing.h"
 #include "core/search/profile_report.h"
@@ -19,7 +20,6 @@
 #include "core/search/tuner.h"
 #include "core/tuning/cost_db.h"
 #include "core/tuning/progress.h"
-#include "core/workflow/settings.h"
 
 namespace collage::workflow {
 
@@ -48,6 +48,11 @@ Placement read_placement(const std::string& path, const Graph& graph);
 // The graph-level backends among `backends`, in order.
 std::vector<const BackendSpec*> graph_level_backends(const std::vector<const BackendSpec*>& backends);
 
+// The backend policy of every search, for both front ends: the selection (empty: every
+// backend compiled in) plus native, which runs every op, so a node no selected library
+// takes still has a kernel.
+std::vector<const BackendSpec*> search_backends(const std::vector<const BackendSpec*>& selected);
+
 // ---- tune: candidates, measured costs (cost DB), op-level search ----
 struct TuneStepOptions {
   std::vector<const BackendSpec*> backends;
@@ -65,6 +70,8 @@ struct TuneStepOptions {
   // alive. InvalidInput with an SQLite cost DB or none.
   bool remote = false;
   double worker_lease_s = kSettings.worker_lease_s;
+  // run_tune: timed end-to-end runs of the placement after its verified warm-up.
+  int repeat = kSettings.repeat;
 };
 
 // The TuneResult (placement, candidates and their costs, the inputs measured on, counts).
@@ -136,9 +143,12 @@ struct RefineStepOptions {
   FitnessFn fitness;
   bool isolated = kSettings.isolate_measurement;
   // As TuneStepOptions::remote: each genome is timed by a `collage worker` of this kind
-  // (core/workflow/remote_fitness.h), locally when none is alive.
+  // (app/workflow/remote_fitness.h), locally when none is alive.
   bool remote = false;
   double worker_lease_s = kSettings.worker_lease_s;
+  // run_refine: timed runs of the refined placement, and side by side max(repeat,
+  // kSettings.side_by_side_min_rounds) rounds.
+  int repeat = kSettings.repeat;
 };
 
 struct RegionSummary {
@@ -178,6 +188,46 @@ struct SideBySideReport {
 SideBySideReport compare_side_by_side(const Graph& graph, const Placement& op_level,
                                       const RefineReport& refined, const std::vector<Tensor>& inputs,
                                       const SideBySideOptions& options);
+
+// ---- the chains `collage tune [--refine]` and the explorer's Tune / Refine run ----
+// Written once, so both front ends verify, time, compare and keep alike; they only
+// print or show the reports.
+
+struct TuneRunReport {
+  TuneResult tuned;        // the op-level placement, candidates, costs, inputs
+  PlacementRunReport run;  // that placement verified against the native reference, then timed
+};
+
+// tune -> verify -> time (options.repeat runs), over search_backends(options.backends).
+TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostDb* db,
+                       ProgressObserver* observer = nullptr);
+
+// Which placement the chain keeps after refining, and why.
+enum class KeptPlacement {
+  Refined,              // verified and faster side by side
+  OpLevelNothingMoved,  // the refined placement is the op-level one
+  OpLevelNotFaster,     // verified, but not faster when both were re-measured alternated
+  OpLevelMismatch,      // the refined placement disagrees with the native reference
+};
+
+struct RefineRunReport {
+  RefineReport refine;
+  PlacementRunReport refined_run;  // the refined placement verified, then timed (options.repeat runs)
+  SideBySideReport side_by_side;   // compared when it moved something and verified
+  KeptPlacement kept_why = KeptPlacement::OpLevelNothingMoved;
+  Placement kept;  // the refined or the op-level placement, per kept_why
+  bool kept_refined() const { return kept_why == KeptPlacement::Refined; }
+};
+
+// refine -> verify and time the refined placement -> side by side -> keep or revert.
+// A refine stopped through the observer still ends with its best placement, verified and
+// compared (README "tune --refine"). Throws InvalidInput when no graph-level backend is selected.
+RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
+                           const RefineStepOptions& options, CostDb* db,
+                           ProgressObserver* observer = nullptr);
+
+// "kept the refined placement", "the refined placement is not faster ...": one line for people.
+std::string describe(const RefineRunReport& report);
 
 // ---- export: the artifact, written, reloaded and run beside the in-process placement ----
 struct ExportStepOptions {

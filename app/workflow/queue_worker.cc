@@ -1,4 +1,4 @@
-#include "core/workflow/queue_worker.h"
+#include "app/workflow/queue_worker.h"
 
 #include <unistd.h>
 
