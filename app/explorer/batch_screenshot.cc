@@ -37,6 +37,8 @@ void BatchScreenshot::on_finished(const JobReport& report) {
       return after_placement();
     case Job::Profile:
       return after_profile();
+    case Job::ExportArtifact:
+      return;  // batch mode exports nothing
   }
 }
 
@@ -73,6 +75,9 @@ void BatchScreenshot::on_failed(const JobFailure& failure) {
       break;
     case Job::Profile:
       step = "profile failed";
+      break;
+    case Job::ExportArtifact:
+      step = "export failed";
       break;
   }
   shoot(QString("%1: %2").arg(step, failure.message));

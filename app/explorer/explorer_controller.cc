@@ -498,23 +498,39 @@ void ExplorerController::save_placement(const QString& path) const {
   if (!out) throw Error(ErrorKind::Io, "cannot write " + path.toStdString());
 }
 
-QString ExplorerController::save_artifact(const QString& path) const {
-  if (!placement_ || !graph_) throw Error(ErrorKind::InvalidInput, "no placement to export");
-  workflow::ExportStepOptions options;
-  options.model_name = QFileInfo(model_path_).completeBaseName().toStdString();
-  options.path = path.toStdString();
-  ExportReport r = workflow::export_placement(*graph_, *placement_, options);
-  if (!r.mismatch.empty())
-    throw Error(ErrorKind::Internal,
-                "the artifact's outputs disagree with the in-process run: " + r.mismatch);
-  return QString(
-             "artifact written to %1: %2 MiB, arena %3 MiB (%4 MiB without reuse), outputs %5 the "
-             "in-process run")
-      .arg(path)
-      .arg(static_cast<double>(r.file_bytes) / (1 << 20), 0, 'f', 2)
-      .arg(static_cast<double>(r.arena_bytes) / (1 << 20), 0, 'f', 2)
-      .arg(static_cast<double>(r.unplanned_bytes) / (1 << 20), 0, 'f', 2)
-      .arg(r.bitwise_equal ? "bitwise equal to" : "within tolerance of");
+bool ExplorerController::start_export_artifact(const QString& path) {
+  if (!graph_ || thread_) return false;
+  if (!placement_) {
+    emit job_failed(
+        JobFailure{Job::ExportArtifact, "Tune or load a placement first: Export compiles it.", false});
+    return false;
+  }
+  std::shared_ptr<const Graph> graph = graph_;
+  Placement placement = *placement_;
+  std::string model_name = QFileInfo(model_path_).completeBaseName().toStdString();
+  return run(Job::ExportArtifact, [=](ProgressObserver&) -> Apply {
+    workflow::ExportStepOptions options;
+    options.model_name = model_name;
+    options.path = path.toStdString();
+    ExportReport r = workflow::export_placement(*graph, placement, options);
+    if (!r.mismatch.empty())
+      throw Error(ErrorKind::Internal,
+                  "the artifact's outputs disagree with the in-process run: " + r.mismatch);
+    return [r, path](ExplorerController&) {
+      JobReport report;
+      report.summary =
+          QString(
+              "artifact written to %1: %2 MiB, arena %3 MiB (%4 MiB without reuse), outputs %5 the "
+              "in-process run")
+              .arg(path)
+              .arg(static_cast<double>(r.file_bytes) / (1 << 20), 0, 'f', 2)
+              .arg(static_cast<double>(r.arena_bytes) / (1 << 20), 0, 'f', 2)
+              .arg(static_cast<double>(r.unplanned_bytes) / (1 << 20), 0, 'f', 2)
+              .arg(r.bitwise_equal ? "bitwise equal to" : "within tolerance of");
+      report.log << report.summary;
+      return report;
+    };
+  });
 }
 
 QString what_if_label(const Alternative& a) {

@@ -28,7 +28,8 @@ class QThread;
 namespace collage {
 
 // PlacementCosts: after load_placement, the candidates and their costs from the cost DB (nothing measured).
-enum class Job { Load, Tune, Refine, Profile, PlacementCosts };
+// ExportArtifact: the compiled artifact written, reloaded and checked against the in-process run.
+enum class Job { Load, Tune, Refine, Profile, PlacementCosts, ExportArtifact };
 
 // Measuring has begun: every candidate kernel, before the first cost lands.
 struct CandidateList {
@@ -137,8 +138,11 @@ class ExplorerController : public QObject {
   // Candidates the DB lacks get the invalid cost kNotMeasured. A running job is cancelled.
   void load_placement(const QString& path);
   void save_placement(const QString& path) const;  // throws Error
-  // Writes the artifact, reloads it and checks its outputs; returns the log line. Throws Error.
-  QString save_artifact(const QString& path) const;
+  // ExportArtifact job (compiling and checking takes seconds on big models, so it runs off
+  // the GUI thread, where the libraries' thread count is also set): writes the artifact,
+  // reloads it and checks its outputs; the report's summary says where and how big.
+  // Refused (job_failed) without a placement.
+  bool start_export_artifact(const QString& path);
   // The current placement (A) against a placement file (B), validated against the model. Throws Error.
   PlacementComparison compare_with_file(const QString& path) const;
   // The last refine's op-level placement (A) against its refined one (B). Throws Error when none ran.

@@ -436,6 +436,8 @@ void MainWindow::on_finished(const JobReport& report) {
     case Job::Profile:  // the `profiled` signal filled the dock
       progress_->setRange(0, 1);
       break;
+    case Job::ExportArtifact:
+      break;
     case Job::PlacementCosts:
       progress_->setRange(0, 1);
       cost_table_->finish(controller_->tuned()->candidates, controller_->tuned()->costs);
@@ -463,6 +465,11 @@ void MainWindow::on_failed(const JobFailure& f) {
     case Job::PlacementCosts:
       status_->setText("Costs not loaded");
       log("costs of the placement's candidates not loaded: " + f.message);
+      return;
+    case Job::ExportArtifact:
+      status_->setText("Artifact not exported");
+      log("artifact export failed: " + f.message);
+      if (!f.cancelled) notify(QMessageBox::Critical, "Export artifact", f.message);
       return;
     case Job::Tune:
     case Job::Refine:
@@ -519,22 +526,13 @@ void MainWindow::export_artifact_dialog() {
       this, "Export artifact", QFileInfo(controller_->model_path()).completeBaseName() + ".collage",
       "Collage artifact (*.collage)");
   if (path.isEmpty()) return;
-  QString error;
-  QApplication::setOverrideCursor(Qt::WaitCursor);  // compiles, traces and verifies: seconds on big models
-  bool ok = save_artifact(path, &error);
-  QApplication::restoreOverrideCursor();
-  if (!ok) notify(QMessageBox::Critical, "Export artifact", error);
+  start_export_artifact(path);
 }
 
-bool MainWindow::save_artifact(const QString& path, QString* error) {
-  try {
-    log(controller_->save_artifact(path));
-    return true;
-  } catch (const std::exception& e) {
-    if (error) *error = e.what();
-    log(QString("artifact export failed: ") + e.what());
-    return false;
-  }
+void MainWindow::start_export_artifact(const QString& path) {
+  if (!controller_->start_export_artifact(path)) return;  // a refusal arrives as job_failed
+  set_busy(true, false);
+  status_->setText("Exporting the artifact: compiling, reloading and checking it…");
 }
 
 bool MainWindow::load_placement(const QString& path) {

@@ -46,7 +46,8 @@ class MainWindow : public QMainWindow {
   void start_profile();  // times each kernel inside the real run; the profile dock shows it
   // Writes the compiled artifact for the current placement, reloads it and checks its
   // outputs against the in-process run; false with `error` set on failure.
-  bool save_artifact(const QString& path, QString* error = nullptr);
+  // Starts the controller's ExportArtifact job; its end arrives as job_finished / job_failed.
+  void start_export_artifact(const QString& path);
   std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
   void select_node(int node);                         // selected in the graph, shown in the inspector
   void set_heatmap(bool on);                          // as the toolbar's Heatmap

@@ -5,6 +5,7 @@
 
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_ops.h"
+#include "core/ir/conv_geometry.h"
 
 namespace collage::native {
 
@@ -41,8 +42,7 @@ Geometry geometry(const Node& node, const Tensor& x, const Tensor& w, bool trans
   auto out_pad = attr_or(node, "output_padding", s, 0);
   std::vector<int64_t> out_shape = node.attr_ints("output_shape", {});
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
-    unsupported(node, "auto_pad='" + auto_pad + "' is not supported");
+  bool same = is_same_auto_pad(auto_pad, node.name), upper = auto_pad == "SAME_UPPER";
   size_t off = 3 - s;
   for (size_t d = 0; d < s; ++d) {
     int64_t in = x.dim(static_cast<int64_t>(d + 2)), k = w.dim(static_cast<int64_t>(d + 2));
@@ -50,32 +50,22 @@ Geometry geometry(const Node& node, const Tensor& x, const Tensor& w, bool trans
       invalid(node, "kernel_shape does not match the weights");
     int64_t st = strides[d], dl = dils[d];
     if (st < 1 || dl < 1) invalid(node, "strides and dilations must be positive");
-    int64_t span = (k - 1) * dl + 1;
+    int64_t span = window_span(k, dl);
     int64_t begin = pads[d], end = pads[d + s], out = 0;
     bool negative_pads_ok = false;
     if (!transposed) {
-      if (auto_pad == "VALID") {
-        begin = end = 0;
-      } else if (auto_pad != "NOTSET") {
-        int64_t target = (in + st - 1) / st;
-        int64_t total = std::max<int64_t>(0, (target - 1) * st + span - in);
-        begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-        end = total - begin;
-      }
+      if (auto_pad == "VALID") begin = end = 0;
+      if (same) std::tie(begin, end) = same_padding(upper, in, st, span);
       out = (in + begin + end - span) / st + 1;
     } else {
       int64_t natural = st * (in - 1) + out_pad[d] + span;
-      if (!out_shape.empty() || (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
+      if (!out_shape.empty() || same) {
         if (!out_shape.empty() && out_shape.size() != s && out_shape.size() != s + 2)
           invalid(node, "output_shape must have " + std::to_string(s) + " values");
         int64_t target = !out_shape.empty() ? out_shape[out_shape.size() - s + d] : in * st;
-        // Spec: pads from total = natural - target, split with floor division (the reference's
-        // '//'), so a target beyond the natural extent gives a negative end pad: extra outputs
-        // at the end that only the bias reaches.
-        int64_t total = natural - target;
-        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-        begin = auto_pad == "SAME_UPPER" ? half : total - half;
-        end = total - begin;
+        // A target beyond the natural extent gives a negative end pad: extra outputs at the
+        // end that only the bias reaches.
+        std::tie(begin, end) = transposed_padding(upper, natural, target);
         negative_pads_ok = true;
       } else if (auto_pad == "VALID") {
         begin = end = 0;

@@ -8,6 +8,7 @@
 
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_ops.h"
+#include "core/ir/conv_geometry.h"
 
 namespace collage::native {
 
@@ -31,20 +32,17 @@ PoolGeometry pool_geometry(const Node& node, const Tensor& x) {
     invalid(node, "strides/dilations/pads have the wrong length");
   bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
-    unsupported(node, "auto_pad='" + auto_pad + "' is not supported");
+  bool same = is_same_auto_pad(auto_pad, node.name);
   PoolGeometry g;
   g.spatial = static_cast<int64_t>(s);
   size_t off = 3 - s;
   for (size_t d = 0; d < s; ++d) {
     int64_t in = x.dim(static_cast<int64_t>(d + 2)), k = kshape[d], st = strides[d], dl = dils[d];
     if (k < 1 || st < 1 || dl < 1) invalid(node, "kernel_shape, strides and dilations must be positive");
-    int64_t span = (k - 1) * dl + 1, begin = pads[d], end = pads[d + s], out;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    int64_t span = window_span(k, dl), begin = pads[d], end = pads[d + s], out;
+    if (same) {
       out = (in + st - 1) / st;
-      int64_t total = std::max<int64_t>(0, (out - 1) * st + span - in);
-      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      end = total - begin;
+      std::tie(begin, end) = same_padding(auto_pad == "SAME_UPPER", in, st, span);
     } else {
       if (auto_pad == "VALID") begin = end = 0;
       int64_t room = in + begin + end - span;

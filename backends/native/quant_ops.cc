@@ -11,6 +11,7 @@
 
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_ops.h"
+#include "core/ir/conv_geometry.h"
 
 namespace collage::native {
 
@@ -376,8 +377,7 @@ ConvGeometry conv_geometry(const Node& node, const Tensor& x, const Tensor& w) {
   auto strides = ints("strides", s, 1), dils = ints("dilations", s, 1), pads = ints("pads", 2 * s, 0);
   auto kshape = node.attr_ints("kernel_shape", {});
   std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
-    unsupported(node, "auto_pad='" + auto_pad + "' is not supported");
+  bool same = is_same_auto_pad(auto_pad, node.name);
   ConvGeometry g;
   for (size_t d = 0; d < s; ++d) {
     int64_t in = x.dim(static_cast<int64_t>(d + 2)), k = w.dim(static_cast<int64_t>(d + 2));
@@ -385,15 +385,9 @@ ConvGeometry conv_geometry(const Node& node, const Tensor& x, const Tensor& w) {
       invalid(node, "kernel_shape does not match the weights");
     int64_t st = strides[d], dl = dils[d];
     if (st < 1 || dl < 1) invalid(node, "strides and dilations must be positive");
-    int64_t span = (k - 1) * dl + 1, begin = pads[d], end = pads[d + s];
-    if (auto_pad == "VALID") {
-      begin = end = 0;
-    } else if (auto_pad != "NOTSET") {
-      int64_t target = (in + st - 1) / st;
-      int64_t total = std::max<int64_t>(0, (target - 1) * st + span - in);
-      begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      end = total - begin;
-    }
+    int64_t span = window_span(k, dl), begin = pads[d], end = pads[d + s];
+    if (auto_pad == "VALID") begin = end = 0;
+    if (same) std::tie(begin, end) = same_padding(auto_pad == "SAME_UPPER", in, st, span);
     if (begin < 0 || end < 0) invalid(node, "pads must not be negative");
     int64_t out = (in + begin + end - span) / st + 1;
     if (out < 1) invalid(node, "the convolution leaves an empty output extent");

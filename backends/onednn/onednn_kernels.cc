@@ -16,6 +16,7 @@
 #include "backends/onednn/onednn_rnn.h"
 #include "core/backend_api/conv_folding.h"
 #include "core/backend_api/transformer_fusion.h"
+#include "core/ir/conv_geometry.h"
 
 namespace collage::onednn {
 
@@ -206,21 +207,19 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
   if (strides.size() != s || dils.size() != s || pads.size() != 2 * s || w.size() != x.size() ||
       y.size() != x.size())
     refuse("convolution attribute sizes do not match the input rank");
+  bool same = is_same_auto_pad(auto_pad, n.name), upper = auto_pad == "SAME_UPPER";
+  auto out_pad = n.attr_ints("output_padding", std::vector<int64_t>(s, 0));
+  if (transposed && out_pad.size() != s) refuse("output_padding size does not match the input rank");
   for (size_t d = 0; d < s; ++d) {
-    int64_t in = x[d + 2], out = y[d + 2], span = (w[d + 2] - 1) * dils[d] + 1;
+    int64_t in = x[d + 2], out = y[d + 2], span = window_span(w[d + 2], dils[d]);
     int64_t l = pads[d], r = pads[d + s];
     if (auto_pad == "VALID") l = r = 0;
-    if (!transposed && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")) {
-      int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + span - in);
-      l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      r = total - l;
-    }
+    if (!transposed && same) std::tie(l, r) = same_padding(upper, in, strides[d], span);
     if (transposed) {
+      if (same || n.has_attr("output_shape"))
+        l = transposed_padding(upper, (in - 1) * strides[d] + out_pad[d] + span, out).first;
       // Deconvolution: out = (in - 1) * stride + span - l - r (output_padding enlarges r).
-      int64_t total = (in - 1) * strides[d] + span - out;
-      if (auto_pad != "NOTSET" || n.has_attr("output_shape"))
-        l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      r = total - l;
+      r = (in - 1) * strides[d] + span - out - l;
     }
     g.strides.push_back(strides[d]);
     g.dilates.push_back(dils[d] - 1);  // oneDNN counts dilation from 0
@@ -245,6 +244,7 @@ std::variant<PoolGeometry, std::string> pool_geometry(const Graph& g, const Node
   if (ks.size() != s || st.size() != s || dl.size() != s || pads.size() != 2 * s)
     return "pooling attribute sizes";
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  bool same = is_same_auto_pad(auto_pad, n.name);
   using A = dnnl::algorithm;
   PoolGeometry geo;
   bool max = n.op_type.find("Max") != std::string::npos,
@@ -252,13 +252,9 @@ std::variant<PoolGeometry, std::string> pool_geometry(const Graph& g, const Node
   geo.alg = max ? A::pooling_max : include ? A::pooling_avg_include_padding : A::pooling_avg_exclude_padding;
   for (size_t d = 0; d < s; ++d) {
     if (ks[d] < 1 || st[d] < 1 || dl[d] < 1) return "non-positive kernel, stride or dilation";
-    int64_t span = (ks[d] - 1) * dl[d] + 1, l = auto_pad == "VALID" ? 0 : pads[d],
+    int64_t span = window_span(ks[d], dl[d]), l = auto_pad == "VALID" ? 0 : pads[d],
             r = auto_pad == "VALID" ? 0 : pads[d + s];
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t total = std::max<int64_t>(0, (ys[d + 2] - 1) * st[d] + span - xs[d + 2]);
-      l = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      r = total - l;
-    }
+    if (same) std::tie(l, r) = same_padding(auto_pad == "SAME_UPPER", xs[d + 2], st[d], span);
     // The right pad yielding exactly the graph's output size: larger than `r` in
     // ceil mode, negative when floor mode leaves input rows unread.
     int64_t pr = (ys[d + 2] - 1) * st[d] + span - xs[d + 2] - l;

@@ -10,6 +10,7 @@
 
 #include "backends/xnnpack/omp_pthreadpool.h"
 #include "core/backend_api/conv_folding.h"
+#include "core/ir/conv_geometry.h"
 
 namespace collage::xnnpack {
 
@@ -189,12 +190,10 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   if (auto_pad == "VALID") pt = pl = 0;
   std::array<int64_t, 2> in_hw = {xs[2], xs[3]}, out_hw = {ys[2], ys[3]}, k = {kh, kw};
   std::array<int64_t, 2> begin = {pt, pl}, end{};
+  bool same = is_same_auto_pad(auto_pad, n.name);
   for (size_t d = 0; d < 2; ++d) {
-    int64_t span = (k[d] - 1) * dils[d] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t total = std::max<int64_t>(0, (out_hw[d] - 1) * strides[d] + span - in_hw[d]);
-      begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-    }
+    int64_t span = window_span(k[d], dils[d]);
+    if (same) begin[d] = same_padding(auto_pad == "SAME_UPPER", in_hw[d], strides[d], span).first;
     end[d] = (out_hw[d] - 1) * strides[d] + span - in_hw[d] - begin[d];
     if (end[d] < 0) end[d] = 0;  // trailing rows that no window reaches
   }

@@ -11,6 +11,7 @@
 #include "backends/xnnpack/omp_pthreadpool.h"
 #include "backends/xnnpack/xnnpack_kernels.h"
 #include "core/backend_api/conv_folding.h"
+#include "core/ir/conv_geometry.h"
 
 namespace collage {
 
@@ -198,15 +199,14 @@ class RegionKernel : public Kernel {
            pads = n.attr_ints("pads", {0, 0, 0, 0});
       std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
       int64_t begin[2] = {pads[0], pads[1]}, end[2];
+      bool same = is_same_auto_pad(auto_pad, n.name);
       for (int d = 0; d < 2; ++d) {
-        int64_t span = ((d ? kw : kh) - 1) * dl[static_cast<size_t>(d)] + 1;
+        int64_t span = window_span(d ? kw : kh, dl[static_cast<size_t>(d)]);
         if (auto_pad == "VALID") begin[d] = 0;
-        if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-          int64_t total =
-              std::max<int64_t>(0, (y[static_cast<size_t>(d) + 2] - 1) * st[static_cast<size_t>(d)] + span -
-                                       x[static_cast<size_t>(d) + 2]);
-          begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-        }
+        if (same)
+          begin[d] = same_padding(auto_pad == "SAME_UPPER", x[static_cast<size_t>(d) + 2],
+                                  st[static_cast<size_t>(d)], span)
+                         .first;
         end[d] = std::max<int64_t>(0, (y[static_cast<size_t>(d) + 2] - 1) * st[static_cast<size_t>(d)] +
                                           span - x[static_cast<size_t>(d) + 2] - begin[d]);
       }

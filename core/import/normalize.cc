@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/ir/conv_geometry.h"
+
 namespace collage::import_detail {
 
 ValueId add_constant(Graph& graph, const std::string& hint, Tensor tensor) {
@@ -121,6 +123,44 @@ void normalize_legacy_forms(Graph& graph) {
       throw Error(ErrorKind::InvalidModel,
                   graph.nodes[i].describe() + ": malformed attributes or inputs (" + e.what() + ")");
     }
+}
+
+void resolve_auto_pad(Graph& graph) {
+  static const std::map<std::string, int> kWeightInput = {{"Conv", 1},         {"ConvInteger", 1},
+                                                          {"QLinearConv", 3},  {"MaxPool", -1},
+                                                          {"AveragePool", -1}, {"LpPool", -1}};
+  for (Node& node : graph.nodes) {
+    auto op = kWeightInput.find(node.op_type);
+    if (op == kWeightInput.end() || node.domain != "" || node.inputs.empty() || node.inputs[0] == kNoValue)
+      continue;
+    std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    if (auto_pad == "NOTSET") continue;
+    bool same = is_same_auto_pad(auto_pad, node.name);
+    const Value& x = graph.value(node.inputs[0]);
+    if (!x.shape_known || x.shape.size() < 3) continue;  // left to the kernel's own refusal
+    size_t s = x.shape.size() - 2;
+    std::vector<int64_t> kernel;
+    if (op->second >= 0) {
+      size_t w = static_cast<size_t>(op->second);
+      if (w >= node.inputs.size() || node.inputs[w] == kNoValue) continue;
+      const Value& weight = graph.value(node.inputs[w]);
+      if (!weight.shape_known || weight.shape.size() != x.shape.size()) continue;
+      kernel.assign(weight.shape.begin() + 2, weight.shape.end());
+    } else {
+      kernel = node.attr_ints("kernel_shape");
+    }
+    auto strides = node.attr_ints("strides", std::vector<int64_t>(s, 1));
+    auto dilations = node.attr_ints("dilations", std::vector<int64_t>(s, 1));
+    if (kernel.size() != s || strides.size() != s || dilations.size() != s) continue;
+    std::vector<int64_t> pads(2 * s, 0);
+    if (same)
+      for (size_t d = 0; d < s; ++d)
+        std::tie(pads[d], pads[d + s]) = same_padding(auto_pad == "SAME_UPPER", x.shape[d + 2], strides[d],
+                                                      window_span(kernel[d], dilations[d]));
+    node.attrs["pads"] = Attribute::of_ints(pads);
+    node.attrs.erase("auto_pad");
+    if (same) node.attrs.erase("ceil_mode");
+  }
 }
 
 }  // namespace collage::import_detail

@@ -13,6 +13,12 @@ namespace collage::import_detail {
 // Clip, Squeeze/Unsqueeze, ReduceX, Split, Dropout).
 void normalize_legacy_forms(Graph& graph);
 
+// Once shapes are static: auto_pad SAME_UPPER / SAME_LOWER / VALID of every forward window
+// op (Conv, ConvInteger, QLinearConv, MaxPool, AveragePool, LpPool) becomes explicit
+// `pads` (core/ir/conv_geometry.h; SAME pooling also drops ceil_mode, which SAME ignores),
+// so no backend re-derives it. ConvTranspose keeps its auto_pad (see conv_geometry.h).
+void resolve_auto_pad(Graph& graph);
+
 // A fresh constant value named after `hint`.
 ValueId add_constant(Graph& graph, const std::string& hint, Tensor tensor);
 

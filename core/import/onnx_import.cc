@@ -559,6 +559,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   graph.sort_and_prune();
   graph.validate();
   import_detail::complete_shapes_and_fold(graph, options.evaluator, budget, report);
+  import_detail::resolve_auto_pad(graph);
   graph.sort_and_prune();
   graph.validate();
   for (const Value& v : graph.values) {

@@ -193,10 +193,13 @@ class ExplorerTest : public QObject {
     QCOMPARE(count(table, CandidateStatus::Cached), valid);
     QCOMPARE(count(table, CandidateStatus::Invalid), static_cast<int>(tuned.costs.size()) - valid);
 
-    // Export the compiled artifact: it loads and reports the model's inputs.
+    // Export the compiled artifact, a job off the GUI thread: it loads and reports the model's inputs.
     auto artifact = fs::temp_directory_path() / "explorer_test.collage";
-    QString error;
-    QVERIFY2(window.save_artifact(QString::fromStdString(artifact.string()), &error), qPrintable(error));
+    QSignalSpy exported(c, &ExplorerController::job_finished);
+    window.start_export_artifact(QString::fromStdString(artifact.string()));
+    QVERIFY(job.wait(120000));
+    QCOMPARE(exported.count(), 1);
+    QCOMPARE(exported.first().at(0).value<collage::JobReport>().job, collage::Job::ExportArtifact);
     collage::Artifact reloaded = collage::load_artifact(artifact.string());
     QCOMPARE(reloaded.kernels.size(), c->placement()->kernels.size());
     QCOMPARE(reloaded.info.inputs.size(), c->graph()->inputs.size());

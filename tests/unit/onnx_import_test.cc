@@ -419,5 +419,73 @@ TEST(Import, NodesOutOfTopologicalOrderAreSorted) {
   EXPECT_EQ(g.node(0).op_type, "Relu");
 }
 
+// auto_pad is resolved once, at import (core/ir/conv_geometry.h): the nodes carry explicit
+// pads, and the result is ONNX's SAME rule (odd padding at the start for SAME_LOWER, at
+// the end for SAME_UPPER), computed here by hand.
+TEST(Import, AutoPadBecomesExplicitPads) {
+  OnnxTestModel m(17);
+  m.input("x", {1, 1, 6, 6});
+  m.initializer("w", Tensor::from_vector<float>({1, 1, 3, 3}, std::vector<float>(9, 1.0f)));
+  auto& conv = m.node("Conv", {"x", "w"}, {"c"});
+  OnnxTestModel::attr_ints(conv, "strides", {2, 2});
+  OnnxTestModel::attr_string(conv, "auto_pad", "SAME_LOWER");
+  auto& pool = m.node("MaxPool", {"x"}, {"p"});
+  OnnxTestModel::attr_ints(pool, "kernel_shape", {3, 3});
+  OnnxTestModel::attr_ints(pool, "strides", {4, 4});
+  OnnxTestModel::attr_int(pool, "ceil_mode", 1);
+  OnnxTestModel::attr_string(pool, "auto_pad", "SAME_UPPER");
+  m.output("c");
+  m.output("p");
+  Graph g = import_model(m);
+  // Conv: out = ceil(6 / 2) = 3, total = (3 - 1) * 2 + 3 - 6 = 1, LOWER puts it first.
+  const Node& c = only_node(g, "Conv");
+  EXPECT_FALSE(c.has_attr("auto_pad"));
+  EXPECT_EQ(c.attr_ints("pads"), (std::vector<int64_t>{1, 1, 0, 0}));
+  // MaxPool: out = ceil(6 / 4) = 2, total = (2 - 1) * 4 + 3 - 6 = 1, UPPER puts it last;
+  // ceil_mode, which SAME ignores, is dropped (with it the explicit pads would give 3).
+  const Node& p = only_node(g, "MaxPool");
+  EXPECT_FALSE(p.has_attr("auto_pad"));
+  EXPECT_FALSE(p.has_attr("ceil_mode"));
+  EXPECT_EQ(p.attr_ints("pads"), (std::vector<int64_t>{0, 0, 1, 1}));
+
+  std::vector<float> x(36);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i + 1);
+  auto out = run_native(g, {Tensor::from_vector<float>({1, 1, 6, 6}, x)});
+  ASSERT_EQ(out[0].shape(), (Shape{1, 1, 3, 3}));
+  ASSERT_EQ(out[1].shape(), (Shape{1, 1, 2, 2}));
+  for (int oh = 0; oh < 3; ++oh)
+    for (int ow = 0; ow < 3; ++ow) {
+      float want = 0;
+      for (int ih = 2 * oh - 1; ih <= 2 * oh + 1; ++ih)
+        for (int iw = 2 * ow - 1; iw <= 2 * ow + 1; ++iw)
+          if (ih >= 0 && ih < 6 && iw >= 0 && iw < 6) want += x[static_cast<size_t>(ih * 6 + iw)];
+      EXPECT_EQ(out[0].data<float>()[oh * 3 + ow], want) << oh << "," << ow;
+    }
+  for (int oh = 0; oh < 2; ++oh)
+    for (int ow = 0; ow < 2; ++ow) {
+      float want = -1e30f;
+      for (int ih = 4 * oh; ih <= std::min(4 * oh + 2, 5); ++ih)
+        for (int iw = 4 * ow; iw <= std::min(4 * ow + 2, 5); ++iw)
+          want = std::max(want, x[static_cast<size_t>(ih * 6 + iw)]);
+      EXPECT_EQ(out[1].data<float>()[oh * 2 + ow], want) << oh << "," << ow;
+    }
+}
+
+TEST(ImportErrors, AnUnknownAutoPadIsRefusedNamingTheNode) {
+  OnnxTestModel m(17);
+  m.input("x", {1, 1, 6, 6});
+  auto& pool = m.node("MaxPool", {"x"}, {"p"});
+  OnnxTestModel::attr_ints(pool, "kernel_shape", {3, 3});
+  OnnxTestModel::attr_string(pool, "auto_pad", "SAME_SIDEWAYS");
+  m.output("p");
+  try {
+    import_model(m);
+    FAIL() << "imported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidModel) << e.what();
+    EXPECT_NE(std::string(e.what()).find("SAME_SIDEWAYS"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace collage
