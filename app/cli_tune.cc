@@ -48,7 +48,7 @@ class ConsoleProgress : public ProgressObserver {
       std::fflush(stderr);
     }
     // A worker lost to a candidate is news (a library bug on this shape); routine refusals are not.
-    if (result.cost.valid() || !lost_in_worker(result.cost.invalid_reason)) return;
+    if (result.cost.status != CostStatus::Lost) return;
     std::fprintf(stderr, "%scandidate %s %s (nodes %s): %s; the tune goes on without it\n", tty_ ? "\r" : "",
                  c.backend.c_str(), c.label.c_str(), describe_nodes(node_ids(c.nodes)).c_str(),
                  result.cost.invalid_reason.c_str());

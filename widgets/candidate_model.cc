@@ -23,10 +23,10 @@ void CandidateModel::set_pending(const std::vector<Candidate>& candidates) {
 }
 
 void CandidateModel::apply(Row& row, const MeasuredCandidate& result) {
-  row.status = result.cost.invalid_reason == kNotMeasured ? CandidateStatus::NotMeasured
-               : !result.cost.valid()                     ? CandidateStatus::Invalid
-               : result.from_cache                        ? CandidateStatus::Cached
-                                                          : CandidateStatus::Measured;
+  row.status = result.cost.status == CostStatus::NotMeasured ? CandidateStatus::NotMeasured
+               : !result.cost.valid()                        ? CandidateStatus::Invalid
+               : result.from_cache                           ? CandidateStatus::Cached
+                                                             : CandidateStatus::Measured;
   row.median_ms = result.cost.median_ms;
   row.samples = result.cost.samples;
   row.reason = QString::fromStdString(result.cost.invalid_reason);

@@ -194,7 +194,7 @@ bool ExplorerController::start_tune() {
       // A worker lost to a candidate is news (a library bug on this shape); routine refusals are not.
       for (size_t i = 0; i < c.tuned_->costs.size(); ++i) {
         const MeasuredCandidate& m = c.tuned_->costs[i];
-        if (m.from_cache || !lost_in_worker(m.cost.invalid_reason)) continue;
+        if (m.from_cache || m.cost.status != CostStatus::Lost) continue;
         const Candidate& cand = c.tuned_->candidates[i];
         r.log << QString("candidate %1 %2: %3; tuned without it")
                      .arg(QString::fromStdString(cand.backend), QString::fromStdString(cand.label),
@@ -471,7 +471,7 @@ void ExplorerController::load_placement(const QString& path) {
       emit c.candidates_listed(CandidateList{c.tuned_->candidates});
       size_t not_measured = 0;
       for (size_t i = 0; i < c.tuned_->costs.size(); ++i) {
-        not_measured += c.tuned_->costs[i].cost.invalid_reason == kNotMeasured;
+        not_measured += c.tuned_->costs[i].cost.status == CostStatus::NotMeasured;
         emit c.cost_measured(MeasuredCost{i, c.tuned_->costs[i]});
       }
       JobReport r;

@@ -135,7 +135,7 @@ class ExplorerController : public QObject {
   // its pins at once, then fills `tuned()` as a tune would (candidates of the current
   // backends and their costs at the placement's threads) from the cost DB alone in a
   // PlacementCosts job: candidates_listed, one cost_measured per candidate, job_finished.
-  // Candidates the DB lacks get the invalid cost kNotMeasured. A running job is cancelled.
+  // Candidates the DB lacks get Cost::not_measured(). A running job is cancelled.
   void load_placement(const QString& path);
   void save_placement(const QString& path) const;  // throws Error
   // ExportArtifact job (compiling and checking takes seconds on big models, so it runs off

@@ -219,7 +219,7 @@ int serve(int argc, char** argv) {
       else
         cost = Cost::invalid("measure worker: unknown request '" + verb + "'");
     } catch (const std::bad_alloc&) {
-      cost = Cost::invalid("out of memory");
+      cost = Cost::lost("out of memory");
     } catch (const std::exception& e) {
       cost = Cost::invalid(std::string("run failed: ") + e.what());
     }

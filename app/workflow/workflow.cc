@@ -265,7 +265,7 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
       std::vector<KernelGroup> kernels(p.kernels.begin(), p.kernels.end());
       Cost cost = worker->fitness(kernels, runs);
       if (cost.valid()) return cost.median_ms;
-      if (lost_in_worker(cost.invalid_reason)) r.lost_evaluations.push_back(cost.invalid_reason);
+      if (cost.status == CostStatus::Lost) r.lost_evaluations.push_back(cost.invalid_reason);
       return std::numeric_limits<double>::infinity();
     };
   } else if (!fitness) {

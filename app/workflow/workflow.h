@@ -79,7 +79,7 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db,
                 ProgressObserver* observer = nullptr);
 
 // The candidates and their costs from the cost DB alone: nothing is measured, a candidate
-// the DB lacks has the invalid cost kNotMeasured; no search runs (`placement` and `search`
+// the DB lacks has Cost::not_measured(); no search runs (`placement` and `search`
 // stay empty, `inputs` too). Loading a placement fills the explorer's table from this, and
 // `collage explain` reasons over it.
 TuneResult cached_costs(const Graph& graph, const TuneStepOptions& options, CostDb* db);

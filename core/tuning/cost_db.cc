@@ -67,6 +67,7 @@ std::string CostDb::export_json(const std::string& backend_filter) const {
                        {"backend_version", r.backend_version},
                        {"label", r.label},
                        {"valid", r.cost.valid()},
+                       {"status", cost_status_name(r.cost.status)},
                        {"reason", r.cost.invalid_reason},
                        {"median_ms", r.cost.median_ms},
                        {"p90_ms", r.cost.p90_ms},
@@ -98,8 +99,9 @@ size_t CostDb::import_json(const std::string& text) {
       r.backend = j.at("backend").get<std::string>();
       r.backend_version = j.at("backend_version").get<std::string>();
       r.label = j.at("label").get<std::string>();
-      r.cost.invalid_reason = j.at("reason").get<std::string>();
-      if (!j.at("valid").get<bool>() && r.cost.invalid_reason.empty()) r.cost.invalid_reason = "invalid";
+      std::string reason = j.at("reason").get<std::string>();
+      if (!j.at("valid").get<bool>() || !reason.empty())  // exports before the status field: failed
+        r.cost = Cost::invalid(reason, cost_status_from_name(j.value("status", std::string("failed"))));
       r.cost.median_ms = j.at("median_ms").get<double>();
       r.cost.p90_ms = j.at("p90_ms").get<double>();
       r.cost.stddev_ms = j.at("stddev_ms").get<double>();

@@ -53,8 +53,9 @@ CostRecord read_row(const pg::Result& r, int i) {
   rec.backend = r.text(i, 3);
   rec.backend_version = r.text(i, 4);
   rec.label = r.text(i, 5);
-  rec.cost.invalid_reason = r.text(i, 7);
-  if (r.text(i, 6) != "t" && rec.cost.invalid_reason.empty()) rec.cost.invalid_reason = "invalid";
+  // The table keeps valid and reason; an invalid cost reads back as Failed (the status of
+  // a lost worker is news only when it happens, not from the DB).
+  if (r.text(i, 6) != "t" || !r.text(i, 7).empty()) rec.cost = Cost::invalid(r.text(i, 7));
   rec.cost.median_ms = std::strtod(r.text(i, 8).c_str(), nullptr);
   rec.cost.p90_ms = std::strtod(r.text(i, 9).c_str(), nullptr);
   rec.cost.stddev_ms = std::strtod(r.text(i, 10).c_str(), nullptr);

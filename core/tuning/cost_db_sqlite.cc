@@ -130,8 +130,9 @@ CostRecord read_row(const Statement& s) {
   r.backend = s.text(3);
   r.backend_version = s.text(4);
   r.label = s.text(5);
-  r.cost.invalid_reason = s.text(7);
-  if (s.integer(6) == 0 && r.cost.invalid_reason.empty()) r.cost.invalid_reason = "invalid";
+  // The table keeps valid and reason; an invalid cost reads back as Failed (the status of
+  // a lost worker is news only when it happens, not from the DB).
+  if (s.integer(6) == 0 || !s.text(7).empty()) r.cost = Cost::invalid(s.text(7));
   r.cost.median_ms = s.real(8);
   r.cost.p90_ms = s.real(9);
   r.cost.stddev_ms = s.real(10);

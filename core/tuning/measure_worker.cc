@@ -95,7 +95,8 @@ std::string cost_reply(const Cost& cost) {
     std::string reason = cost.invalid_reason;
     for (char& c : reason)
       if (c == '\n' || c == '\r') c = ' ';
-    return "invalid " + format_double(cost.build_ms) + " " + reason + "\n";
+    return std::string("invalid ") + cost_status_name(cost.status) + " " + format_double(cost.build_ms) +
+           " " + reason + "\n";
   }
   return "ok " + format_double(cost.median_ms) + " " + format_double(cost.p90_ms) + " " +
          format_double(cost.stddev_ms) + " " + std::to_string(cost.samples) + " " +
@@ -141,12 +142,14 @@ Cost parse_cost_reply(const std::string& line) {
     if (!reply.fail()) return cost;
   } else if (verb == "invalid") {
     double build_ms = 0;
-    reply >> build_ms;
+    std::string status;
+    reply >> status >> build_ms;
     std::string reason;
     std::getline(reply, reason);
     if (!reason.empty() && reason[0] == ' ') reason.erase(0, 1);
-    if (!reason.empty()) {
-      cost = Cost::invalid(reason);
+    CostStatus parsed = cost_status_from_name(status);
+    if (!reason.empty() && !reply.fail()) {
+      cost = Cost::invalid(reason, parsed == CostStatus::Measured ? CostStatus::Failed : parsed);
       cost.build_ms = build_ms;
       return cost;
     }
@@ -162,12 +165,6 @@ using worker_channel::read_line;
 using worker_channel::write_all;
 
 }  // namespace
-
-bool lost_in_worker(const std::string& reason) {
-  for (const char* prefix : {"crashed: ", "timed out after ", "out of memory", "the measurement worker "})
-    if (reason.rfind(prefix, 0) == 0) return true;
-  return false;
-}
 
 std::vector<std::string>& default_command() {
   static std::vector<std::string> command;
@@ -361,13 +358,12 @@ Cost MeasureWorker::lost_worker(const std::string& what) {
   while (::waitpid(process_->pid, &status, 0) < 0 && errno == EINTR) {
   }
   process_.reset();
-  if (!what.empty()) return Cost::invalid(what);
+  if (!what.empty()) return Cost::lost(what);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    return Cost::invalid(sig == SIGKILL ? "crashed: SIGKILL (out of memory?)"
-                                        : "crashed: " + signal_name(sig));
+    return Cost::lost(sig == SIGKILL ? "crashed: SIGKILL (out of memory?)" : "crashed: " + signal_name(sig));
   }
-  return Cost::invalid("the measurement worker exited with code " + std::to_string(WEXITSTATUS(status)));
+  return Cost::lost("the measurement worker exited with code " + std::to_string(WEXITSTATUS(status)));
 }
 
 Cost MeasureWorker::request(const std::string& line, double limit) {

@@ -55,11 +55,6 @@ struct WorkerOptions {
   bool host_exclusive = true;
 };
 
-// True for the reasons the parent gives a candidate whose worker died or overran
-// ("crashed: SIGSEGV", "timed out after 10 s", "out of memory", ...): the front
-// ends report these (they are not routine "build failed" refusals).
-bool lost_in_worker(const std::string& invalid_reason);
-
 // A front end's executable doubles as its worker: re-entered with kMeasureWorkerFlag
 // (workflow::enable_measure_workers, first thing in its main()).
 inline constexpr const char* kMeasureWorkerFlag = "--measure-worker";

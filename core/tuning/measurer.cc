@@ -138,8 +138,8 @@ Cost Measurer::measure_in_process(const BackendSpec& backend, const SubGraph& su
     CompileOptions copts;
     copts.threads = options_.threads;
     kernel = backend.compile(graph_, sub, copts);
-  } catch (const std::bad_alloc&) {
-    return Cost::invalid("out of memory");
+  } catch (const std::bad_alloc&) {  // under the worker's address-space limit: the worker's loss
+    return Cost::lost("out of memory");
   } catch (const std::exception& e) {
     return Cost::invalid(std::string("build failed: ") + e.what());
   }
@@ -159,7 +159,7 @@ Cost Measurer::measure_in_process(const BackendSpec& backend, const SubGraph& su
     cost.build_ms = build_ms;
     return cost;
   } catch (const std::bad_alloc&) {
-    Cost invalid = Cost::invalid("out of memory");
+    Cost invalid = Cost::lost("out of memory");
     invalid.build_ms = build_ms;
     return invalid;
   } catch (const std::exception& e) {
@@ -229,7 +229,7 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
       }
     }
     if (options_.cached_only) {
-      out[i].cost = Cost::invalid(kNotMeasured);
+      out[i].cost = Cost::not_measured();
       landed(i);
       continue;
     }

@@ -27,7 +27,7 @@ struct MeasureOptions {
   double max_time_ms =
       kSettings.measure_max_time_ms;                 // ...but slow kernels stop here once they have 3 samples
   Tolerance tolerance = kSettings.kernel_tolerance;  // agreement with the native reference
-  // Look costs up only: a candidate the cost DB lacks gets an invalid cost (kNotMeasured),
+  // Look costs up only: a candidate the cost DB lacks gets Cost::not_measured(),
   // nothing is built or timed and no reference values are needed.
   bool cached_only = false;
   // Non-empty worker.command: build and time each candidate in a worker process
@@ -39,8 +39,6 @@ struct MeasureOptions {
   std::string remote_queue;
   double worker_lease_s = kSettings.worker_lease_s;  // a worker silent this long is taken for gone
 };
-
-inline constexpr const char* kNotMeasured = "not measured (no cost in the cost DB for this machine)";
 
 struct MeasuredCandidate {
   std::string signature;

@@ -21,7 +21,7 @@ collage::MeasuredCandidate cost(double ms, bool cached = false) {
 
 collage::MeasuredCandidate invalid(const std::string& reason) {
   collage::MeasuredCandidate m;
-  m.cost.invalid_reason = reason;
+  m.cost = collage::Cost::invalid(reason);
   return m;
 }
 

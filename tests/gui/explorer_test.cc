@@ -348,7 +348,7 @@ class ExplorerTest : public QObject {
     collage::MeasuredCandidate slow, bad;
     slow.cost.median_ms = 2.5;
     slow.cost.samples = 7;
-    bad.cost.invalid_reason = "disagrees with the reference";
+    bad.cost = collage::Cost::invalid("disagrees with the reference");
     table.set_result(1, bad);
     QCOMPARE(status(1), CandidateStatus::Invalid);
     QCOMPARE(model->index(1, CandidateModel::kStatus).data().toString(),

@@ -83,7 +83,7 @@ TEST_P(CostDbConformance, StoresFindsListsAndUpsertsByKey) {
     CostDb db(location_);
     db.put(record("sig-a", 1.5));
     CostRecord bad = record("sig-b", 0);
-    bad.cost.invalid_reason = "crashed: SIGSEGV";
+    bad.cost = Cost::lost("crashed: SIGSEGV");
     db.put(bad);
     db.put(record("x-sig", 0.125, 2));
   }

@@ -45,7 +45,7 @@ TEST_F(CostDbTest, PersistsAcrossOpens) {
     CostDb db(path());
     db.put(record("sig-a", 1.5));
     CostRecord bad = record("sig-b", 0);
-    bad.cost.invalid_reason = "build failed: nope";
+    bad.cost = Cost::invalid("build failed: nope");
     db.put(bad);
   }
   CostDb db(path());

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
 #include "core/ir/random_inputs.h"
+#include "core/tuning/measure_worker.h"
 #include "onnx_test_model.h"
 
 namespace collage {
@@ -162,6 +165,37 @@ TEST(Measurer, CancelKeepsWhatWasMeasured) {
   EXPECT_LT(db.size(), candidates.size());
   db_holder.reset();
   remove_db(path);
+}
+
+// One Cost: a status plus a reason, checked on construction, and the status survives the
+// measurement worker's channel (the front ends report lost workers from it, not from words).
+TEST(Cost, StatusIsCheckedOnConstructionAndCrossesTheWorkerChannel) {
+  EXPECT_TRUE(Cost::of_ms(1.25).valid());
+  EXPECT_THROW(Cost::of_ms(-1), Error);
+  EXPECT_THROW(Cost::of_ms(std::numeric_limits<double>::infinity()), Error);
+  EXPECT_THROW(Cost::of_ms(std::nan("")), Error);
+  EXPECT_THROW(Cost::invalid("why", CostStatus::Measured), Error);
+  EXPECT_EQ(Cost::invalid("").invalid_reason, "invalid");
+  EXPECT_EQ(Cost::not_measured().status, CostStatus::NotMeasured);
+  EXPECT_FALSE(Cost::not_measured().valid());
+  for (CostStatus status : {CostStatus::Failed, CostStatus::Lost, CostStatus::NotMeasured}) {
+    Cost sent = Cost::invalid("crashed: SIGSEGV in a kernel", status);
+    sent.build_ms = 3.5;
+    Cost got = worker_channel::parse_cost_reply(worker_channel::cost_reply(sent));
+    EXPECT_EQ(got.status, status) << cost_status_name(status);
+    EXPECT_EQ(got.invalid_reason, sent.invalid_reason);
+    EXPECT_EQ(got.build_ms, 3.5);
+    EXPECT_EQ(cost_status_from_name(cost_status_name(status)), status);
+  }
+  Cost measured = Cost::of_ms(0.75);
+  measured.samples = 12;
+  Cost got = worker_channel::parse_cost_reply(worker_channel::cost_reply(measured));
+  EXPECT_TRUE(got.valid());
+  EXPECT_EQ(got.median_ms, 0.75);
+  EXPECT_EQ(got.samples, 12);
+  // A reply without a status word (or a garbled one) is a malformed reply, never a valid cost.
+  EXPECT_FALSE(worker_channel::parse_cost_reply("invalid 3.5\n").valid());
+  EXPECT_EQ(worker_channel::parse_cost_reply("invalid garbled 3.5 why\n").status, CostStatus::Failed);
 }
 
 }  // namespace

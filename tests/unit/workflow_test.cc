@@ -139,7 +139,7 @@ TEST(Workflow, CachedCostsReadTheCostDbAndMeasureNothing) {
   ASSERT_FALSE(empty.candidates.empty());
   EXPECT_EQ(empty.from_cache, 0u);
   EXPECT_EQ(empty.invalid, empty.candidates.size());
-  EXPECT_EQ(empty.costs.front().cost.invalid_reason, kNotMeasured);
+  EXPECT_EQ(empty.costs.front().cost.status, CostStatus::NotMeasured);
   EXPECT_TRUE(db.list().empty());  // "not measured" is not a cost to keep
 
   TuneResult tuned = workflow::tune(g, topts, &db);
