@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kExplainFormatVersion = 1;
+constexpr int kExplainFormatVersion = 2;  // 2: baseline, baseline_ms, what_if current
 
 // --backends, else the backends the placement was tuned with (its backend_versions), else all.
 std::vector<const BackendSpec*> backends_for(const Args& args, const Placement& placement) {
@@ -88,13 +88,15 @@ json detail_json(const Graph& graph, const NodeExplanation& e, const std::vector
   json ws = json::array();
   for (const WhatIf& w : what_ifs)
     ws.push_back({{"backend", w.backend},
+                  {"current", w.current},
                   {"run_on", alternative_json(w.run_on)},
                   {"forbid", alternative_json(w.forbid)}});
   j["what_if"] = ws;
   return j;
 }
 
-void print_detail(const Graph& graph, const NodeExplanation& e, const std::vector<WhatIf>& what_ifs) {
+void print_detail(const Graph& graph, const NodeExplanation& e, const std::vector<WhatIf>& what_ifs,
+                  const PlacementExplainer& explainer) {
   const Node& n = graph.node(e.node);
   std::printf("node %d '%s' (%s)\n", e.node, n.name.c_str(), n.op_type.c_str());
   std::printf("placed on %s '%s' (%zu node%s%s), %.4f ms\n", e.chosen.backend.c_str(), e.chosen.label.c_str(),
@@ -110,6 +112,7 @@ void print_detail(const Graph& graph, const NodeExplanation& e, const std::vecto
     else
       std::printf("invalid: %s\n", c.cost.invalid_reason.c_str());
   }
+  std::printf("deltas against %s: %.4f ms\n", baseline_words(explainer.baseline()), explainer.baseline_ms());
   const Alternative& r = e.runner_up;
   if (r.feasible)
     std::printf("runner-up (%s forbidden for it): predicted %.4f ms, %s, spread %.4f ms%s\n",
@@ -119,7 +122,8 @@ void print_detail(const Graph& graph, const NodeExplanation& e, const std::vecto
     std::printf("runner-up: %s\n", alternative_text(r).c_str());
   std::printf("what if (predicted change of the whole placement):\n");
   for (const WhatIf& w : what_ifs) {
-    std::printf("  run on %-14s %s\n", w.backend.c_str(), alternative_text(w.run_on).c_str());
+    std::printf("  run on %-14s %s\n", w.backend.c_str(),
+                w.current ? "current (it runs there)" : alternative_text(w.run_on).c_str());
     std::printf("  forbid %-14s %s\n", w.backend.c_str(), alternative_text(w.forbid).c_str());
   }
 }
@@ -170,6 +174,8 @@ int command_explain(const std::vector<std::string>& argv) {
                 {"epsilon_ms", placement.epsilon_ms},
                 {"predicted_ms", explainer.current_ms()},
                 {"saved_predicted_ms", placement.predicted_ms},
+                {"baseline", baseline_key(explainer.baseline())},
+                {"baseline_ms", explainer.baseline_ms()},
                 {"nodes", std::move(nodes)}};
     std::cout << doc.dump(1) << "\n";
   };
@@ -179,7 +185,7 @@ int command_explain(const std::vector<std::string>& argv) {
     if (args.has("--json")) {
       print_document(json::array({detail_json(graph, e, what_ifs)}));
     } else {
-      print_detail(graph, e, what_ifs);
+      print_detail(graph, e, what_ifs, explainer);
     }
     return 0;
   }
@@ -214,9 +220,10 @@ int command_explain(const std::vector<std::string>& argv) {
     reasons += (reasons.empty() ? "" : ", ") + std::to_string(count) + " " + key;
   std::printf(
       "summary: %d nodes (%s); %d near ties (|delta| within the measured spread), %d without an "
-      "alternative; placement %.4f ms under these costs (saved as %.4f ms), %zu kernels\n",
+      "alternative; placement %.4f ms under these costs (saved as %.4f ms), %zu kernels; deltas against "
+      "%s (%.4f ms)\n",
       graph.num_nodes(), reasons.c_str(), near_ties, without, explainer.current_ms(), placement.predicted_ms,
-      placement.kernels.size());
+      placement.kernels.size(), baseline_words(explainer.baseline()), explainer.baseline_ms());
   return 0;
 }
 

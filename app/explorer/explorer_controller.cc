@@ -444,6 +444,11 @@ std::vector<WhatIf> ExplorerController::what_ifs(int node) const {
   return ex ? ex->what_ifs(node) : std::vector<WhatIf>{};
 }
 
+QString ExplorerController::delta_baseline() const {
+  std::optional<PlacementExplainer> ex = explainer();
+  return ex ? QString(baseline_words(ex->baseline())) : QString();
+}
+
 void ExplorerController::load_placement(const QString& path) {
   if (!graph_) throw Error(ErrorKind::InvalidInput, "open a model first");
   Placement loaded = workflow::read_placement(path.toStdString(), *graph_);

@@ -129,6 +129,8 @@ class ExplorerController : public QObject {
   std::optional<NodeExplanation> explain_node(int node) const;
   // Per backend offering a kernel for the node: the predicted Δ of "Run on" / "Forbid" it.
   std::vector<WhatIf> what_ifs(int node) const;
+  // What those Δs are measured against, in words (core/search/explain.h); empty without an explainer.
+  QString delta_baseline() const;
 
   // ---- files (synchronous; errors as exceptions for the caller's dialog) ----
   // Reads and validates the placement (throws Error; then nothing changes), adopts it and

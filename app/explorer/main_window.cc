@@ -252,19 +252,25 @@ void MainWindow::build_menus_and_toolbar() {
   });
   bar->addAction("Export placement…", this, &MainWindow::export_placement);
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-  bar->addSeparator();
+  // The backend toggles double as the colour legend, so they get a row of their own: on the
+  // main row a narrow window hid the last ones behind the overflow button.
+  addToolBarBreak();
+  QToolBar* legend = addToolBar("Backends");
+  legend->setObjectName("backend-legend");
+  legend->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  legend->addWidget(new QLabel(" backends: ", this));
   for (const BackendSpec* b : all_backends()) {
-    QPixmap swatch(12, 12);  // the toggles double as the colour legend
+    QPixmap swatch(12, 12);
     swatch.fill(backend_color(QString::fromStdString(b->name)));
-    QAction* a = bar->addAction(QIcon(swatch), QString::fromStdString(b->name));
+    QAction* a = legend->addAction(QIcon(swatch), QString::fromStdString(b->name));
     a->setCheckable(true);
     a->setChecked(true);
     a->setToolTip(QString::fromStdString(b->name + " " + b->version));
     connect(a, &QAction::toggled, this, &MainWindow::update_backends);
     backend_actions_.push_back(a);
   }
-  bar->addSeparator();
-  bar->addAction("Re-search with pins", this, &MainWindow::start_tune);
+  legend->addSeparator();
+  legend->addAction("Re-search with pins", this, &MainWindow::start_tune);
   find_box_ = new QLineEdit(this);
   find_box_->setPlaceholderText("find node or op (Ctrl+F, Enter = next)");
   find_box_->setMaximumWidth(260);
@@ -573,12 +579,21 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
   ExplorerController* c = controller_;
   // One node: each choice shows its predicted Δ, re-searched over the tuned costs (nothing measured).
   std::map<std::string, WhatIf> what_if;
-  if (nodes.size() == 1)
+  if (nodes.size() == 1) {
     for (WhatIf& w : c->what_ifs(node)) what_if[w.backend] = std::move(w);
+    const QString baseline = c->delta_baseline();
+    if (!baseline.isEmpty())  // say what the Δs compare with: like with like
+      for (QMenu* m : {run_on, forbid}) {
+        m->addAction("Δ against " + baseline)->setEnabled(false);
+        m->addSeparator();
+      }
+  }
   for (QMenu* m : {run_on, forbid}) m->setToolTipsVisible(true);
   auto labelled = [&what_if](const QString& name, bool forbidding) {
     auto it = what_if.find(name.toStdString());
     if (it == what_if.end()) return std::make_pair(name, QString());
+    if (!forbidding && it->second.current)
+      return std::make_pair(name + "  (current)", QString("it runs there already: no change"));
     const Alternative& a = forbidding ? it->second.forbid : it->second.run_on;
     return std::make_pair(name + "  (" + what_if_label(a) + ")", QString::fromStdString(a.infeasible_reason));
   };

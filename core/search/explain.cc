@@ -40,6 +40,15 @@ const char* reason_key(PlacementReason reason) {
   return "?";
 }
 
+const char* baseline_words(DeltaBaseline baseline) {
+  return baseline == DeltaBaseline::ThisPlacement ? "this placement re-costed"
+                                                  : "the op-level search under the current pins";
+}
+
+const char* baseline_key(DeltaBaseline baseline) {
+  return baseline == DeltaBaseline::ThisPlacement ? "placement" : "op-level-search";
+}
+
 std::vector<Cost> costs_of(const std::vector<MeasuredCandidate>& measured) {
   std::vector<Cost> costs;
   costs.reserve(measured.size());
@@ -85,12 +94,24 @@ PlacementExplainer::PlacementExplainer(const Graph& graph, const std::vector<Can
     bool costed = index >= 0 && costs_[static_cast<size_t>(index)].valid();
     kernel_ms_.push_back(costed ? costs_[static_cast<size_t>(index)].median_ms : k.cost_ms);
     current_ms_ += kernel_ms_.back() + epsilon_ms_;
+    baseline_kernels_[{k.backend, k.nodes}] = costed ? costs_[static_cast<size_t>(index)].stddev_ms : 0;
   }
-  // The cheapest placement, to compare an op-level one with (regions are judged by measurement).
+  baseline_ms_ = current_ms_;
+  // The cheapest placement under these costs and pins: what an op-level placement is checked
+  // against, and the baseline of a refined one (its regions are measured, not summed).
   const bool op_level =
       std::all_of(candidate_of_kernel_.begin(), candidate_of_kernel_.end(), [](int c) { return c >= 0; });
-  Alternative best = op_level ? re_search(pins_, kNoNode) : Alternative{};
-  if (best.feasible) optimum_ms_ = best.predicted_ms;
+  Alternative best = re_search(pins_, kNoNode);
+  if (!best.feasible) return;
+  if (op_level) {
+    optimum_ms_ = best.predicted_ms;
+    return;
+  }
+  baseline_ = DeltaBaseline::OpLevelSearch;
+  baseline_ms_ = best.predicted_ms;
+  baseline_kernels_.clear();
+  for (size_t i : best.kernels)
+    baseline_kernels_[{candidates_[i].backend, node_ids(candidates_[i].nodes)}] = costs_[i].stddev_ms;
 }
 
 Alternative PlacementExplainer::re_search(const Pins& pins, NodeId node) const {
@@ -108,14 +129,8 @@ Alternative PlacementExplainer::re_search(const Pins& pins, NodeId node) const {
   alt.feasible = true;
   alt.kernels = result.kernels;
   alt.predicted_ms = result.predicted_ms;
-  alt.delta_ms = alt.predicted_ms - current_ms_;
-  std::map<KernelKey, double> current;  // kernel -> its stddev
-  for (size_t k = 0; k < placement_.kernels.size(); ++k) {
-    int c = candidate_of_kernel_[k];
-    bool costed = c >= 0 && costs_[static_cast<size_t>(c)].valid();
-    current[{placement_.kernels[k].backend, placement_.kernels[k].nodes}] =
-        costed ? costs_[static_cast<size_t>(c)].stddev_ms : 0;
-  }
+  alt.delta_ms = alt.predicted_ms - baseline_ms_;
+  std::map<KernelKey, double> current = baseline_kernels_;  // kernel -> its stddev
   for (size_t i : result.kernels) {
     const Candidate& c = candidates_[i];
     if (node != kNoNode && c.nodes.contains(static_cast<size_t>(node))) {
@@ -194,11 +209,11 @@ NodeExplanation PlacementExplainer::explain(NodeId node) const {
   const bool searched_here = e.reason == PlacementReason::FusedGroupWins ||
                              e.reason == PlacementReason::SingleOpCheapest ||
                              e.reason == PlacementReason::Pinned;
-  if (searched_here && optimum_ms_ >= 0 && current_ms_ > optimum_ms_ + 1e-9) {
+  if (searched_here && optimum_ms_ && current_ms_ > *optimum_ms_ + 1e-9) {
     char buf[160];
     std::snprintf(buf, sizeof buf,
                   " (but under these costs and pins the whole placement is %.4f ms slower than the best one)",
-                  current_ms_ - optimum_ms_);
+                  current_ms_ - *optimum_ms_);
     e.reason_text += buf;
   }
 
@@ -211,7 +226,7 @@ NodeExplanation PlacementExplainer::explain(NodeId node) const {
 }
 
 std::vector<WhatIf> PlacementExplainer::what_ifs(NodeId node) const {
-  kernel_of(node);  // validates the id
+  const std::string& current_backend = kernel_of(node).backend;  // validates the id
   std::vector<WhatIf> out;
   std::set<std::string> seen;
   for (size_t i : covering_[static_cast<size_t>(node)]) {
@@ -219,10 +234,19 @@ std::vector<WhatIf> PlacementExplainer::what_ifs(NodeId node) const {
     if (!seen.insert(backend).second) continue;
     WhatIf w;
     w.backend = backend;
-    Pins run_on = pins_;  // as the explorer's "Run on": pin, forbids cleared
-    run_on.pinned[node] = backend;
-    run_on.forbidden.erase(node);
-    w.run_on = re_search(run_on, node);
+    w.current = backend == current_backend;
+    if (w.current) {  // it runs there already: the change is none
+      w.run_on.feasible = true;
+      w.run_on.predicted_ms = baseline_ms_;
+      w.run_on.backend = backend;
+      w.run_on.label = kernel_of(node).label;
+      w.run_on.kernel_nodes = kernel_of(node).nodes.size();
+    } else {
+      Pins run_on = pins_;  // as the explorer's "Run on": pin, forbids cleared
+      run_on.pinned[node] = backend;
+      run_on.forbidden.erase(node);
+      w.run_on = re_search(run_on, node);
+    }
     Pins forbid = pins_;  // as its "Forbid": one more forbid, a pin stays
     forbid.forbidden[node].insert(backend);
     w.forbid = re_search(forbid, node);

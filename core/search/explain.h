@@ -9,16 +9,26 @@
 //   any other kernel (a refined region, a stale placement) counts at its `cost_ms`.
 //   So "current" is the given placement re-costed under these costs and ε, not the
 //   `predicted_ms` it was saved with.
+// * Δ compares like with like, against one baseline per explainer (`baseline()`):
+//   - an op-level placement (every kernel a candidate): the placement re-costed, since
+//     both sides are then Σ (cost + ε) over candidates;
+//   - a placement with refined regions (measured end to end, not a sum of candidate
+//     costs): the op-level search under the current pins, so Δ = the search with the
+//     change − the same search without it (when that search is infeasible: the placement).
 // * Runner-up: the best placement with the node's chosen backend forbidden for it
-//   (its own pin dropped, other pins kept); Δ = runner-up − current.
+//   (its own pin dropped, other pins kept); Δ = runner-up − baseline.
 // * Near tie: |Δ| ≤ spread, where spread = Σ stddev of the kernels that differ
-//   between the two placements (in one and not the other, same backend and nodes
+//   between the alternative and the baseline (in one and not the other, same backend and nodes
 //   compared). A kernel with no measured spread (not a candidate) adds 0.
 // * What-ifs mirror the explorer's menu: "Run on B" sets the node's pin to B and
-//   clears its forbids; "Forbid B" adds B to its forbids (a pin stays).
+//   clears its forbids; "Forbid B" adds B to its forbids (a pin stays). "Run on" the
+//   backend of the node's kernel in the placement changes nothing: it is marked `current`
+//   and is the baseline itself (Δ 0, not re-searched).
 // * An impossible re-search is not an error here: the alternative says why.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,7 +58,7 @@ struct Alternative {
   bool feasible = false;
   std::string infeasible_reason;  // when not feasible: the search's InvalidInput message
   double predicted_ms = 0;        // Σ cost + ε of the re-searched placement
-  double delta_ms = 0;            // predicted_ms − the current placement re-costed
+  double delta_ms = 0;            // predicted_ms − the explainer's baseline (see the header)
   double spread_ms = 0;           // Σ stddev of the kernels that differ (see the header)
   bool near_tie = false;          // |delta_ms| ≤ spread_ms
   std::vector<size_t> kernels;    // candidate indices, execution order
@@ -56,10 +66,17 @@ struct Alternative {
   size_t kernel_nodes = 0;
 };
 
+// What every Δ is measured against (see the header).
+enum class DeltaBaseline { ThisPlacement, OpLevelSearch };
+// "this placement re-costed" / "the op-level search under the current pins": for people.
+const char* baseline_words(DeltaBaseline baseline);
+const char* baseline_key(DeltaBaseline baseline);  // "placement" / "op-level-search": CLI JSON
+
 struct WhatIf {
   std::string backend;
-  Alternative run_on;  // pin the node to `backend`
-  Alternative forbid;  // forbid `backend` for the node
+  bool current = false;  // the node's kernel in the placement is on `backend`: run_on is the baseline
+  Alternative run_on;    // pin the node to `backend`
+  Alternative forbid;    // forbid `backend` for the node
 };
 
 struct CandidateCover {
@@ -92,6 +109,8 @@ class PlacementExplainer {
                      std::set<std::string> graph_level = {});
 
   double current_ms() const { return current_ms_; }
+  DeltaBaseline baseline() const { return baseline_; }
+  double baseline_ms() const { return baseline_ms_; }
   // Throws InvalidInput for a node id outside the graph.
   NodeExplanation explain(NodeId node) const;
   // One entry per backend offering a candidate for the node, in first-candidate order.
@@ -115,7 +134,10 @@ class PlacementExplainer {
   std::vector<double> kernel_ms_;              // placement kernel -> cost counted
   std::vector<std::vector<size_t>> covering_;  // node -> candidates covering it
   double current_ms_ = 0;
-  double optimum_ms_ = -1;  // the search under pins_; -1 when infeasible or the placement has regions
+  std::optional<double> optimum_ms_;  // the search under pins_, for an op-level placement when feasible
+  DeltaBaseline baseline_ = DeltaBaseline::ThisPlacement;
+  double baseline_ms_ = 0;
+  std::map<std::pair<std::string, std::vector<NodeId>>, double> baseline_kernels_;  // kernel -> stddev
 };
 
 // The costs of measured candidates, aligned.

@@ -4,6 +4,7 @@
 // on request, and keeps the event loop responsive while working.
 #include <QSignalSpy>
 #include <QTimer>
+#include <QToolBar>
 #include <QtTest>
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "app/explorer/explorer_controller.h"
 #include "app/explorer/main_window.h"
 #include "backends/native/native_kernel.h"
+#include "backends/registry.h"
 #include "core/import/onnx_import.h"
 #include "core/ir/graph_analysis.h"
 #include "core/runtime/artifact.h"
@@ -400,6 +402,27 @@ class ExplorerTest : public QObject {
     QCOMPARE(inside + view->node_count(), window.controller()->graph()->num_nodes());
     QVERIFY2(gaps.longest_ms < 3000, "the GUI thread blocked while relaying out");
     fs::remove(path);
+  }
+
+  // The backend toggles are the colour legend: at 1400 px (the main job's screenshot width)
+  // every one of them is on screen, none behind a toolbar's overflow button.
+  void backend_legend_is_fully_visible_at_1400_px() {
+    MainWindow window;
+    window.resize(1400, 900);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* legend = window.findChild<QToolBar*>("backend-legend");
+    QVERIFY(legend);
+    int backends = 0;
+    for (QAction* a : legend->actions()) {
+      if (a->isSeparator() || !a->isCheckable()) continue;
+      ++backends;
+      QWidget* button = legend->widgetForAction(a);
+      QVERIFY2(button && button->isVisible(), qPrintable(a->text() + " is hidden"));
+      QRect r(button->mapTo(&window, QPoint(0, 0)), button->size());
+      QVERIFY2(window.rect().contains(r), qPrintable(a->text() + " is clipped"));
+    }
+    QCOMPARE(backends, static_cast<int>(collage::all_backends().size()));
   }
 };
 

@@ -73,7 +73,7 @@ TEST_F(ExplainCliTest, ExplainsEveryNodeAndAgreesWithReSearches) {
   ASSERT_EQ(all.exit_code, 0) << all.err;
   json doc = json::parse(all.out);
   EXPECT_EQ(doc.at("format"), "collage-explain");
-  EXPECT_EQ(doc.at("version"), 1);
+  EXPECT_EQ(doc.at("version"), 2);
   EXPECT_NEAR(doc.at("predicted_ms").get<double>(), current, 1e-9);
   ASSERT_EQ(doc.at("nodes").size(), static_cast<size_t>(graph.num_nodes()));
   int feasible = 0;

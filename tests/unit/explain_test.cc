@@ -167,7 +167,13 @@ TEST(Explain, PinnedAndWhatIfsMatchReSearches) {
     Pins forbid = pins;
     forbid.forbidden[1].insert(w.backend);
     ASSERT_TRUE(w.run_on.feasible && w.forbid.feasible) << w.backend;
-    EXPECT_DOUBLE_EQ(w.run_on.predicted_ms, f.search(run_on).predicted_ms) << w.backend;
+    EXPECT_EQ(w.current, w.backend == ex.explain(1).chosen.backend);
+    if (w.current) {  // running it where it runs changes nothing
+      EXPECT_EQ(w.run_on.delta_ms, 0.0);
+      EXPECT_NEAR(w.run_on.predicted_ms, f.search(run_on).predicted_ms, 1e-9);
+    } else {
+      EXPECT_DOUBLE_EQ(w.run_on.predicted_ms, f.search(run_on).predicted_ms) << w.backend;
+    }
     EXPECT_DOUBLE_EQ(w.forbid.predicted_ms, f.search(forbid).predicted_ms) << w.backend;
     EXPECT_NEAR(w.run_on.delta_ms, w.run_on.predicted_ms - p.predicted_ms, 1e-9);
     EXPECT_EQ(w.run_on.backend, w.backend);
@@ -234,6 +240,43 @@ TEST(Explain, RegionsAndForeignKernels) {
   // A placement that misses a node is refused.
   refined.kernels.pop_back();
   EXPECT_THROW(PlacementExplainer(f.graph, f.candidates, f.costs, refined, {}, kEpsilon), Error);
+}
+
+// A refined placement (a region measured end to end) is no sum of candidate costs: its deltas
+// compare the op-level search with and without the change, and running a node on the backend
+// it is on is no change at all (it was "faster" than itself when compared with the region's sum).
+TEST(Explain, RefinedPlacementDeltasCompareTheSearchWithAndWithoutTheChange) {
+  Fixture f;
+  Placement refined;
+  refined.epsilon_ms = kEpsilon;
+  refined.kernels.push_back({f.candidates[0].group(), f.costs[0].median_ms});  // node 0 on A (search: B)
+  refined.kernels.push_back({{{1, 2, 3}, "G", "Sigmoid+Relu+Sigmoid"}, 5.0});  // slower than any search
+  PlacementExplainer ex(f.graph, f.candidates, f.costs, refined, {}, kEpsilon, {"G"});
+  const double searched = f.search({}).predicted_ms;
+  EXPECT_EQ(ex.baseline(), DeltaBaseline::OpLevelSearch);
+  EXPECT_NEAR(ex.baseline_ms(), searched, 1e-9);
+  EXPECT_GT(ex.current_ms(), searched);  // the refined sum, which no delta is taken against
+  std::vector<WhatIf> whatifs = ex.what_ifs(0);
+  ASSERT_EQ(whatifs.size(), 2u);
+  for (const WhatIf& w : whatifs) {
+    EXPECT_EQ(w.current, w.backend == "A");
+    Pins run_on;
+    run_on.pinned[0] = w.backend;
+    const double with_change = f.search(run_on).predicted_ms;
+    if (w.current)
+      EXPECT_EQ(w.run_on.delta_ms, 0.0);
+    else
+      EXPECT_NEAR(w.run_on.delta_ms, with_change - searched, 1e-9) << w.backend;
+    EXPECT_GE(w.run_on.delta_ms, -1e-9) << w.backend << ": nothing beats the search it is compared with";
+  }
+  Pins no_a;
+  no_a.forbidden[0].insert("A");
+  EXPECT_NEAR(ex.explain(0).runner_up.delta_ms, f.search(no_a).predicted_ms - searched, 1e-9);
+  // An op-level placement keeps itself, re-costed, as the baseline.
+  Placement p = f.placement({});
+  PlacementExplainer op_level(f.graph, f.candidates, f.costs, p, {}, kEpsilon);
+  EXPECT_EQ(op_level.baseline(), DeltaBaseline::ThisPlacement);
+  EXPECT_DOUBLE_EQ(op_level.baseline_ms(), op_level.current_ms());
 }
 
 }  // namespace
