@@ -26,6 +26,8 @@ QFont small_font(double points) {
 
 }  // namespace
 
+QFont node_label_font() { return small_font(8); }
+
 QColor heat_color(double ms, double max_ms) {
   double t = max_ms > 0 ? std::clamp(ms / max_ms, 0.0, 1.0) : 0.0;
   // Hue from yellow (0.16) to red (0.0), saturation up, value slightly down.
@@ -77,7 +79,7 @@ void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, 
     painter->drawRect(rect_.adjusted(-2, -2, 2, 2));
   }
   if (lod < kTextLod) return;
-  QFont font = small_font(8);
+  QFont font = node_label_font();
   painter->setFont(font);
   painter->setPen(text_color_on(fill_));
   const double width = rect_.width() - 6;

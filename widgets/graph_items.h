@@ -10,6 +10,7 @@
 #pragma once
 
 #include <QColor>
+#include <QFont>
 #include <QGraphicsItem>
 #include <QPen>
 #include <QString>
@@ -24,6 +25,9 @@ namespace collage {
 QColor heat_color(double ms, double max_ms);
 // Black or white, whichever reads on `fill`.
 QColor text_color_on(const QColor& fill);
+
+// The font of a node box's label (its first line).
+QFont node_label_font();
 
 class NodeItem : public QGraphicsItem {
  public:

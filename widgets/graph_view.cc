@@ -1,6 +1,7 @@
 #include "widgets/graph_view.h"
 
 #include <QContextMenuEvent>
+#include <QFontMetricsF>
 #include <QGraphicsPathItem>
 #include <QImage>
 #include <QKeyEvent>
@@ -142,13 +143,90 @@ void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
   build_scene();
   auto_fit_ = true;
   fit();
+  opening_depth_ = 0;
+  opened_whole_ = true;
   emit layout_changed();
-  // Fitted, thousands of nodes are a hairline: open such graphs with their scopes collapsed
-  // to the deepest level that still shows a readable number of boxes.
-  if (graph_ && graph_->num_nodes() > kAutoCollapseNodes) {
-    const int depth = tree_->deepest_depth_within(kAutoCollapseUnits);
-    if (depth > 0) collapse_to_depth(depth);
+  // A view not on screen has no size to be legible in: it opens as it is.
+  if (graph_ && open_readable_ && isVisible() && label_px() < kLegibleLabelPx) open_readable();
+}
+
+double GraphView::label_px() const { return zoom() * QFontMetricsF(node_label_font()).height(); }
+
+void GraphView::open_readable() {
+  // Each depth's collapsed graph is built here (the tree belongs to this thread), laid out
+  // off it from the shallowest depth down while the fitted labels stay legible: the deepest
+  // legible one opens fitted; when not even depth 1 is, depth 1 (or, without scopes, the
+  // graph itself) opens at legible zoom on its start.
+  std::vector<std::shared_ptr<Shown>> depths;
+  std::vector<LayoutRequest> requests;
+  for (int depth = 1; depth <= tree_->max_depth(); ++depth) {
+    auto shown = std::make_shared<Shown>();
+    shown->collapsed = tree_->collapsed_at_depth(depth);
+    shown->graph = collapse(*tree_, node_edges_, shown->collapsed);
+    if (shown->graph.units.size() > static_cast<size_t>(kOpeningUnits) && !depths.empty()) break;
+    if (shown->graph.units.size() == static_cast<size_t>(graph_->num_nodes())) break;  // nothing collapses
+    LayoutRequest request;
+    for (const CollapsedGraph::Unit& unit : shown->graph.units)
+      request.sizes.push_back(unit.node != kNoNode ? std::make_pair(kNodeBoxWidth, kNodeBoxHeight)
+                                                   : std::make_pair(kScopeBoxWidth, kScopeBoxHeight));
+    for (const CollapsedGraph::Edge& e : shown->graph.edges) request.edges.emplace_back(e.from, e.to);
+    depths.push_back(std::move(shown));
+    requests.push_back(std::move(request));
   }
+  if (depths.empty()) {  // no scopes: the graph as it is, legible on its start
+    opened_whole_ = false;
+    zoom_to_legible_start();
+    return;
+  }
+  // As fit() will show it: fitInView's 2 px margins, the scene's 20 pt around the layout.
+  const double view_w = std::max(viewport()->width(), 200) - 4,
+               view_h = std::max(viewport()->height(), 200) - 4;
+  const double min_zoom = kLegibleLabelPx / QFontMetricsF(node_label_font()).height();
+  const unsigned generation = ++generation_;
+  using Choice = std::pair<int, std::shared_ptr<Shown>>;  // depth (negative: not legible fitted)
+  auto* watcher = new QFutureWatcher<Choice>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+    Choice choice = watcher->result();
+    watcher->deleteLater();
+    if (generation != generation_) return;  // superseded
+    shown_generation_ = generation;
+    opening_depth_ = std::abs(choice.first);
+    opened_whole_ = choice.first > 0;
+    auto_fit_ = true;
+    show_layout(std::move(choice.second), kNoNode);
+    if (!opened_whole_) zoom_to_legible_start();
+  });
+  watcher->setFuture(QtConcurrent::run([depths, requests, view_w, view_h, min_zoom]() -> Choice {
+    Choice best{-1, nullptr};
+    for (size_t i = 0; i < depths.size(); ++i) {
+      depths[i]->layout = layout_dag(requests[i]);
+      const GraphLayout& l = depths[i]->layout;
+      const double fitted = std::min({view_w / (l.width + 40), view_h / (l.height + 40), kMaxFitZoom});
+      if (fitted < min_zoom) {
+        if (i == 0) best = {-1, depths[0]};
+        break;
+      }
+      best = {static_cast<int>(i) + 1, depths[i]};
+    }
+    return best;
+  }));
+}
+
+void GraphView::zoom_to_legible_start() {
+  QRectF r = scene()->sceneRect();
+  if (r.isEmpty()) return;
+  auto_fit_ = false;
+  const double target = kLegibleLabelPx / QFontMetricsF(node_label_font()).height() * 1.15;
+  scale(target / zoom(), target / zoom());
+  // The graph's start (its topmost box) at the top centre of the view.
+  QPointF top(r.center().x(), r.bottom());
+  if (shown_)
+    for (const LayoutNode& n : shown_->layout.nodes)
+      if (n.y < top.y()) top = QPointF(n.x, n.y);
+  const QRectF visible = visible_scene_rect();
+  centerOn(QPointF(top.x(), top.y() + visible.height() / 2 - 60 / zoom()));
+  place_minimap();
+  minimap_->update();
 }
 
 void GraphView::build_scene() {

@@ -38,15 +38,23 @@ class GraphView : public QGraphicsView {
 
  public:
   enum class Coloring { Backend, CostHeatmap };
-  // A graph of more nodes opens with its scopes collapsed to the deepest depth showing at
-  // most kAutoCollapseUnits boxes and nodes (when its names have scopes).
-  static constexpr int kAutoCollapseNodes = 1500, kAutoCollapseUnits = 60;
+  // Opening a graph, it is shown readable: a node label at least kLegibleLabelPx high on
+  // screen. When the whole graph fitted in the view is smaller than that, its scopes are
+  // collapsed to the deepest depth whose fitted layout still is (layouts of each depth are
+  // computed off the GUI thread, at most kOpeningUnits boxes and nodes each); when no depth
+  // is (or the names have no scopes), the shallowest one opens zoomed to legible text on its
+  // start, the minimap showing the rest.
+  // Off by default (a plain view shows the layout it is given, fitted); the explorer turns it
+  // on. Only a view on screen (isVisible()) has a size to be legible in.
+  static constexpr double kLegibleLabelPx = 9;
+  static constexpr int kOpeningUnits = 1500;
+  void set_open_readable(bool on) { open_readable_ = on; }
 
   explicit GraphView(QWidget* parent = nullptr);
   ~GraphView() override;
   // `graph` must outlive the view (or the next set_graph); `layout` is the graph's own
-  // (every scope expanded), shown at once; beyond kAutoCollapseNodes a collapsed relayout
-  // follows (layout_changed() twice). Clears the placement.
+  // (every scope expanded), shown at once; when its labels are not legible fitted, the
+  // opening view follows (kLegibleLabelPx; layout_changed() twice). Clears the placement.
   void set_graph(const Graph* graph, const GraphLayout& layout);
   void set_placement(const Placement* placement);  // nullptr: uncoloured; must outlive its use
   void set_coloring(Coloring coloring);
@@ -57,7 +65,12 @@ class GraphView : public QGraphicsView {
   void fit();                // the whole graph
   void zoom_to_selection();  // the selected items, at most 2× magnified
   void zoom_by(double factor);
-  double zoom() const;  // the view's scale (1 = 1 scene point per pixel)
+  double zoom() const;      // the view's scale (1 = 1 scene point per pixel)
+  double label_px() const;  // the on-screen height of a node label at this zoom
+  // The collapse depth the graph opened at (0: expanded), and whether it is shown whole
+  // (false: zoomed to legible text on its start); valid once layout_pending() is false.
+  int opening_depth() const { return opening_depth_; }
+  bool opened_whole() const { return opened_whole_; }
   QRectF visible_scene_rect() const;
   Minimap* minimap() const { return minimap_; }
   void set_minimap_visible(bool visible);
@@ -109,6 +122,8 @@ class GraphView : public QGraphicsView {
  private:
   struct Shown;  // the collapsed graph and its layout, built off the GUI thread
   void relayout(std::vector<bool> collapsed, NodeId focus);
+  void open_readable();          // chooses the opening depth off the GUI thread (see kLegibleLabelPx)
+  void zoom_to_legible_start();  // legible text, the graph's first unit at the top
   void show_layout(std::shared_ptr<Shown> shown, NodeId focus);
   void build_scene();
   void recolor();
@@ -136,6 +151,9 @@ class GraphView : public QGraphicsView {
   bool minimap_wanted_ = true;
   bool minimap_refresh_pending_ = false;
   bool auto_fit_ = true;  // fitted and not moved by the user since: refit on resize
+  bool open_readable_ = false;
+  int opening_depth_ = 0;
+  bool opened_whole_ = true;
   QFutureWatcher<std::shared_ptr<Shown>>* watcher_ = nullptr;
   unsigned generation_ = 0;        // of the newest graph or relayout request
   unsigned shown_generation_ = 0;  // of what is shown

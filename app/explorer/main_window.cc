@@ -40,6 +40,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   setWindowTitle("Collage Explorer");
   resize(1400, 900);
   view_ = new GraphView(this);
+  view_->set_open_readable(true);  // models open collapsed or zoomed so their labels can be read
   setCentralWidget(view_);
   auto dock = [this](const QString& title, QWidget* w, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);

@@ -274,6 +274,63 @@ class GraphViewTest : public QObject {
     QCOMPARE(view.scope_box_count(), 0);
     QVERIFY(!view.kernel_label(kernel_of_[top["/layer2"][0]]).isEmpty());
   }
+
+  // Opening readable (the explorer's setting): ResNet-50 fitted whole in 900×650 px draws
+  // illegible labels, so it opens collapsed to the deepest depth whose fitted labels are
+  // legible; one level deeper, fitted, they are not.
+  void opens_at_the_deepest_depth_with_legible_labels() {
+    GraphView view;
+    view.set_open_readable(true);
+    view.resize(900, 650);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.set_graph(&graph_, layout_);
+    QVERIFY(view.label_px() < GraphView::kLegibleLabelPx);  // the expanded graph, fitted
+    QVERIFY(view.layout_pending());
+    QSignalSpy relaid(&view, &GraphView::layout_changed);
+    QVERIFY(relaid.wait(60000));
+    QVERIFY(!view.layout_pending());
+    const int depth = view.opening_depth();
+    QVERIFY(depth >= 1);
+    QVERIFY2(view.label_px() >= GraphView::kLegibleLabelPx, qPrintable(QString::number(view.label_px())));
+    QVERIFY(view.scope_box_count() > 0);
+    if (!view.opened_whole()) {  // not even depth 1 fits legibly: zoomed on its start, the minimap for the
+                                 // rest
+      QCOMPARE(depth, 1);
+      QVERIFY(view.minimap()->isVisible());
+      return;
+    }
+    const QRectF whole = view.scene()->sceneRect().adjusted(20, 20, -20, -20);
+    QVERIFY(view.visible_scene_rect().contains(whole));
+    view.collapse_to_depth(depth + 1);  // deeper than max_depth: every scope expanded
+    QVERIFY(relaid.wait(60000));
+    view.fit();
+    QVERIFY2(view.label_px() < GraphView::kLegibleLabelPx, qPrintable(QString::number(view.label_px())));
+  }
+
+  // A graph without name scopes that is illegible fitted opens at legible zoom on its start.
+  void a_graph_without_scopes_opens_legible_on_its_start() {
+    Graph flat = graph_;
+    for (NodeId n = 0; n < flat.num_nodes(); ++n)
+      flat.nodes[static_cast<size_t>(n)].name = "n" + std::to_string(n);
+    GraphView view;
+    view.set_open_readable(true);
+    view.resize(900, 650);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.set_graph(&flat, layout_);
+    QVERIFY(!view.layout_pending());
+    QVERIFY(!view.opened_whole());
+    QVERIFY(view.label_px() >= GraphView::kLegibleLabelPx);
+    QCOMPARE(view.node_count(), flat.num_nodes());
+    QRectF top;  // the topmost node is in view
+    for (NodeId n = 0; n < flat.num_nodes(); ++n) {
+      QRectF r = view.node_item(n)->sceneBoundingRect();
+      if (top.isNull() || r.top() < top.top()) top = r;
+    }
+    QVERIFY(view.visible_scene_rect().contains(top));
+    QVERIFY(view.minimap()->isVisible());
+  }
 };
 
 QTEST_MAIN(GraphViewTest)
