@@ -83,7 +83,11 @@ PlacementExplainer::PlacementExplainer(const Graph& graph, const std::vector<Can
     int index = it == by_key.end() ? -1 : static_cast<int>(it->second);
     candidate_of_kernel_.push_back(index);
     bool costed = index >= 0 && costs_[static_cast<size_t>(index)].valid();
-    kernel_ms_.push_back(costed ? costs_[static_cast<size_t>(index)].median_ms : k.cost_ms);
+    if (!costed && !k.cost.valid())  // no number to re-cost the placement with
+      throw Error(ErrorKind::InvalidInput,
+                  "explain: kernel " + k.backend + " '" + k.label +
+                      "' has no cost: not a measured candidate, none in the placement");
+    kernel_ms_.push_back(costed ? costs_[static_cast<size_t>(index)].median_ms : k.cost.median_ms);
     current_ms_ += kernel_ms_.back() + epsilon_ms_;
   }
   // The cheapest placement, to compare an op-level one with (regions are judged by measurement).
@@ -194,11 +198,11 @@ NodeExplanation PlacementExplainer::explain(NodeId node) const {
   const bool searched_here = e.reason == PlacementReason::FusedGroupWins ||
                              e.reason == PlacementReason::SingleOpCheapest ||
                              e.reason == PlacementReason::Pinned;
-  if (searched_here && optimum_ms_ >= 0 && current_ms_ > optimum_ms_ + 1e-9) {
+  if (searched_here && optimum_ms_ && current_ms_ > *optimum_ms_ + 1e-9) {
     char buf[160];
     std::snprintf(buf, sizeof buf,
                   " (but under these costs and pins the whole placement is %.4f ms slower than the best one)",
-                  current_ms_ - optimum_ms_);
+                  current_ms_ - *optimum_ms_);
     e.reason_text += buf;
   }
 
