@@ -14,6 +14,7 @@
 #include "backends/registry.h"
 #include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
+#include "core/ir/statistics.h"
 #include "core/runtime/executor.h"
 #include "core/tensor_io/tensor_proto.h"
 
@@ -144,7 +145,7 @@ int command_run(const std::vector<std::string>& argv) {
   }
 
   std::vector<Tensor> outputs;
-  double median = 0, min_ms = 0;
+  double median_of_runs = 0, min_ms = 0;
   std::string verification, memory;
   if (args.has("--placement")) {
     Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
@@ -158,7 +159,7 @@ int command_run(const std::vector<std::string>& argv) {
       throw Error(ErrorKind::Internal,
                   "the placement's outputs disagree with the native reference: " + run.verify.mismatch);
     outputs = run.verify.outputs;
-    median = run.timing.median_ms;
+    median_of_runs = run.timing.median_ms;
     min_ms = run.timing.min_ms;
     char buf[160];
     std::snprintf(buf, sizeof buf,
@@ -174,9 +175,8 @@ int command_run(const std::vector<std::string>& argv) {
       outputs = executor.run(inputs);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::sort(ms.begin(), ms.end());
-    median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-    min_ms = ms.front();
+    median_of_runs = median(ms);
+    min_ms = *std::min_element(ms.begin(), ms.end());
     char buf[96];
     std::snprintf(buf, sizeof buf, ", peak intermediate memory %.1f MiB",
                   static_cast<double>(executor.memory_stats().peak_live_bytes) / (1 << 20));
@@ -193,7 +193,7 @@ int command_run(const std::vector<std::string>& argv) {
               << " " << shape_to_string(outputs[i].shape()) << "\n";
   std::cout << verification;
   std::printf("threads %d, %d repeat%s%s\n", threads, repeat, repeat == 1 ? "" : "s", memory.c_str());
-  std::printf("median %.3f ms, min %.3f ms\n", median, min_ms);
+  std::printf("median %.3f ms, min %.3f ms\n", median_of_runs, min_ms);
   return 0;
 }
 

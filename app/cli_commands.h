@@ -1,7 +1,12 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+namespace collage {
+struct ProgressEvent;
+}
 
 namespace collage::cli {
 
@@ -22,5 +27,10 @@ int command_export(const std::vector<std::string>& argv);
 int command_explain(const std::vector<std::string>& argv);
 int command_diff(const std::vector<std::string>& argv);
 int command_profile(const std::vector<std::string>& argv);
+
+// "0.743 ms", or "-" for a latency there is none of (no genome measured yet).
+std::string ms_or_none(std::optional<double> ms);
+// The line `collage tune` prints per refine generation (ProgressEvent::Stage::Refine).
+std::string refine_generation_line(const ProgressEvent& e);
 
 }  // namespace collage::cli

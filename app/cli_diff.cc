@@ -97,13 +97,17 @@ int command_diff(const std::vector<std::string>& argv) {
                 diff.changed_nodes == 1 ? "" : "s", diff.regions.size(), diff.regions.size() == 1 ? "" : "s");
     for (size_t i = 0; i < diff.regions.size(); ++i) {
       const DiffRegion& r = diff.regions[i];
-      std::printf("region %zu: %zu node%s, %s -> %s: A %.3f ms, B %.3f ms, delta %+.3f ms\n", i + 1,
+      std::printf("region %zu: %zu node%s, %s -> %s: A %.3f ms, B %.3f ms, delta %+.3f ms%s\n", i + 1,
                   r.nodes.size(), r.nodes.size() == 1 ? "" : "s", backend_summary(r.a).c_str(),
-                  backend_summary(r.b).c_str(), r.a_ms, r.b_ms, r.delta_ms());
+                  backend_summary(r.b).c_str(), r.a_ms, r.b_ms, r.delta_ms(),
+                  r.costs_complete() ? "" : " (kernels with no cost left out)");
       for (const auto& [side, kernels] : {std::pair{"A", &r.a}, std::pair{"B", &r.b}})
-        for (const PlacedKernel& k : *kernels)
-          std::printf("  %s %-14s %-28s %8.3f ms  nodes %s\n", side, k.backend.c_str(), k.label.c_str(),
-                      k.cost_ms, nodes_text(k.nodes, g).c_str());
+        for (const PlacedKernel& k : *kernels) {
+          char cost[32] = "    no cost";
+          if (k.cost.valid()) std::snprintf(cost, sizeof cost, "%8.3f ms", k.cost.median_ms);
+          std::printf("  %s %-14s %-28s %s  nodes %s\n", side, k.backend.c_str(), k.label.c_str(), cost,
+                      nodes_text(k.nodes, g).c_str());
+        }
     }
   }
   std::string per_backend;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "app/args/args.h"
 #include "app/cli_commands.h"
@@ -16,6 +17,22 @@
 #include "core/backend_api/kernel_signature.h"
 
 namespace collage::cli {
+
+std::string ms_or_none(std::optional<double> ms) {
+  if (!ms) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", *ms);
+  return buf;
+}
+
+std::string refine_generation_line(const ProgressEvent& e) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "refining: generation %zu, best %s, mean %s, %zu evaluations, %.1f s",
+                e.done, ms_or_none(e.best_ms).c_str(), ms_or_none(e.mean_ms).c_str(), e.evaluations,
+                e.elapsed_ms / 1000);
+  return buf;
+}
+
 namespace {
 
 // Ctrl+C: the first one asks the work to stop (measuring ends with an error, keeping the
@@ -59,13 +76,12 @@ class ConsoleProgress : public ProgressObserver {
   }
   void on_progress(const ProgressEvent& e) override {
     if (e.stage == ProgressEvent::Stage::RefineEvaluation) {  // a terminal shows each measurement in place
-      if (tty_) std::fprintf(stderr, "\rrefining: evaluation %zu (best %.3f ms)", e.done, e.best_ms);
+      if (tty_)
+        std::fprintf(stderr, "\rrefining: evaluation %zu (best %s)", e.done, ms_or_none(e.best_ms).c_str());
       return;
     }
     if (e.stage == ProgressEvent::Stage::Refine) {  // one line per generation, terminal or log
-      std::fprintf(stderr,
-                   "%srefining: generation %zu, best %.3f ms, mean %.3f ms, %zu evaluations, %.1f s\n",
-                   tty_ ? "\r" : "", e.done, e.best_ms, e.mean_ms, e.evaluations, e.elapsed_ms / 1000);
+      std::fprintf(stderr, "%s%s\n", tty_ ? "\r" : "", refine_generation_line(e).c_str());
       return;
     }
     if (!tty_) {  // logs: one line per 10% instead of a redrawn bar
@@ -85,8 +101,7 @@ class ConsoleProgress : public ProgressObserver {
                    e.message.c_str());
       if (e.done == e.total) std::fprintf(stderr, "\n");
     } else {
-      std::fprintf(stderr, "\rsearching: %zu states expanded, %.1f s%s", e.done, e.elapsed_ms / 1000,
-                   e.best_ms >= 0 ? "" : "");
+      std::fprintf(stderr, "\rsearching: %zu states expanded, %.1f s", e.done, e.elapsed_ms / 1000);
     }
     std::fflush(stderr);
   }
@@ -229,11 +244,22 @@ int command_tune(const std::vector<std::string>& argv) {
         "%.1f s\n",
         refined.genes.size(), refined.generations, report.best_generation, refined.evaluations,
         report.seconds);
+    auto fitness_ms = [](const Cost& c) {
+      return c.valid() ? std::optional<double>(c.median_ms) : std::nullopt;
+    };
+    std::string speedup = "-";  // a ratio needs both fitnesses measured
+    if (refined.seed_fitness.valid() && refined.best_fitness.valid()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2fx",
+                    refined.seed_fitness.median_ms / refined.best_fitness.median_ms);
+      speedup = buf;
+    }
     std::printf(
-        "op-level %.3f ms -> refined %.3f ms (fitness medians), %.2fx; %d op-level kernels moved%s; "
-        "graph-level kernels now:\n%s",
-        refined.seed_fitness, refined.best_fitness, refined.seed_fitness / refined.best_fitness,
-        refined.moved(), moves.c_str(), regions.c_str());
+        "op-level %s -> refined %s (fitness medians), %s; %d op-level kernels moved%s; graph-level kernels "
+        "now:\n%s",
+        ms_or_none(fitness_ms(refined.seed_fitness)).c_str(),
+        ms_or_none(fitness_ms(refined.best_fitness)).c_str(), speedup.c_str(), refined.moved(), moves.c_str(),
+        regions.c_str());
     std::printf(
         "refined placement: measured median %.3f ms over %d runs; additive error before %+.1f%%, after "
         "%+.1f%%\n",

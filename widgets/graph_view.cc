@@ -311,15 +311,17 @@ void GraphView::recolor() {
   if (placement_) {
     std::vector<KernelTime> times;
     for (const PlacedKernel& k : placement_->kernels) {
-      times.push_back({k.nodes, k.backend, std::max(0.0, k.cost_ms)});
-      total += std::max(0.0, k.cost_ms);
-      max_kernel_ms_ = std::max(max_kernel_ms_, k.cost_ms);
+      const double ms = k.cost.valid() ? k.cost.median_ms : 0.0;  // no cost: no time to share out
+      times.push_back({k.nodes, k.backend, ms});
+      total += ms;
+      max_kernel_ms_ = std::max(max_kernel_ms_, ms);
     }
     shares_ = split_evenly(graph_->num_nodes(), times);
   }
   auto fill_of = [&](const PlacedKernel& k) {
-    return coloring_ == Coloring::CostHeatmap ? heat_color(k.cost_ms, max_kernel_ms_)
-                                              : backend_color(QString::fromStdString(k.backend));
+    if (coloring_ != Coloring::CostHeatmap) return backend_color(QString::fromStdString(k.backend));
+    return k.cost.valid() ? heat_color(k.cost.median_ms, max_kernel_ms_)
+                          : QColor(Qt::lightGray);  // not "cool"
   };
   for (NodeItem* item : node_items_)
     if (item) {
@@ -341,21 +343,22 @@ void GraphView::recolor() {
           continue;
         }
         item->set_fill(fill);
-        item->setToolTip(item->data(0).toString() + QString("kernel: <b>%1</b> %2, %3 ms for %4 node(s)")
-                                                        .arg(QString::fromStdString(k.backend),
-                                                             QString::fromStdString(k.label).toHtmlEscaped())
-                                                        .arg(k.cost_ms, 0, 'f', 3)
-                                                        .arg(k.nodes.size()));
+        item->setToolTip(
+            item->data(0).toString() +
+            QString("kernel: <b>%1</b> %2, %3 for %4 node(s)")
+                .arg(QString::fromStdString(k.backend), QString::fromStdString(k.label).toHtmlEscaped())
+                .arg(k.cost.valid() ? QString("%1 ms").arg(k.cost.median_ms, 0, 'f', 3) : QString("no cost"))
+                .arg(k.nodes.size()));
         box = box.united(item->rect());
       }
       KernelItem* kernel = nullptr;
       QString label;
       if (all_shown && !box.isNull()) {  // a kernel inside a collapsed box counts in the box
         label = QString::fromStdString(k.backend);
-        label += k.cost_ms > 0 ? QString(" %1 ms · %2%")
-                                     .arg(k.cost_ms, 0, 'f', 3)
-                                     .arg(total > 0 ? 100 * k.cost_ms / total : 0.0, 0, 'f', 1)
-                               : QString(" · no cost");
+        label += k.cost.valid() ? QString(" %1 ms · %2%")
+                                      .arg(k.cost.median_ms, 0, 'f', 3)
+                                      .arg(total > 0 ? 100 * k.cost.median_ms / total : 0.0, 0, 'f', 1)
+                                : QString(" · no cost");
         if (k.nodes.size() > 1) {  // outlined, labelled at its right
           kernel = new KernelItem(box, true, label, backend_color(QString::fromStdString(k.backend)));
           kernel->setToolTip(

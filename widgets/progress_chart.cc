@@ -137,11 +137,18 @@ void ProgressChart::add_measure_progress(size_t done, size_t total, double elaps
   measure_view_->chart()->setTitle(title);
 }
 
-void ProgressChart::add_generation(int generation, double best_ms, double mean_ms) {
-  best_generation_->append(generation, best_ms);
-  mean_generation_->append(generation, mean_ms);
+void ProgressChart::add_generation(int generation, std::optional<double> best_ms,
+                                   std::optional<double> mean_ms) {
+  // A generation with no measured genome has no point: a 0 would plot as a very fast one.
+  if (best_ms) {
+    best_generation_->append(generation, *best_ms);
+    refine_max_y_ = std::max(refine_max_y_, *best_ms * 1.2);
+  }
+  if (mean_ms) {
+    mean_generation_->append(generation, *mean_ms);
+    refine_max_y_ = std::max(refine_max_y_, *mean_ms * 1.2);
+  }
   refine_max_x_ = std::max(refine_max_x_, generation * 1.1);
-  refine_max_y_ = std::max(refine_max_y_, std::max(best_ms, mean_ms) * 1.2);
   refine_x_->setRange(0, refine_max_x_);
   refine_x_->applyNiceNumbers();
   refine_y_->setRange(0, refine_max_y_);
@@ -199,20 +206,23 @@ int ProgressChart::point_count() const {
   return measured_->count() + best_generation_->count() + mean_generation_->count();
 }
 
+int ProgressChart::best_points() const { return best_generation_->count(); }
+int ProgressChart::mean_points() const { return mean_generation_->count(); }
+
 QString ProgressChart::measure_title() const { return measure_view_->chart()->title(); }
 
-double ProgressChart::bar_ms(const QString& category, const QString& backend) const {
+std::optional<double> ProgressChart::bar_ms(const QString& category, const QString& backend) const {
   // Read back from the chart itself: what is drawn, not what was asked for.
   const QList<QAbstractSeries*> series = bar_view_->chart()->series();
   auto* bars = series.isEmpty() ? nullptr : qobject_cast<QHorizontalStackedBarSeries*>(series.front());
   auto c = std::find(categories_.begin(), categories_.end(), category);
-  if (!bars || c == categories_.end()) return -1;
+  if (!bars || c == categories_.end()) return std::nullopt;
   for (const QBarSet* set : bars->barSets())
     if (set->label() == backend) {
       double ms = set->at(static_cast<int>(c - categories_.begin()));
-      return ms > 0 ? ms : -1;
+      if (ms > 0) return ms;  // another category's backend has a 0 segment here: not drawn
     }
-  return -1;
+  return std::nullopt;
 }
 
 }  // namespace collage

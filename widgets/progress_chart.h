@@ -10,6 +10,7 @@
 #include <QString>
 #include <QWidget>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "core/search/placement.h"
@@ -32,15 +33,18 @@ class ProgressChart : public QWidget {
   void clear_refine();  // a new refinement: its chart and its bar emptied
   // Measure-stage progress: `done` of `total` candidates after `elapsed_s` seconds.
   void add_measure_progress(size_t done, size_t total, double elapsed_s);
-  // Graph-level search: best and mean fitness of one generation.
-  void add_generation(int generation, double best_ms, double mean_ms);
+  // Graph-level search: best and mean fitness of one generation; each plotted only when
+  // present (a generation may have no measured genome).
+  void add_generation(int generation, std::optional<double> best_ms, std::optional<double> mean_ms);
   // The placement's predicted time per backend as the bar `category` (replaced if shown).
   void show_placement(const QString& category, const Placement& placement);
 
   int point_count() const;  // measuring and refine points
   QString measure_title() const;
-  // The bar segment of `backend` in `category` (ms), or -1 when not shown.
-  double bar_ms(const QString& category, const QString& backend) const;
+  // The bar segment of `backend` in `category` (ms); none when not shown.
+  std::optional<double> bar_ms(const QString& category, const QString& backend) const;
+  int best_points() const;  // refine: generations with a best fitness plotted
+  int mean_points() const;  // refine: generations with a mean fitness plotted
 
  private:
   void rebuild_bars();

@@ -162,7 +162,8 @@ bool ExplorerController::start_tune() {
   double epsilon_ms = epsilon_ms_;
   Pins pins = pins_;
   std::string db_path = cost_db_path_.toStdString();
-  double previous_ms = placement_ ? placement_->predicted_ms : -1;
+  std::optional<double> previous_ms;
+  if (placement_) previous_ms = placement_->predicted_ms;
   bool remote = remote_;
   emit message(QString("tuning with %1 backends, %2 thread(s), cost DB %3%4")
                    .arg(backends.size())
@@ -236,11 +237,15 @@ bool ExplorerController::start_refine() {
     return [chain, start](ExplorerController& c) {
       const RefineResult& result = chain->refine.result;
       JobReport r;
-      r.log << QString(
-                   "refined: op-level %1 ms -> %2 ms measured fitness (%3x), %4 generations, %5 evaluations")
-                   .arg(result.seed_fitness, 0, 'f', 3)
-                   .arg(result.best_fitness, 0, 'f', 3)
-                   .arg(result.seed_fitness / result.best_fitness, 0, 'f', 2)
+      auto ms = [](const Cost& f) {
+        return f.valid() ? QString("%1 ms").arg(f.median_ms, 0, 'f', 3) : QString("-");
+      };
+      const bool both = result.seed_fitness.valid() && result.best_fitness.valid();
+      r.log << QString("refined: op-level %1 -> %2 measured fitness (%3), %4 generations, %5 evaluations")
+                   .arg(ms(result.seed_fitness), ms(result.best_fitness),
+                        both ? QString("%1x").arg(
+                                   result.seed_fitness.median_ms / result.best_fitness.median_ms, 0, 'f', 2)
+                             : QString("-"))
                    .arg(result.generations)
                    .arg(result.evaluations);
       if (result.cancelled) r.log << "refine stopped: continuing with the best placement found so far";
@@ -395,7 +400,8 @@ NodeDetails ExplorerController::node_details(int node) const {
   if (placement_)
     for (const PlacedKernel& k : placement_->kernels)
       if (std::find(k.nodes.begin(), k.nodes.end(), node) != k.nodes.end())
-        d.assigned.push_back({QString::fromStdString(k.backend), QString::fromStdString(k.label), k.cost_ms});
+        d.assigned.push_back({QString::fromStdString(k.backend), QString::fromStdString(k.label),
+                              k.cost.valid() ? k.cost.median_ms : 0.0});  // NodeDetails keeps a double
   if (std::optional<NodeExplanation> e = explain_node(node)) {
     const Alternative& r = e->runner_up;
     NodeDetails::WhyHere why;
@@ -559,7 +565,7 @@ PlacementComparison ExplorerController::compare_op_level_with_refined() const {
   return {"op-level", "refined", diff_placements(*op_level_, *refined_, "op-level", "refined")};
 }
 
-QString tune_summary(const TuneResult& tuned, double measured_ms, double previous_predicted_ms,
+QString tune_summary(const TuneResult& tuned, double measured_ms, std::optional<double> previous_predicted_ms,
                      const std::string& mismatch) {
   const Placement& placement = tuned.placement;
   QString summary = QString("placement: %1 kernels, predicted %2 ms (")
@@ -580,9 +586,9 @@ QString tune_summary(const TuneResult& tuned, double measured_ms, double previou
                  .arg(tuned.measured_now)
                  .arg(tuned.from_cache)
                  .arg(tuned.invalid);
-  if (previous_predicted_ms >= 0)
+  if (previous_predicted_ms)
     summary += QString("; Δ predicted vs previous placement %1 ms")
-                   .arg(placement.predicted_ms - previous_predicted_ms, 0, 'f', 3);
+                   .arg(placement.predicted_ms - *previous_predicted_ms, 0, 'f', 3);
   if (!mismatch.empty())
     summary += " — DOES NOT MATCH the native reference: " + QString::fromStdString(mismatch);
   return summary;

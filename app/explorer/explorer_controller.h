@@ -196,8 +196,9 @@ class ExplorerController : public QObject {
 // A what-if as a menu shows it: "+0.214 ms", "-0.010 ms, near tie", "impossible".
 QString what_if_label(const Alternative& alternative);
 
-// The status-bar line of a finished tune (also its log line).
-QString tune_summary(const TuneResult& tuned, double measured_ms, double previous_predicted_ms,
+// The status-bar line of a finished tune (also its log line); `previous_predicted_ms`: the
+// placement it replaces, if there was one.
+QString tune_summary(const TuneResult& tuned, double measured_ms, std::optional<double> previous_predicted_ms,
                      const std::string& mismatch);
 
 }  // namespace collage

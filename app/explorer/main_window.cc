@@ -385,16 +385,16 @@ void MainWindow::on_progress(const ProgressEvent& e) {
   using Stage = ProgressEvent::Stage;
   switch (e.stage) {
     case Stage::RefineEvaluation:
-      status_->setText(QString("refining: evaluation %1: %2 (best %3 ms)")
+      status_->setText(QString("refining: evaluation %1: %2 (best %3)")
                            .arg(e.done)
                            .arg(QString::fromStdString(e.message))
-                           .arg(e.best_ms, 0, 'f', 3));
+                           .arg(e.best_ms ? QString("%1 ms").arg(*e.best_ms, 0, 'f', 3) : QString("-")));
       break;
     case Stage::Refine:
       chart_->add_generation(static_cast<int>(e.done), e.best_ms, e.mean_ms);
-      status_->setText(QString("refining: %1, best %2 ms")
+      status_->setText(QString("refining: %1, best %2")
                            .arg(QString::fromStdString(e.message))
-                           .arg(e.best_ms, 0, 'f', 3));
+                           .arg(e.best_ms ? QString("%1 ms").arg(*e.best_ms, 0, 'f', 3) : QString("-")));
       log(status_->text());
       break;
     case Stage::Measure:

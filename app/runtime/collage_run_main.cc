@@ -12,6 +12,7 @@
 #include "app/args/args.h"
 #include "app/runtime/runtime.h"
 #include "core/ir/random_inputs.h"
+#include "core/ir/statistics.h"
 #include "core/tensor_io/tensor_proto.h"
 
 namespace {
@@ -69,7 +70,6 @@ int run(const std::vector<std::string>& argv) {
     outputs = rt->run(inputs);
     ms.push_back(ms_since(t1));
   }
-  std::sort(ms.begin(), ms.end());
   if (args.has("--output-dir")) {
     std::vector<std::string> names;
     for (const ArtifactTensorInfo& t : info.outputs) names.push_back(t.name);
@@ -85,9 +85,8 @@ int run(const std::vector<std::string>& argv) {
   else
     std::printf("memory: dynamic pool peak %.2f MiB (without reuse %.2f MiB)\n", mib(mem.peak_live_bytes),
                 mib(info.unplanned_bytes));
-  std::printf("%d repeat%s: median %.3f ms, min %.3f ms\n", repeat, repeat == 1 ? "" : "s",
-              ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]),
-              ms.front());
+  std::printf("%d repeat%s: median %.3f ms, min %.3f ms\n", repeat, repeat == 1 ? "" : "s", median(ms),
+              *std::min_element(ms.begin(), ms.end()));
   return 0;
 }
 

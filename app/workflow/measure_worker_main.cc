@@ -140,12 +140,7 @@ Cost fitness(const Graph& graph, const std::vector<Tensor>& inputs, int threads,
   if (!request || runs < 1) return Cost::invalid("measure worker: malformed fitness request");
   CompileOptions options;
   options.threads = threads;
-  double ms = measured_fitness(graph, all_backends(), options, inputs, runs)(placement);
-  if (ms == std::numeric_limits<double>::infinity())
-    return Cost::invalid("build failed: a region is unsupported");
-  Cost cost = Cost::of_ms(ms);
-  cost.samples = runs;
-  return cost;
+  return measured_fitness(graph, all_backends(), options, inputs, runs)(placement);
 }
 
 // One graph's state: the measurer refers to the artifact's graph, so a Session is

@@ -1,7 +1,6 @@
 #include "app/workflow/remote_fitness.h"
 
 #include <chrono>
-#include <limits>
 #include <memory>
 #include <thread>
 
@@ -40,10 +39,10 @@ FitnessFn remote_fitness(const Graph& graph, const std::vector<Tensor>& inputs, 
     const int64_t id = queue->enqueue({job}).at(0);
     auto last_alive = Clock::now();
     for (;;) {
-      if (observer && observer->cancel_requested()) return std::numeric_limits<double>::infinity();
+      if (observer && observer->cancel_requested())
+        return Cost::invalid("cancelled before a worker measured it", CostStatus::NotMeasured);
       if (queue->states({id})[id] == JobState::Done)
-        if (auto record = db.find(job.key))
-          return record->cost.valid() ? record->cost.median_ms : std::numeric_limits<double>::infinity();
+        if (auto record = db.find(job.key)) return record->cost;
       if (queue->live_workers(device, threads, lease_s, kPlacementBackend, version) > 0) {
         last_alive = Clock::now();
       } else if (std::chrono::duration<double>(Clock::now() - last_alive).count() > lease_s) {

@@ -4,13 +4,13 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <limits>
 #include <set>
 #include <sstream>
 
 #include "app/workflow/remote_fitness.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
+#include "core/ir/statistics.h"
 #include "core/runtime/executor.h"
 #include "core/tuning/measure_worker.h"
 #include "core/tuning/measurer.h"
@@ -75,7 +75,7 @@ TimingReport time_runs(Executor& placed, const std::vector<Tensor>& inputs, int 
   TimingReport t;
   t.runs = repeat;
   if (!ms.empty()) {
-    t.median_ms = median_ms(ms);
+    t.median_ms = median(ms);
     t.min_ms = *std::min_element(ms.begin(), ms.end());
   }
   return t;
@@ -212,14 +212,14 @@ ProfileReport profile(const Graph& graph, const Placement& placement, const std:
     totals.push_back(run.total_ms);
     r.runs.push_back(std::move(run));
   }
-  r.e2e_median_ms = median_ms(totals);
+  r.e2e_median_ms = median(totals);
   const std::vector<ExecStep>& steps = placed.steps();
   for (size_t k = 0; k < placement.kernels.size(); ++k) {
     const PlacedKernel& placed_kernel = placement.kernels[k];
     KernelProfile kp;
     kp.backend = placed_kernel.backend;
     kp.nodes = placed_kernel.nodes;
-    kp.isolated_ms = placed_kernel.cost_ms;
+    kp.isolated_ms = placed_kernel.cost.valid() ? placed_kernel.cost.median_ms : 0;  // 0: see KernelProfile
     const std::string& step_label = steps[k].label;  // "backend:ops" (placement_steps)
     kp.label =
         step_label.rfind(kp.backend + ":", 0) == 0 ? step_label.substr(kp.backend.size() + 1) : step_label;
@@ -228,8 +228,8 @@ ProfileReport profile(const Graph& graph, const Placement& placement, const std:
       durations.push_back(run.steps[k].end_ms - run.steps[k].start_ms);
       starts.push_back(run.steps[k].start_ms);
     }
-    kp.in_run_ms = median_ms(durations);
-    kp.start_ms = median_ms(starts);
+    kp.in_run_ms = median(durations);
+    kp.start_ms = median(starts);
     r.kernel_sum_ms += kp.in_run_ms;
     r.isolated_sum_ms += kp.isolated_ms;
     r.kernels.push_back(std::move(kp));
@@ -253,7 +253,7 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   ropts.seed = options.seed;
   RefineReport r;
   // Measured fitness runs in a worker like candidate measuring: a region library that
-  // crashes or hangs on one genome costs that genome (infinite fitness), not the refine.
+  // crashes or hangs on one genome costs that genome (an invalid fitness), not the refine.
   std::unique_ptr<MeasureWorker> worker;
   FitnessFn fitness = options.fitness;
   if (!fitness && options.isolated && !default_worker_command().empty()) {
@@ -264,9 +264,8 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
     fitness = [&worker, &r, runs = options.fitness_runs](const Placement& p) {
       std::vector<KernelGroup> kernels(p.kernels.begin(), p.kernels.end());
       Cost cost = worker->fitness(kernels, runs);
-      if (cost.valid()) return cost.median_ms;
       if (cost.status == CostStatus::Lost) r.lost_evaluations.push_back(cost.invalid_reason);
-      return std::numeric_limits<double>::infinity();
+      return cost;
     };
   } else if (!fitness) {
     fitness =
@@ -286,8 +285,11 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
                               cached_fitness(fitness, db, graph, options.threads), ropts, observer);
   r.seconds = ms_since(t0) / 1000;
   const RefineResult& refined = r.result;
+  auto short_of_best = [&](const GenerationFitness& g) {
+    return refined.best_fitness.valid() && (!g.best_ms || *g.best_ms > refined.best_fitness.median_ms);
+  };
   while (r.best_generation + 1 < static_cast<int>(refined.history.size()) &&
-         refined.history[static_cast<size_t>(r.best_generation)].first > refined.best_fitness)
+         short_of_best(refined.history[static_cast<size_t>(r.best_generation)]))
     ++r.best_generation;
   std::set<NodeId> moved_nodes;
   for (size_t i = 0; i < refined.genes.size(); ++i)

@@ -92,7 +92,11 @@ PlacementExplainer::PlacementExplainer(const Graph& graph, const std::vector<Can
     int index = it == by_key.end() ? -1 : static_cast<int>(it->second);
     candidate_of_kernel_.push_back(index);
     bool costed = index >= 0 && costs_[static_cast<size_t>(index)].valid();
-    kernel_ms_.push_back(costed ? costs_[static_cast<size_t>(index)].median_ms : k.cost_ms);
+    if (!costed && !k.cost.valid())  // no number to re-cost the placement with
+      throw Error(ErrorKind::InvalidInput,
+                  "explain: kernel " + k.backend + " '" + k.label +
+                      "' has no cost: not a measured candidate, none in the placement");
+    kernel_ms_.push_back(costed ? costs_[static_cast<size_t>(index)].median_ms : k.cost.median_ms);
     current_ms_ += kernel_ms_.back() + epsilon_ms_;
     baseline_kernels_[{k.backend, k.nodes}] = costed ? costs_[static_cast<size_t>(index)].stddev_ms : 0;
   }

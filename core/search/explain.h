@@ -6,7 +6,8 @@
 // Invariants and rules:
 // * All latencies use one formula, the search's: Σ over a placement's kernels of
 //   (cost + ε). A kernel that is a candidate with a valid cost counts at that cost;
-//   any other kernel (a refined region, a stale placement) counts at its `cost_ms`.
+//   any other kernel (a refined region, a stale placement) counts at its placement cost;
+//   a kernel with neither cannot be counted, and the explainer refuses the placement.
 //   So "current" is the given placement re-costed under these costs and ε, not the
 //   `predicted_ms` it was saved with.
 // * Δ compares like with like, against one baseline per explainer (`baseline()`):
@@ -103,7 +104,8 @@ struct NodeExplanation {
 class PlacementExplainer {
  public:
   // `costs` aligned with `candidates`; `graph_level` names the graph-level backends.
-  // Throws InvalidInput when the sizes disagree or the placement does not cover the graph.
+  // Throws InvalidInput when the sizes disagree, the placement does not cover the graph or
+  // a kernel has no cost (neither a measured candidate nor a cost in the placement).
   PlacementExplainer(const Graph& graph, const std::vector<Candidate>& candidates, std::vector<Cost> costs,
                      const Placement& placement, Pins pins, double epsilon_ms,
                      std::set<std::string> graph_level = {});

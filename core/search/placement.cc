@@ -1,6 +1,7 @@
 #include "core/search/placement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -31,11 +32,9 @@ std::string placement_to_json(const Placement& p, const Graph& graph) {
   for (const PlacedKernel& k : p.kernels) {
     json names = json::array();
     for (NodeId n : k.nodes) names.push_back(graph.node(n).name);
-    kernels.push_back({{"nodes", k.nodes},
-                       {"node_names", names},
-                       {"backend", k.backend},
-                       {"label", k.label},
-                       {"cost_ms", k.cost_ms}});
+    json kernel = {{"nodes", k.nodes}, {"node_names", names}, {"backend", k.backend}, {"label", k.label}};
+    if (k.cost.valid()) kernel["cost_ms"] = k.cost.median_ms;  // no cost: no key
+    kernels.push_back(std::move(kernel));
   }
   json pins = json::array();
   for (const auto& [node, backend] : p.pins.pinned)
@@ -100,7 +99,11 @@ Placement read_structure(const json& doc, const Graph* graph) {
       PlacedKernel pk;
       pk.backend = k.at("backend").get<std::string>();
       pk.label = k.value("label", "");
-      pk.cost_ms = k.value("cost_ms", 0.0);
+      // No key is no cost; so is 0, which files wrote for it before the key could be left out.
+      if (double ms = k.value("cost_ms", 0.0); ms != 0) {
+        if (!std::isfinite(ms) || ms < 0) throw bad_placement("a kernel's cost_ms must be a duration");
+        pk.cost = Cost::of_ms(ms);
+      }
       for (const json& id : k.at("nodes")) {
         int64_t n = id.get<int64_t>();
         if (n < 0 || n > std::numeric_limits<NodeId>::max() || (graph && n >= graph->num_nodes()))
@@ -192,10 +195,23 @@ std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& place
 std::map<std::string, BackendShare> time_per_backend(const Placement& placement) {
   std::map<std::string, BackendShare> shares;
   for (const PlacedKernel& k : placement.kernels) {
-    shares[k.backend].kernels++;
-    shares[k.backend].predicted_ms += k.cost_ms;
+    BackendShare& share = shares[k.backend];
+    share.kernels++;
+    if (k.cost.valid())
+      share.predicted_ms += k.cost.median_ms;
+    else
+      share.without_cost++;
   }
   return shares;
+}
+
+std::optional<double> summed_cost_ms(const std::vector<PlacedKernel>& kernels, double epsilon_ms) {
+  double sum = 0;
+  for (const PlacedKernel& k : kernels) {
+    if (!k.cost.valid()) return std::nullopt;
+    sum += k.cost.median_ms + epsilon_ms;
+  }
+  return sum;
 }
 
 }  // namespace collage

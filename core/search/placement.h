@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,12 +11,19 @@
 #include "core/ir/kernel_group.h"
 #include "core/runtime/executor.h"
 #include "core/search/pins.h"
+#include "core/tuning/cost.h"
 
 namespace collage {
 
-// A kernel group with the cost the search placed it at.
+// A kernel group with the cost the search placed it at. A `Cost` rather than a number so
+// "no cost" (a placement file without one, a hand-built placement) is a status, not a 0
+// that sums and draws like a very fast kernel: valid() holds median_ms (the placement
+// keeps only the median: what its file stores), otherwise the status is NotMeasured.
 struct PlacedKernel : KernelGroup {
-  double cost_ms = 0;  // measured median (0 if unknown)
+  Cost cost = no_placed_cost();
+
+  // The cost of a kernel the placement has no measurement for (status NotMeasured).
+  static Cost no_placed_cost() { return Cost::invalid("no cost in the placement", CostStatus::NotMeasured); }
 };
 
 struct Placement {
@@ -25,7 +33,7 @@ struct Placement {
   int threads = 1;
   std::string device;
   double epsilon_ms = 0;
-  double predicted_ms = 0;
+  double predicted_ms = 0;            // the search's estimate: the kernels' costs plus epsilon_ms each
   std::vector<PlacedKernel> kernels;  // execution order
   Pins pins;
 };
@@ -33,10 +41,15 @@ struct Placement {
 // Structure, ops, attributes and shapes of the imported graph (not weight values).
 std::string model_fingerprint(const Graph& graph);
 
+// The summed cost of `kernels` plus `epsilon_ms` per kernel; nullopt when one has no cost
+// (counting it as 0 would predict a faster placement than there is).
+std::optional<double> summed_cost_ms(const std::vector<PlacedKernel>& kernels, double epsilon_ms = 0);
+
 // Kernels and their summed predicted cost per backend name.
 struct BackendShare {
   int kernels = 0;
-  double predicted_ms = 0;
+  int without_cost = 0;     // kernels with no cost, left out of predicted_ms
+  double predicted_ms = 0;  // the kernels with a cost
 };
 std::map<std::string, BackendShare> time_per_backend(const Placement& placement);
 

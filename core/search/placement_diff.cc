@@ -26,10 +26,18 @@ bool same_kernel(const PlacedKernel& x, const PlacedKernel& y) {
   return x.backend == y.backend && x.nodes == y.nodes;  // nodes ascending in both
 }
 
+void add_cost(const PlacedKernel& k, double& sum_ms, int& without_cost) {
+  if (k.cost.valid())
+    sum_ms += k.cost.median_ms;
+  else
+    ++without_cost;
+}
+
 json kernels_json(const std::vector<PlacedKernel>& kernels, const Graph* graph) {
   json out = json::array();
   for (const PlacedKernel& k : kernels) {
-    json j = {{"backend", k.backend}, {"label", k.label}, {"nodes", k.nodes}, {"cost_ms", k.cost_ms}};
+    json j = {{"backend", k.backend}, {"label", k.label}, {"nodes", k.nodes}};
+    if (k.cost.valid()) j["cost_ms"] = k.cost.median_ms;  // as in the placement file: no cost, no key
     if (graph) {
       json names = json::array();
       for (NodeId n : k.nodes) names.push_back(graph->node(n).name);
@@ -101,12 +109,12 @@ PlacementDiff diff_placements(const Placement& a, const Placement& b, const std:
   for (size_t c = 0; c < na; ++c) {
     DiffRegion& r = by_root[components.find(c)];
     r.a.push_back(a.kernels[changed_a[c]]);
-    r.a_ms += a.kernels[changed_a[c]].cost_ms;
+    add_cost(a.kernels[changed_a[c]], r.a_ms, r.a_without_cost);
   }
   for (size_t c = 0; c < changed_b.size(); ++c) {
     DiffRegion& r = by_root[components.find(na + c)];
     r.b.push_back(b.kernels[changed_b[c]]);
-    r.b_ms += b.kernels[changed_b[c]].cost_ms;
+    add_cost(b.kernels[changed_b[c]], r.b_ms, r.b_without_cost);
   }
   for (auto& [root, region] : by_root) {
     std::set<NodeId> nodes;
@@ -142,6 +150,10 @@ std::string placement_diff_to_json(const PlacementDiff& d, const Graph* graph) {
               {"a_ms", r.a_ms},
               {"b_ms", r.b_ms},
               {"delta_ms", r.delta_ms()}};
+    if (!r.costs_complete()) {  // the sums leave these kernels out
+      j["a_without_cost"] = r.a_without_cost;
+      j["b_without_cost"] = r.b_without_cost;
+    }
     if (graph) {
       json names = json::array();
       for (NodeId n : r.nodes) names.push_back(graph->node(n).name);

@@ -17,10 +17,12 @@
 namespace collage {
 
 struct DiffRegion {
-  std::vector<NodeId> nodes;       // ascending: every node of the region's kernels
-  std::vector<PlacedKernel> a, b;  // A's / B's kernels over these nodes, in placement order
-  double a_ms = 0, b_ms = 0;       // their summed cost_ms
+  std::vector<NodeId> nodes;                   // ascending: every node of the region's kernels
+  std::vector<PlacedKernel> a, b;              // A's / B's kernels over these nodes, in placement order
+  double a_ms = 0, b_ms = 0;                   // the summed costs of their kernels with a cost
+  int a_without_cost = 0, b_without_cost = 0;  // their kernels with no cost, left out of a_ms / b_ms
   double delta_ms() const { return b_ms - a_ms; }
+  bool costs_complete() const { return a_without_cost == 0 && b_without_cost == 0; }
 };
 
 struct BackendNodes {

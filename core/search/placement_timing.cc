@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <memory>
 
 #include "core/ir/error.h"
+#include "core/ir/statistics.h"
 
 namespace collage {
 
@@ -18,13 +18,6 @@ double steady_ms() {
 
 }  // namespace
 
-double median_ms(std::vector<double> samples) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  size_t n = samples.size();
-  return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-}
-
 FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> backends,
                            CompileOptions options, std::vector<Tensor> inputs, int repeats) {
   return [&graph, backends = std::move(backends), options, inputs = std::move(inputs),
@@ -34,7 +27,7 @@ FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> b
       ex = std::make_unique<Executor>(graph, placement_steps(graph, p, backends, options));
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::Unsupported) throw;
-      return std::numeric_limits<double>::infinity();  // a region the library cannot build loses
+      return Cost::invalid(std::string("a region cannot be built: ") + e.what());  // ranks last
     }
     ex->run(inputs);
     std::vector<double> ms;
@@ -43,7 +36,9 @@ FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> b
       ex->run(inputs);
       ms.push_back(steady_ms() - t0);
     }
-    return median_ms(std::move(ms));
+    Cost cost = Cost::of_ms(median(std::move(ms)));
+    cost.samples = repeats;
+    return cost;
   };
 }
 
@@ -65,7 +60,7 @@ SideBySide time_side_by_side(const std::function<void()>& a, const std::function
       timed(a, a_ms);
     }
   }
-  return {median_ms(std::move(a_ms)), median_ms(std::move(b_ms)), rounds};
+  return {median(std::move(a_ms)), median(std::move(b_ms)), rounds};
 }
 
 SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,

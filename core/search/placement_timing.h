@@ -34,6 +34,4 @@ SideBySide compare_placements(const Graph& graph, const Placement& a, const Plac
                               const std::vector<const BackendSpec*>& backends, const CompileOptions& options,
                               const std::vector<Tensor>& inputs, int rounds);
 
-double median_ms(std::vector<double> samples);
-
 }  // namespace collage

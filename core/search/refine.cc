@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <limits>
 #include <numeric>
 #include <unordered_map>
 
@@ -46,6 +44,8 @@ std::string ms_text(double ms) {  // "0.743 ms": progress text, not data
 }
 
 }  // namespace
+
+bool fitter(const Cost& a, const Cost& b) { return a.valid() && (!b.valid() || a.median_ms < b.median_ms); }
 
 int RefineResult::moved() const {
   int total = 0;
@@ -113,9 +113,10 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
   std::vector<PlacedKernel> kernels;
   std::vector<IndexSet> regions;
   std::vector<std::string> region_backend;
-  std::vector<double> region_cost;
+  std::vector<std::optional<double>> region_cost;  // the op-level costs summed; none if one has none
   // Joins `mine` (kernel `k`, or a kept kernel at `sets[skip]`) into a region of `backend`.
-  auto try_join = [&](const IndexSet& mine, const std::string& backend, size_t k, double cost, size_t skip) {
+  auto try_join = [&](const IndexSet& mine, const std::string& backend, size_t k, const Cost& cost,
+                      size_t skip) {
     for (size_t r = 0; r < regions.size(); ++r) {
       if (region_backend[r] != backend) continue;
       bool touches = false;
@@ -134,7 +135,10 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
         trial.push_back(set_of(graph, op_level.kernels[later].nodes));
       if (!partition_is_acyclic(graph, trial)) continue;
       regions[r] = joined;
-      region_cost[r] += cost;
+      if (region_cost[r] && cost.valid())
+        *region_cost[r] += cost.median_ms;
+      else
+        region_cost[r].reset();
       return true;
     }
     return false;
@@ -143,11 +147,12 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
     const PlacedKernel& kernel = op_level.kernels[k];
     IndexSet mine = set_of(graph, kernel.nodes);
     if (moved_to[k]) {
-      if (try_join(mine, *moved_to[k], k, kernel.cost_ms, sets.size())) continue;
+      if (try_join(mine, *moved_to[k], k, kernel.cost, sets.size())) continue;
       regions.push_back(mine);
       region_backend.push_back(*moved_to[k]);
-      region_cost.push_back(kernel.cost_ms);
-    } else if (!try_join(mine, kernel.backend, k, kernel.cost_ms, sets.size())) {
+      region_cost.push_back(kernel.cost.valid() ? std::optional<double>(kernel.cost.median_ms)
+                                                : std::nullopt);
+    } else if (!try_join(mine, kernel.backend, k, kernel.cost, sets.size())) {
       sets.push_back(mine);
       kernels.push_back(kernel);
     }
@@ -155,7 +160,7 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
   for (bool changed = !regions.empty(); changed;) {
     changed = false;
     for (size_t i = 0; i < kernels.size() && !changed; ++i) {
-      if (!try_join(sets[i], kernels[i].backend, op_level.kernels.size(), kernels[i].cost_ms, i)) continue;
+      if (!try_join(sets[i], kernels[i].backend, op_level.kernels.size(), kernels[i].cost, i)) continue;
       sets.erase(sets.begin() + static_cast<std::ptrdiff_t>(i));
       kernels.erase(kernels.begin() + static_cast<std::ptrdiff_t>(i));
       changed = true;
@@ -163,15 +168,20 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
   }
   for (size_t r = 0; r < regions.size(); ++r) {
     // The cost is the op-level estimate; the refined placement is judged by measurement.
-    kernels.push_back(
-        {{node_ids(regions[r]), region_backend[r], subgraph_label(graph, regions[r])}, region_cost[r]});
+    kernels.push_back({{node_ids(regions[r]), region_backend[r], subgraph_label(graph, regions[r])},
+                       region_cost[r] ? Cost::of_ms(*region_cost[r]) : PlacedKernel::no_placed_cost()});
     sets.push_back(regions[r]);
   }
   Placement out = op_level;
   out.kernels.clear();
   for (size_t i : execution_order(graph, sets)) out.kernels.push_back(kernels[i]);
-  out.predicted_ms = 0;
-  for (const PlacedKernel& k : out.kernels) out.predicted_ms += k.cost_ms + out.epsilon_ms;
+  // The kernels regroup the op-level costs, so without every cost the op-level estimate
+  // stands, less the epsilon of the kernels merged away.
+  std::optional<double> predicted = summed_cost_ms(out.kernels, out.epsilon_ms);
+  out.predicted_ms =
+      predicted ? *predicted
+                : op_level.predicted_ms -
+                      out.epsilon_ms * static_cast<double>(op_level.kernels.size() - out.kernels.size());
   return out;
 }
 
@@ -192,18 +202,18 @@ FitnessFn cached_fitness(FitnessFn fitness, CostDb* db, const Graph& graph, int 
   std::string model = model_fingerprint(graph);
   return [fitness = std::move(fitness), db, model, threads](const Placement& p) {
     CostKey key = placement_fitness_key(p, model, threads);
-    if (auto hit = db->find(key))
-      return hit->cost.valid() ? hit->cost.median_ms : std::numeric_limits<double>::infinity();
-    double ms = fitness(p);
+    if (auto hit = db->find(key)) return hit->cost;
+    Cost cost = fitness(p);
+    if (cost.status == CostStatus::NotMeasured) return cost;  // e.g. cancelled: nothing to keep
     CostRecord record;
     record.key = key;
     record.backend = "placement";
     record.backend_version = "1";
     record.label = "refine genome (" + std::to_string(p.kernels.size()) + " kernels)";
-    record.cost = std::isfinite(ms) ? Cost::of_ms(ms) : Cost::invalid("a region could not be built");
+    record.cost = cost;
     record.cost.samples = 1;
     db->put(record);
-    return ms;
+    return cost;
   };
 }
 
@@ -215,28 +225,29 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
   RefineResult r;
   r.genes = refine_genes(graph, op_level, graph_level);
   const size_t n = r.genes.size();
-  std::unordered_map<std::string, double> cache;  // genome bytes -> fitness: no genome is measured twice
-  struct Stop {};                                 // unwinds to the generation loop on cancellation
+  std::unordered_map<std::string, Cost> cache;  // genome bytes -> fitness: no genome is measured twice
+  struct Stop {};                               // unwinds to the generation loop on cancellation
   auto stop_requested = [&] { return observer && observer->cancel_requested(); };
   auto evaluate = [&](const Genome& genome) {
     std::string key(genome.begin(), genome.end());
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     if (!cache.empty() && stop_requested()) throw Stop{};  // the seed is always measured
-    double f = fitness(decode_genome(graph, op_level, r.genes, genome));
+    Cost f = fitness(decode_genome(graph, op_level, r.genes, genome));
     cache[key] = f;
     ++r.evaluations;
-    if (!r.best_genome.empty() && f < r.best_fitness) {  // the best so far is kept per evaluation
+    if (!r.best_genome.empty() && fitter(f, r.best_fitness)) {  // the best so far is kept per evaluation
       r.best_fitness = f;
       r.best_genome = genome;
-      if (observer) observer->on_best_placement(decode_genome(graph, op_level, r.genes, genome), f);
+      if (observer) observer->on_best_placement(decode_genome(graph, op_level, r.genes, genome), f.median_ms);
     }
     if (observer) {
       ProgressEvent e;
       e.stage = ProgressEvent::Stage::RefineEvaluation;
       e.done = e.evaluations = static_cast<size_t>(r.evaluations);
-      e.best_ms = r.best_genome.empty() ? f : r.best_fitness;  // the seed is the first best
-      e.message = ms_text(f);
+      const Cost& best = r.best_genome.empty() ? f : r.best_fitness;  // the seed is the first best
+      if (best.valid()) e.best_ms = best.median_ms;
+      e.message = f.valid() ? ms_text(f.median_ms) : "no fitness: " + f.invalid_reason;
       e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       observer->on_progress(e);
     }
@@ -263,27 +274,29 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
   try {
     for (int gen = 0; gen < options.max_generations; ++gen) {
       if (stop_requested()) throw Stop{};
-      const double best_before = r.best_fitness;
-      std::vector<double> fit;
+      const Cost best_before = r.best_fitness;
+      std::vector<Cost> fit;
       for (const auto& g : population) fit.push_back(evaluate(g));
-      size_t best = static_cast<size_t>(std::min_element(fit.begin(), fit.end()) - fit.begin());
-      double sum = 0;  // mean over buildable genomes (unbuildable ones score +inf)
-      int finite = 0;
-      for (double f : fit)
-        if (std::isfinite(f)) sum += f, ++finite;
-      double mean = finite ? sum / finite : fit[best];
-      r.history.emplace_back(fit[best], mean);
+      size_t best = static_cast<size_t>(std::min_element(fit.begin(), fit.end(), fitter) - fit.begin());
+      GenerationFitness generation;  // the mean is over measured genomes
+      double sum = 0;
+      int measured = 0;
+      for (const Cost& f : fit)
+        if (f.valid()) sum += f.median_ms, ++measured;
+      if (measured) generation.best_ms = fit[best].median_ms, generation.mean_ms = sum / measured;
+      r.history.push_back(generation);
       r.generations = gen + 1;
-      stale = r.best_fitness < best_before ? 0 : stale + 1;
+      stale = fitter(r.best_fitness, best_before) ? 0 : stale + 1;
       if (observer) {
         ProgressEvent e;
         e.stage = ProgressEvent::Stage::Refine;
         e.done = static_cast<size_t>(gen + 1);
         e.total = static_cast<size_t>(options.max_generations);
-        e.best_ms = r.best_fitness;
-        e.mean_ms = mean;
+        if (r.best_fitness.valid()) e.best_ms = r.best_fitness.median_ms;
+        e.mean_ms = generation.mean_ms;
         e.evaluations = static_cast<size_t>(r.evaluations);
-        e.message = "generation " + std::to_string(gen + 1) + ", mean " + ms_text(mean) + ", " +
+        e.message = "generation " + std::to_string(gen + 1) + ", mean " +
+                    (generation.mean_ms ? ms_text(*generation.mean_ms) : "- (no genome measured)") + ", " +
                     std::to_string(r.evaluations) + " evaluations";
         e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         observer->on_progress(e);
@@ -295,7 +308,7 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
         size_t winner = static_cast<size_t>(splitmix(rng) % population.size());
         for (int t = 1; t < options.tournament; ++t) {
           size_t c = static_cast<size_t>(splitmix(rng) % population.size());
-          if (fit[c] < fit[winner]) winner = c;
+          if (fitter(fit[c], fit[winner])) winner = c;
         }
         return population[winner];
       };

@@ -29,6 +29,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,21 @@ struct RefineOptions {
   uint64_t seed = kSettings.refine_seed;
 };
 
-// Lower is better (ms). Called once per distinct genome.
-using FitnessFn = std::function<double(const Placement&)>;
+// A placement's measured end-to-end latency (median_ms; lower is better), or an invalid Cost
+// saying why it has none (a region the library cannot build, a lost worker): such a genome
+// ranks below every measured one. Called once per distinct genome.
+using FitnessFn = std::function<Cost(const Placement&)>;
+
+// The GA's order: `a` ranks above `b` when it is measured and `b` is not, or both are and
+// a is faster. Invalid genomes tie with each other.
+bool fitter(const Cost& a, const Cost& b);
+
+// One generation's fitness: the best genome's and the mean over its measured genomes;
+// none when no genome of the generation was measured.
+struct GenerationFitness {
+  std::optional<double> best_ms, mean_ms;
+  bool operator==(const GenerationFitness& o) const { return best_ms == o.best_ms && mean_ms == o.mean_ms; }
+};
 
 struct Gene {
   size_t kernel = 0;                 // index in the op-level placement
@@ -62,14 +76,14 @@ using Genome = std::vector<uint8_t>;  // one allele per gene
 
 struct RefineResult {
   Placement best;
-  double best_fitness = 0;
-  double seed_fitness = 0;  // the op-level placement's fitness (all alleles 0)
+  Cost best_fitness;  // invalid only when no genome was measured (the seed's then)
+  Cost seed_fitness;  // the op-level placement's fitness (all alleles 0)
   Genome best_genome;
   std::vector<Gene> genes;
   int generations = 0;
   int evaluations = 0;
-  std::vector<std::pair<double, double>> history;  // best, mean fitness per generation
-  bool cancelled = false;  // stopped by the observer: `best` is the best found until then
+  std::vector<GenerationFitness> history;  // per generation
+  bool cancelled = false;                  // stopped by the observer: `best` is the best found until then
   // Op-level kernels the best genome moves, per graph-level backend (none: `best` is the op-level placement).
   std::map<std::string, int> moved_per_backend;
   int moved() const;

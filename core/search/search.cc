@@ -129,7 +129,7 @@ class Searcher {
     ProgressEvent e;
     e.stage = ProgressEvent::Stage::Search;
     e.done = expanded;
-    e.best_ms = std::isinf(best) ? -1 : best;
+    if (!std::isinf(best)) e.best_ms = best;  // inf: no complete placement yet
     e.message = what;
     e.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     observer_->on_progress(e);

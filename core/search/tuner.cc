@@ -52,7 +52,8 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   p.predicted_ms = r.search.predicted_ms;
   p.pins = options.pins;
   for (size_t k : r.search.kernels) {
-    p.kernels.push_back({r.candidates[k].group(), cost[k].median_ms});
+    p.kernels.push_back(
+        {r.candidates[k].group(), Cost::of_ms(cost[k].median_ms)});  // the search picks valid costs only
   }
   return r;
 }

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "core/backend_api/kernel_signature.h"
+#include "core/ir/statistics.h"
 #include "core/tuning/host_lock.h"
 
 namespace collage {
@@ -88,8 +89,7 @@ double measure_dispatch_overhead_ms() {
     for (int i = 0; i < 1000; ++i) kernel.run({}, alloc);
     samples.push_back(ms_since(t0) / 1000.0);
   }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return median(std::move(samples));
 }
 
 Measurer::Measurer(const Graph& graph, std::vector<Tensor> reference_values, CostDb* db,
@@ -116,11 +116,11 @@ Cost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
     kernel.run(args, alloc);
     samples.push_back(ms_since(t0));
   }
-  std::sort(samples.begin(), samples.end());
+  std::sort(samples.begin(), samples.end());  // for p90
   Cost cost;
   size_t n = samples.size();
   cost.samples = static_cast<int>(n);
-  cost.median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  cost.median_ms = median(samples);
   cost.p90_ms = samples[std::min(n - 1, (n * 9) / 10)];
   double mean = 0;
   for (double s : samples) mean += s;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,10 @@ struct ProgressEvent {
   size_t done = 0;
   size_t total = 0;     // 0 when unknown (search)
   std::string message;  // current kernel, or a summary line
-  double best_ms = -1;  // best predicted latency so far (search) / best fitness (refine)
-  double mean_ms = -1;  // mean fitness of the generation (refine)
+  // Best predicted latency so far (search) / best measured fitness (refine): none before
+  // the search has a complete placement or while no genome has been measured.
+  std::optional<double> best_ms;
+  std::optional<double> mean_ms;  // mean measured fitness of the generation (refine); none if none measured
   double elapsed_ms = 0;
   size_t evaluations = 0;  // refine: genomes measured so far
 };

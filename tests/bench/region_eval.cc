@@ -46,14 +46,15 @@ int main(int argc, char** argv) {
     IndexSet run(graph.nodes.size());
     std::vector<NodeId> run_nodes;
     auto flush = [&] {
-      if (!run_nodes.empty()) p.kernels.push_back({{run_nodes, spec->name, "region"}, 0});
+      if (!run_nodes.empty())
+        p.kernels.push_back({{run_nodes, spec->name, "region"}});  // no cost: timed below
       run_nodes.clear();
       run = IndexSet(graph.nodes.size());
     };
     for (NodeId id = 0; id < graph.num_nodes(); ++id) {
       if (!spec->supports_node(graph, graph.node(id))) {
         flush();
-        p.kernels.push_back({{{id}, "native", graph.node(id).op_type}, 0});
+        p.kernels.push_back({{{id}, "native", graph.node(id).op_type}});
         continue;
       }
       IndexSet grown = run;

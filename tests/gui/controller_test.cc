@@ -242,7 +242,7 @@ class ControllerTest : public QObject {
     for (size_t k = 0; k < from_cli.kernels.size(); ++k) {
       QCOMPARE(from_cli.kernels[k].backend, from_explorer.kernels[k].backend);
       QCOMPARE(from_cli.kernels[k].nodes, from_explorer.kernels[k].nodes);
-      QCOMPARE(from_cli.kernels[k].cost_ms, from_explorer.kernels[k].cost_ms);
+      QCOMPARE(from_cli.kernels[k].cost.median_ms, from_explorer.kernels[k].cost.median_ms);
       for (collage::NodeId n : from_cli.kernels[k].nodes)
         pin_honoured |= n == c.node_id(pinned) && from_cli.kernels[k].backend == "native";
     }

@@ -36,7 +36,7 @@ Placement per_node(const collage::Graph& g) {
     k.nodes = {n};
     k.backend = "native";
     k.label = g.node(n).op_type;
-    k.cost_ms = 0.01;
+    k.cost = collage::Cost::of_ms(0.01);
     p.kernels.push_back(k);
   }
   return p;

@@ -45,7 +45,7 @@ Placement synthetic_placement(const Graph& g) {
       k.nodes.push_back(n + 1);
     k.backend = backends[p.kernels.size() % 3];
     k.label = "k" + std::to_string(p.kernels.size());
-    k.cost_ms = 0.125 * static_cast<double>(p.kernels.size() % 7 + 1);
+    k.cost = collage::Cost::of_ms(0.125 * static_cast<double>(p.kernels.size() % 7 + 1));
     n += static_cast<NodeId>(k.nodes.size());
     p.kernels.push_back(k);
   }
@@ -192,15 +192,15 @@ class GraphViewTest : public QObject {
     show(view);
     view.set_placement(&placement_);
     double total = 0;
-    for (const auto& k : placement_.kernels) total += k.cost_ms;
+    for (const auto& k : placement_.kernels) total += k.cost.median_ms;
     int outlined = 0;
     for (size_t k = 0; k < placement_.kernels.size(); ++k) {
       const auto& kernel = placement_.kernels[k];
       outlined += kernel.nodes.size() > 1;
       QString label = view.kernel_label(k);
       QVERIFY(label.startsWith(QString::fromStdString(kernel.backend) + " "));
-      QVERIFY2(label.contains(QString::number(kernel.cost_ms, 'f', 3) + " ms"), qPrintable(label));
-      QVERIFY2(label.contains(QString::number(100 * kernel.cost_ms / total, 'f', 1) + "%"),
+      QVERIFY2(label.contains(QString::number(kernel.cost.median_ms, 'f', 3) + " ms"), qPrintable(label));
+      QVERIFY2(label.contains(QString::number(100 * kernel.cost.median_ms / total, 'f', 1) + "%"),
                qPrintable(label));
       if (kernel.nodes.size() == 1)  // drawn as the node's second line
         QCOMPARE(static_cast<collage::NodeItem*>(view.node_item(kernel.nodes[0]))->detail(), label);
@@ -222,6 +222,24 @@ class GraphViewTest : public QObject {
         }
       }
     QVERIFY(marked > 0 && plain > 0);
+  }
+
+  // A kernel the placement has no cost for says so; its share is not a 0% of a made-up time.
+  void a_kernel_without_a_cost_is_labelled_no_cost() {
+    collage::Placement p = placement_;
+    p.kernels[0].cost = collage::PlacedKernel::no_placed_cost();
+    double total = 0;
+    for (const auto& k : p.kernels)
+      if (k.cost.valid()) total += k.cost.median_ms;
+    GraphView view;
+    show(view);
+    view.set_placement(&p);
+    QCOMPARE(view.kernel_label(0), QString::fromStdString(p.kernels[0].backend) + " · no cost");
+    const auto& other = p.kernels[1];
+    QVERIFY2(view.kernel_label(1).contains(QString::number(100 * other.cost.median_ms / total, 'f', 1) + "%"),
+             qPrintable(view.kernel_label(1)));
+    view.set_coloring(GraphView::Coloring::CostHeatmap);  // recolours without a cost to draw from
+    QCOMPARE(view.kernel_label(0), QString::fromStdString(p.kernels[0].backend) + " · no cost");
   }
 
   void collapsed_scopes_sum_their_time_and_expand_in_place() {
@@ -249,7 +267,7 @@ class GraphViewTest : public QObject {
     double want = 0;
     for (NodeId n : top["/layer2"]) {
       const auto& k = placement_.kernels[kernel_of_[n]];
-      want += k.cost_ms / static_cast<double>(k.nodes.size());
+      want += k.cost.median_ms / static_cast<double>(k.nodes.size());
     }
     QString text = view.scope_text(layer2);
     QVERIFY2(text.contains(QString::number(want, 'f', 3) + " ms"), qPrintable(text));

@@ -68,7 +68,7 @@ Placement mixed_placement(const Graph& g) {
         rebuilt = true;
         continue;
       }
-      p.kernels.push_back({cands[idx].group(), cost[idx].median_ms});
+      p.kernels.push_back({cands[idx].group(), Cost::of_ms(cost[idx].median_ms)});
     }
     if (!rebuilt) return p;
   }

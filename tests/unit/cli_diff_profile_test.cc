@@ -40,8 +40,8 @@ Placement native_placement(const Graph& g, std::vector<std::vector<NodeId>> grou
     k.nodes = nodes;
     k.backend = "native";
     k.label = "k" + std::to_string(nodes.front());
-    k.cost_ms = 0.001 * static_cast<double>(nodes.size());
-    p.predicted_ms += k.cost_ms;
+    k.cost = Cost::of_ms(0.001 * static_cast<double>(nodes.size()));
+    p.predicted_ms += k.cost.median_ms;
     p.kernels.push_back(k);
   }
   return p;

@@ -33,7 +33,7 @@ class ExplainCliTest : public CliTest {
 double recost(const Placement& p, const TuneResult& cached) {
   double ms = 0;
   for (const PlacedKernel& k : p.kernels) {
-    double cost = k.cost_ms;
+    double cost = k.cost.median_ms;
     for (size_t i = 0; i < cached.candidates.size(); ++i)
       if (cached.candidates[i].backend == k.backend && node_ids(cached.candidates[i].nodes) == k.nodes &&
           cached.costs[i].cost.valid())

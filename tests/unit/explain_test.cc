@@ -67,7 +67,7 @@ struct Fixture {
     p.pins = pins;
     SearchResult r = search(pins);
     p.predicted_ms = r.predicted_ms;
-    for (size_t k : r.kernels) p.kernels.push_back({candidates[k].group(), costs[k].median_ms});
+    for (size_t k : r.kernels) p.kernels.push_back({candidates[k].group(), Cost::of_ms(costs[k].median_ms)});
     return p;
   }
 };
@@ -217,24 +217,34 @@ TEST(Explain, RegionsAndForeignKernels) {
   refined.kernels.clear();
   for (const PlacedKernel& k : p.kernels)
     if (k.nodes.front() == 0) refined.kernels.push_back(k);
-  refined.kernels.push_back({{{1}, "A", "Sigmoid"}, f.costs[1].median_ms});
-  refined.kernels.push_back({{{2, 3}, "G", "Relu+Sigmoid"}, 0.7});
+  refined.kernels.push_back({{{1}, "A", "Sigmoid"}, Cost::of_ms(f.costs[1].median_ms)});
+  refined.kernels.push_back({{{2, 3}, "G", "Relu+Sigmoid"}, Cost::of_ms(0.7)});
   PlacementExplainer ex(f.graph, f.candidates, f.costs, refined, {}, kEpsilon, {"G"});
   NodeExplanation e = ex.explain(3);
   EXPECT_EQ(e.reason, PlacementReason::RefinedIntoRegion);
   EXPECT_FALSE(e.chosen_is_candidate);
   EXPECT_DOUBLE_EQ(e.chosen_ms, 0.7);
   double want = 0;
-  for (const PlacedKernel& k : refined.kernels) want += k.cost_ms + kEpsilon;
+  for (const PlacedKernel& k : refined.kernels) want += k.cost.median_ms + kEpsilon;
   EXPECT_DOUBLE_EQ(ex.current_ms(), want);  // the region at its cost_ms, the rest at their costs
+  // A region with no cost cannot be re-costed: the placement is refused, not summed as if it took 0 ms.
+  Placement uncosted = refined;
+  uncosted.kernels.back().cost = PlacedKernel::no_placed_cost();
+  try {
+    PlacementExplainer(f.graph, f.candidates, f.costs, uncosted, {}, kEpsilon, {"G"});
+    ADD_FAILURE() << "a kernel without any cost was explained";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+    EXPECT_NE(std::string(e.what()).find("'Relu+Sigmoid' has no cost"), std::string::npos) << e.what();
+  }
   // The same region on an op-level backend, or a candidate whose cost is invalid: not from these costs.
   refined.kernels.back().backend = "A";
   EXPECT_EQ(
       PlacementExplainer(f.graph, f.candidates, f.costs, refined, {}, kEpsilon, {"G"}).explain(3).reason,
       PlacementReason::NotFromTheseCosts);
   refined.kernels.pop_back();
-  refined.kernels.push_back({{{2}, "B", "Relu"}, 0.1});
-  refined.kernels.push_back({{{3}, "A", "Sigmoid"}, 1.0});
+  refined.kernels.push_back({{{2}, "B", "Relu"}, Cost::of_ms(0.1)});
+  refined.kernels.push_back({{{3}, "A", "Sigmoid"}, Cost::of_ms(1.0)});
   EXPECT_EQ(PlacementExplainer(f.graph, f.candidates, f.costs, refined, {}, kEpsilon).explain(2).reason,
             PlacementReason::NotFromTheseCosts);
   // A placement that misses a node is refused.
@@ -249,8 +259,10 @@ TEST(Explain, RefinedPlacementDeltasCompareTheSearchWithAndWithoutTheChange) {
   Fixture f;
   Placement refined;
   refined.epsilon_ms = kEpsilon;
-  refined.kernels.push_back({f.candidates[0].group(), f.costs[0].median_ms});  // node 0 on A (search: B)
-  refined.kernels.push_back({{{1, 2, 3}, "G", "Sigmoid+Relu+Sigmoid"}, 5.0});  // slower than any search
+  refined.kernels.push_back(
+      {f.candidates[0].group(), Cost::of_ms(f.costs[0].median_ms)});  // node 0 on A (search: B)
+  refined.kernels.push_back(
+      {{{1, 2, 3}, "G", "Sigmoid+Relu+Sigmoid"}, Cost::of_ms(5.0)});  // slower than any search
   PlacementExplainer ex(f.graph, f.candidates, f.costs, refined, {}, kEpsilon, {"G"});
   const double searched = f.search({}).predicted_ms;
   EXPECT_EQ(ex.baseline(), DeltaBaseline::OpLevelSearch);

@@ -36,7 +36,7 @@ PlacedKernel kernel(std::vector<NodeId> nodes, const std::string& backend, doubl
   k.nodes = std::move(nodes);
   k.backend = backend;
   k.label = "k";
-  k.cost_ms = cost_ms;
+  k.cost = Cost::of_ms(cost_ms);
   return k;
 }
 
@@ -44,13 +44,13 @@ Placement placement(std::vector<PlacedKernel> kernels, const std::string& finger
   Placement p;
   p.model_fingerprint = fingerprint;
   p.kernels = std::move(kernels);
-  for (const PlacedKernel& k : p.kernels) p.predicted_ms += k.cost_ms;
+  for (const PlacedKernel& k : p.kernels) p.predicted_ms += k.cost.median_ms;
   return p;
 }
 
 double sum_cost(const std::vector<PlacedKernel>& kernels) {
   double s = 0;
-  for (const PlacedKernel& k : kernels) s += k.cost_ms;
+  for (const PlacedKernel& k : kernels) s += k.cost.median_ms;
   return s;
 }
 
@@ -59,8 +59,8 @@ TEST(PlacementDiff, IdenticalPlacementsInAnyOrderHaveNoRegions) {
       placement({kernel({0, 1}, "native", 1), kernel({2}, "onednn", 2), kernel({3, 4, 5}, "blas", 3)});
   Placement b = a;
   std::reverse(b.kernels.begin(), b.kernels.end());
-  b.kernels[0].label = "renamed";  // labels are for people
-  b.kernels[0].cost_ms = 9;        // and a re-measured cost does not change the kernel
+  b.kernels[0].label = "renamed";      // labels are for people
+  b.kernels[0].cost = Cost::of_ms(9);  // and a re-measured cost does not change the kernel
   PlacementDiff d = diff_placements(a, b);
   EXPECT_TRUE(d.identical());
   EXPECT_EQ(d.unchanged_kernels, 3u);
@@ -95,7 +95,7 @@ TEST(PlacementDiff, ChangedKernelsFormRegionsWithTheirCosts) {
   EXPECT_DOUBLE_EQ(r0.delta_ms(), sum_cost(b_changed) - sum_cost(a_changed));
   const DiffRegion& r1 = d.regions[1];
   EXPECT_EQ(r1.nodes, (std::vector<NodeId>{5}));
-  EXPECT_DOUBLE_EQ(r1.delta_ms(), b_last.cost_ms - a_last.cost_ms);
+  EXPECT_DOUBLE_EQ(r1.delta_ms(), b_last.cost.median_ms - a_last.cost.median_ms);
   EXPECT_EQ(d.changed(), (std::vector<NodeId>{2, 3, 4, 5}));
   EXPECT_EQ(d.changed_nodes, 4u);
   EXPECT_DOUBLE_EQ(d.predicted_delta_ms(), b.predicted_ms - a.predicted_ms);
@@ -137,7 +137,7 @@ TEST(PlacementDiff, RegionsAreExactlyTheNodesWhoseKernelDiffers) {
           if (k.nodes.front() == n) keep = &k;
       if (keep) {
         kernels.push_back(*keep);
-        kernels.back().cost_ms = 0.01 * static_cast<double>(rng() % 100);
+        kernels.back().cost = Cost::of_ms(0.01 * static_cast<double>(rng() % 100));
         n = keep->nodes.back() + 1;
         continue;
       }
@@ -182,9 +182,9 @@ TEST(PlacementDiff, RegionsAreExactlyTheNodesWhoseKernelDiffers) {
     size_t a_unchanged = 0;
     double a_rest = 0, b_rest = 0;
     for (const PlacedKernel& k : a.kernels)
-      if (!seen.count(k.nodes.front())) ++a_unchanged, a_rest += k.cost_ms;
+      if (!seen.count(k.nodes.front())) ++a_unchanged, a_rest += k.cost.median_ms;
     for (const PlacedKernel& k : b.kernels)
-      if (!seen.count(k.nodes.front())) b_rest += k.cost_ms;
+      if (!seen.count(k.nodes.front())) b_rest += k.cost.median_ms;
     EXPECT_EQ(d.unchanged_kernels, a_unchanged);
     EXPECT_NEAR(a_changed_ms + a_rest, sum_cost(a.kernels), 1e-9);
     EXPECT_NEAR(b_changed_ms + b_rest, sum_cost(b.kernels), 1e-9);
@@ -208,6 +208,33 @@ TEST(PlacementDiff, JsonNamesNodesWithAGraph) {
       nlohmann::json::parse(placement_diff_to_json(diff_placements(a, a))).at("identical").get<bool>());
 }
 
+// A kernel with no cost is left out of its region's sum and counted as such, in the
+// diff and its JSON (where, as in the placement file, it has no cost_ms).
+TEST(PlacementDiff, KernelsWithoutACostAreCountedNotSummedAsZero) {
+  PlacedKernel unknown = kernel({1}, "onednn", 1);
+  unknown.cost = PlacedKernel::no_placed_cost();
+  Placement a = placement({kernel({0}, "native", 1), kernel({1}, "native", 0.5)});
+  Placement b = placement({kernel({0}, "native", 1), unknown});
+  PlacementDiff d = diff_placements(a, b);
+  ASSERT_EQ(d.regions.size(), 1u);
+  const DiffRegion& r = d.regions[0];
+  EXPECT_EQ(r.a_without_cost, 0);
+  EXPECT_EQ(r.b_without_cost, 1);
+  EXPECT_FALSE(r.costs_complete());
+  EXPECT_DOUBLE_EQ(r.a_ms, 0.5);
+  EXPECT_DOUBLE_EQ(r.b_ms, 0.0);  // the sum over B's kernels with a cost: none
+  nlohmann::json j = nlohmann::json::parse(placement_diff_to_json(d)).at("regions").at(0);
+  EXPECT_EQ(j.at("b_without_cost").get<int>(), 1);
+  EXPECT_FALSE(j.at("b").at(0).contains("cost_ms"));
+  EXPECT_EQ(j.at("a").at(0).at("cost_ms").get<double>(), 0.5);
+  // Complete costs: no count in the JSON.
+  EXPECT_FALSE(nlohmann::json::parse(
+                   placement_diff_to_json(diff_placements(a, placement({kernel({0, 1}, "blas", 1)}))))
+                   .at("regions")
+                   .at(0)
+                   .contains("b_without_cost"));
+}
+
 TEST(PlacementStructure, ReadsAFileWithoutTheModelAndChecksItsShape) {
   Graph g = chain6();
   Placement p = placement({kernel({0, 1, 2}, "native", 1), kernel({3, 4, 5}, "onednn", 2)});
@@ -218,7 +245,7 @@ TEST(PlacementStructure, ReadsAFileWithoutTheModelAndChecksItsShape) {
   ASSERT_EQ(q.kernels.size(), 2u);
   EXPECT_EQ(q.kernels[1].nodes, (std::vector<NodeId>{3, 4, 5}));
   EXPECT_EQ(q.kernels[1].backend, "onednn");
-  EXPECT_DOUBLE_EQ(q.kernels[1].cost_ms, 2);
+  EXPECT_DOUBLE_EQ(q.kernels[1].cost.median_ms, 2);
   auto rejected = [](const std::string& doc) {
     try {
       placement_structure_from_json(doc);

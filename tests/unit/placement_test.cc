@@ -31,7 +31,8 @@ Placement two_kernels(const Graph& g) {
   p.device = "test";
   p.epsilon_ms = 0.01;
   p.predicted_ms = 3.5;
-  p.kernels = {{{{0, 1}, "native", "Relu+Neg"}, 2.0}, {{{2}, "native", "Exp"}, 1.5}};
+  p.kernels = {{{{0, 1}, "native", "Relu+Neg"}, Cost::of_ms(2.0)},
+               {{{2}, "native", "Exp"}, Cost::of_ms(1.5)}};
   p.pins.pinned[2] = "native";
   return p;
 }
@@ -54,10 +55,43 @@ TEST(PlacementJson, RoundTrip) {
   ASSERT_EQ(q.kernels.size(), 2u);
   EXPECT_EQ(q.kernels[0].nodes, (std::vector<NodeId>{0, 1}));
   EXPECT_EQ(q.kernels[1].label, "Exp");
-  EXPECT_DOUBLE_EQ(q.kernels[1].cost_ms, 1.5);
+  EXPECT_DOUBLE_EQ(q.kernels[1].cost.median_ms, 1.5);
   EXPECT_EQ(q.threads, 2);
   EXPECT_DOUBLE_EQ(q.predicted_ms, 3.5);
   EXPECT_EQ(q.pins.pinned.at(2), "native");
+}
+
+// A kernel without a cost writes no cost_ms and reads back without one; files that wrote 0
+// for "no cost" (before the key could be left out) read the same way.
+TEST(PlacementJson, UnknownCostRoundTripsAsNoCost) {
+  Graph g = chain();
+  Placement p = two_kernels(g);
+  p.kernels[0].cost = PlacedKernel::no_placed_cost();
+  const std::string text = placement_to_json(p, g);
+  nlohmann::json doc = nlohmann::json::parse(text);
+  EXPECT_FALSE(doc["kernels"][0].contains("cost_ms"));
+  EXPECT_EQ(doc["kernels"][1]["cost_ms"].get<double>(), 1.5);
+  Placement q = placement_from_json(text, g, {&native_backend()});
+  ASSERT_EQ(q.kernels.size(), 2u);
+  EXPECT_FALSE(q.kernels[0].cost.valid());
+  EXPECT_EQ(q.kernels[0].cost.status, CostStatus::NotMeasured);
+  ASSERT_TRUE(q.kernels[1].cost.valid());
+  EXPECT_DOUBLE_EQ(q.kernels[1].cost.median_ms, 1.5);
+  EXPECT_EQ(placement_to_json(q, g), text);  // and writes back the same
+
+  doc["kernels"][0]["cost_ms"] = 0;  // an older file's "no cost"
+  Placement old = placement_from_json(doc.dump(), g, {&native_backend()});
+  EXPECT_FALSE(old.kernels[0].cost.valid());
+  doc["kernels"][0]["cost_ms"] = -1;
+  EXPECT_NE(expect_rejected(doc.dump(), g).find("cost_ms"), std::string::npos);
+
+  // Sums name what they leave out instead of counting it as 0 ms.
+  EXPECT_FALSE(summed_cost_ms(q.kernels).has_value());
+  EXPECT_DOUBLE_EQ(*summed_cost_ms({q.kernels[1]}, 0.25), 1.75);
+  BackendShare share = time_per_backend(q).at("native");
+  EXPECT_EQ(share.kernels, 2);
+  EXPECT_EQ(share.without_cost, 1);
+  EXPECT_DOUBLE_EQ(share.predicted_ms, 1.5);
 }
 
 TEST(PlacementJson, ImportReordersKernelsIntoExecutionOrder) {

@@ -21,7 +21,7 @@ Placement per_node_native(const Graph& g) {
     k.nodes = {n};
     k.backend = "native";
     k.label = g.node(n).op_type;
-    k.cost_ms = 0.001 * (n + 1);
+    k.cost = Cost::of_ms(0.001 * (n + 1));
     p.kernels.push_back(k);
   }
   return p;
@@ -64,12 +64,12 @@ TEST(WorkflowProfile, KernelTimesAddUpToTheRunAndTheTraceHasEveryKernelOfEveryRu
   for (size_t k = 0; k < r.kernels.size(); ++k) {
     EXPECT_EQ(r.kernels[k].nodes, p.kernels[k].nodes);
     EXPECT_EQ(r.kernels[k].backend, "native");
-    EXPECT_EQ(r.kernels[k].isolated_ms, p.kernels[k].cost_ms);
+    EXPECT_EQ(r.kernels[k].isolated_ms, p.kernels[k].cost.median_ms);
     EXPECT_GE(r.kernels[k].in_run_ms, 0);
     if (k > 0) {
       EXPECT_GE(r.kernels[k].start_ms, r.kernels[k - 1].start_ms);
     }
-    isolated += p.kernels[k].cost_ms;
+    isolated += p.kernels[k].cost.median_ms;
     sum += r.kernels[k].in_run_ms;
   }
   EXPECT_DOUBLE_EQ(r.isolated_sum_ms, isolated);

@@ -28,7 +28,8 @@ using testing::OnnxTestModel;
 Placement one_kernel_per_node(const Graph& g) {
   Placement p;
   p.model_fingerprint = model_fingerprint(g);
-  for (NodeId n = 0; n < g.num_nodes(); ++n) p.kernels.push_back({{{n}, "native", g.node(n).op_type}, 1.0});
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    p.kernels.push_back({{{n}, "native", g.node(n).op_type}, Cost::of_ms(1.0)});
   p.predicted_ms = g.num_nodes();
   return p;
 }
@@ -36,12 +37,13 @@ Placement one_kernel_per_node(const Graph& g) {
 // The stated test fitness: a native kernel costs its op-level cost (1 ms); a
 // graph-level region of m nodes costs 0.3 + 0.5 m, so offloading pays and
 // merging regions pays more.
-double test_fitness(const Placement& p) {
+double test_ms(const Placement& p) {
   double total = 0;
   for (const PlacedKernel& k : p.kernels)
-    total += k.backend == "graphy" ? 0.3 + 0.5 * static_cast<double>(k.nodes.size()) : k.cost_ms;
+    total += k.backend == "graphy" ? 0.3 + 0.5 * static_cast<double>(k.nodes.size()) : k.cost.median_ms;
   return total;
 }
+Cost test_fitness(const Placement& p) { return Cost::of_ms(test_ms(p)); }
 
 TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {
   Graph g = mixed_chain();
@@ -53,17 +55,17 @@ TEST(Refine, FindsTheBruteForceOptimumAndNeverLosesToTheSeed) {
   for (uint32_t bits = 0; bits < (1u << genes.size()); ++bits) {
     Genome genome(genes.size());
     for (size_t i = 0; i < genes.size(); ++i) genome[i] = (bits >> i) & 1;
-    best = std::min(best, test_fitness(decode_genome(g, seed, genes, genome)));
+    best = std::min(best, test_ms(decode_genome(g, seed, genes, genome)));
   }
   RefineOptions options;
   options.population = 12;
   options.max_generations = 60;
   options.patience = 20;
   RefineResult r = refine_placement(g, seed, {&gl}, test_fitness, options);
-  EXPECT_NEAR(r.best_fitness, best, 1e-9);
-  EXPECT_LE(r.best_fitness, r.seed_fitness);
-  EXPECT_NEAR(r.seed_fitness, 9.0, 1e-9);  // 9 native kernels of 1 ms
-  EXPECT_LE(r.evaluations, 128);           // cached: never more than the distinct genomes
+  EXPECT_NEAR(r.best_fitness.median_ms, best, 1e-9);
+  EXPECT_LE(r.best_fitness.median_ms, r.seed_fitness.median_ms);
+  EXPECT_NEAR(r.seed_fitness.median_ms, 9.0, 1e-9);  // 9 native kernels of 1 ms
+  EXPECT_LE(r.evaluations, 128);                     // cached: never more than the distinct genomes
   EXPECT_EQ(r.history.size(), static_cast<size_t>(r.generations));
   RefineResult again = refine_placement(g, seed, {&gl}, test_fitness, options);
   EXPECT_EQ(again.best_genome, r.best_genome);  // deterministic for a seed
@@ -100,6 +102,102 @@ TEST(Refine, KernelsAlreadyOnTheBackendJoinTheMovedRegion) {
   EXPECT_TRUE(found);
 }
 
+TEST(Refine, FitterRanksMeasuredAboveInvalidAndFasterFirst) {
+  const Cost fast = Cost::of_ms(1), slow = Cost::of_ms(2), failed = Cost::invalid("no region"),
+             lost = Cost::lost("crashed");
+  EXPECT_TRUE(fitter(fast, slow));
+  EXPECT_FALSE(fitter(slow, fast));
+  EXPECT_FALSE(fitter(fast, fast));
+  EXPECT_TRUE(fitter(slow, failed));
+  EXPECT_TRUE(fitter(slow, lost));
+  EXPECT_FALSE(fitter(failed, slow));
+  EXPECT_FALSE(fitter(failed, lost));  // invalid genomes tie
+  EXPECT_FALSE(fitter(lost, failed));
+}
+
+// A genome whose placement cannot be measured ranks below every measured one: the search
+// finds the best measurable genome, and the means leave the failures out.
+TEST(Refine, GenomesWithoutAFitnessRankLast) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  // Regions of more than two nodes "fail to build" (so the unconstrained optimum is out of reach).
+  auto buildable = [](const Placement& p) {
+    for (const PlacedKernel& k : p.kernels)
+      if (k.backend == "graphy" && k.nodes.size() > 2) return false;
+    return true;
+  };
+  int failures = 0;
+  FitnessFn fitness = [&](const Placement& p) {
+    if (buildable(p)) return test_fitness(p);
+    ++failures;
+    return Cost::invalid("graphy: region too large");
+  };
+  auto genes = refine_genes(g, seed, {&gl});
+  double best = 1e9, unconstrained = 1e9;
+  for (uint32_t bits = 0; bits < (1u << genes.size()); ++bits) {
+    Genome genome(genes.size());
+    for (size_t i = 0; i < genes.size(); ++i) genome[i] = (bits >> i) & 1;
+    Placement p = decode_genome(g, seed, genes, genome);
+    unconstrained = std::min(unconstrained, test_ms(p));
+    if (buildable(p)) best = std::min(best, test_ms(p));
+  }
+  ASSERT_LT(unconstrained, best - 0.1);  // the failing genomes would have won
+  struct Recorder : ProgressObserver {
+    std::vector<ProgressEvent> generations;
+    void on_progress(const ProgressEvent& e) override {
+      if (e.stage == ProgressEvent::Stage::Refine) generations.push_back(e);
+    }
+  } recorder;
+  RefineOptions options;
+  options.population = 12;
+  options.max_generations = 60;
+  options.patience = 20;
+  RefineResult r = refine_placement(g, seed, {&gl}, fitness, options, &recorder);
+  EXPECT_GT(failures, 0);
+  ASSERT_TRUE(r.best_fitness.valid());
+  EXPECT_NEAR(r.best_fitness.median_ms, best, 1e-9);
+  EXPECT_TRUE(buildable(r.best));
+  ASSERT_EQ(recorder.generations.size(), r.history.size());
+  for (size_t i = 0; i < r.history.size(); ++i) {
+    ASSERT_TRUE(r.history[i].best_ms && r.history[i].mean_ms);  // the seed is measurable and kept
+    EXPECT_LE(*r.history[i].best_ms, *r.history[i].mean_ms);    // a mean over measured genomes only
+    EXPECT_EQ(recorder.generations[i].mean_ms, r.history[i].mean_ms);
+  }
+}
+
+// When no genome can be measured, not even the op-level seed, nothing is invented: no best,
+// no means, the op-level placement stays.
+TEST(Refine, NoMeasurableGenomeLeavesNoBestValue) {
+  Graph g = mixed_chain();
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  FitnessFn nothing = [](const Placement&) { return Cost::invalid("no library builds it"); };
+  struct Recorder : ProgressObserver {
+    std::vector<ProgressEvent> events;
+    int bests = 0;
+    void on_progress(const ProgressEvent& e) override { events.push_back(e); }
+    void on_best_placement(const Placement&, double) override { ++bests; }
+  } recorder;
+  RefineOptions options;
+  options.max_generations = 3;
+  options.patience = 3;
+  RefineResult r = refine_placement(g, seed, {&gl}, nothing, options, &recorder);
+  EXPECT_FALSE(r.seed_fitness.valid());
+  EXPECT_FALSE(r.best_fitness.valid());
+  EXPECT_EQ(r.best_fitness.invalid_reason, "no library builds it");
+  EXPECT_EQ(r.moved(), 0);
+  EXPECT_EQ(placement_to_json(r.best, g), placement_to_json(seed, g));
+  EXPECT_EQ(recorder.bests, 0);
+  ASSERT_FALSE(recorder.events.empty());
+  for (const ProgressEvent& e : recorder.events) {
+    EXPECT_FALSE(e.best_ms.has_value());
+    EXPECT_FALSE(e.mean_ms.has_value());
+  }
+  ASSERT_FALSE(r.history.empty());
+  for (const GenerationFitness& h : r.history) EXPECT_FALSE(h.best_ms || h.mean_ms);
+}
+
 // Stopping mid-search returns (no exception) the best placement found so far; every
 // improvement was reported with its placement as it happened.
 TEST(Refine, CancellationKeepsTheBestSoFarAndImprovementsAreReported) {
@@ -113,7 +211,7 @@ TEST(Refine, CancellationKeepsTheBestSoFarAndImprovementsAreReported) {
     explicit StopAfter(int n) : evaluations_allowed(n) {}
     void on_progress(const ProgressEvent&) override {}
     void on_best_placement(const Placement& best, double fitness_ms) override {
-      EXPECT_NEAR(test_fitness(best), fitness_ms, 1e-12);
+      EXPECT_NEAR(test_ms(best), fitness_ms, 1e-12);
       reported.push_back(fitness_ms);
     }
     bool cancel_requested() const override { return ++asked > evaluations_allowed; }
@@ -128,11 +226,12 @@ TEST(Refine, CancellationKeepsTheBestSoFarAndImprovementsAreReported) {
   EXPECT_TRUE(r.cancelled);
   EXPECT_FALSE(full.cancelled);
   EXPECT_LT(r.evaluations, full.evaluations);
-  EXPECT_LE(r.best_fitness, r.seed_fitness);
-  EXPECT_NEAR(test_fitness(r.best), r.best_fitness, 1e-12);  // `best` is the genome the fitness belongs to
-  ASSERT_FALSE(stop.reported.empty());                       // all-1 beats the seed in the stated fitness
+  EXPECT_LE(r.best_fitness.median_ms, r.seed_fitness.median_ms);
+  EXPECT_NEAR(test_ms(r.best), r.best_fitness.median_ms,
+              1e-12);                   // `best` is the genome the fitness belongs to
+  ASSERT_FALSE(stop.reported.empty());  // all-1 beats the seed in the stated fitness
   for (size_t i = 1; i < stop.reported.size(); ++i) EXPECT_LT(stop.reported[i], stop.reported[i - 1]);
-  EXPECT_EQ(stop.reported.back(), r.best_fitness);
+  EXPECT_EQ(stop.reported.back(), r.best_fitness.median_ms);
 }
 
 // One event per measured genome and one per generation, with the counts agreeing with the result.
@@ -152,12 +251,12 @@ TEST(Refine, ReportsEveryEvaluationAndEveryGeneration) {
   RefineResult r = refine_placement(g, seed, {&gl}, test_fitness, options, &recorder);
   ASSERT_EQ(recorder.evaluations.size(), static_cast<size_t>(r.evaluations));
   for (size_t i = 0; i < recorder.evaluations.size(); ++i) EXPECT_EQ(recorder.evaluations[i].done, i + 1);
-  EXPECT_EQ(recorder.evaluations.front().best_ms, r.seed_fitness);  // the seed comes first
-  EXPECT_EQ(recorder.evaluations.back().best_ms, r.best_fitness);
+  EXPECT_EQ(recorder.evaluations.front().best_ms, r.seed_fitness.median_ms);  // the seed comes first
+  EXPECT_EQ(recorder.evaluations.back().best_ms, r.best_fitness.median_ms);
   ASSERT_EQ(recorder.generations.size(), static_cast<size_t>(r.generations));
   for (const ProgressEvent& e : recorder.generations) EXPECT_EQ(e.stage, ProgressEvent::Stage::Refine);
   EXPECT_EQ(recorder.generations.back().evaluations, static_cast<size_t>(r.evaluations));
-  EXPECT_EQ(recorder.generations.back().best_ms, r.best_fitness);
+  EXPECT_EQ(recorder.generations.back().best_ms, r.best_fitness.median_ms);
 }
 
 TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
@@ -205,10 +304,8 @@ TEST(PlacementTiming, SideBySideAlternatesAndTakesEachSidesMedian) {
       5, [&] { return clock; });
   EXPECT_EQ(order, "ABBAABBAAB");  // ABBA: drift over time hits both sides alike
   EXPECT_EQ(r.rounds, 5);
-  EXPECT_EQ(r.a_ms, median_ms(a_cost));
-  EXPECT_EQ(r.b_ms, median_ms(b_cost));
-  EXPECT_EQ(median_ms({5, 1, 3, 9}), 4.0);  // even count: mean of the middle two
-  EXPECT_EQ(median_ms({}), 0.0);
+  EXPECT_EQ(r.a_ms, 4.0);  // {5, 1, 3, 9, 4} sorted: 1 3 4 5 9
+  EXPECT_EQ(r.b_ms, 2.0);  // {2, 2, 7, 2, 6}: 2 2 2 6 7
 }
 
 // A graph-level stand-in whose library refuses every region.
@@ -227,12 +324,15 @@ TEST(PlacementTiming, UnbuildablePlacementsLoseAndOthersAreTimed) {
   BackendSpec gl = graphy(), no = refusing();
   std::vector<const BackendSpec*> backends = {&native_backend(), &gl, &no};
   FitnessFn fitness = measured_fitness(g, backends, CompileOptions{}, random_inputs(g, 3), 3);
-  double seed_ms = fitness(seed);
-  EXPECT_TRUE(std::isfinite(seed_ms));
-  EXPECT_GE(seed_ms, 0.0);
+  Cost seed_cost = fitness(seed);
+  ASSERT_TRUE(seed_cost.valid());
+  EXPECT_EQ(seed_cost.samples, 3);
   Placement refused = seed;
   refused.kernels[0].backend = "refusing";
-  EXPECT_TRUE(std::isinf(fitness(refused)));
+  Cost lost = fitness(refused);  // a failed build, with the library's words
+  EXPECT_EQ(lost.status, CostStatus::Failed);
+  EXPECT_NE(lost.invalid_reason.find("refusing: no region is supported"), std::string::npos)
+      << lost.invalid_reason;
   // Any other failure is a bug, not a losing genome: it propagates.
   Placement unknown = seed;
   unknown.kernels[0].backend = "no-such-backend";
@@ -309,14 +409,15 @@ BackendSpec seqy() {
 // A synthetic fitness that rewards mixing: a native kernel costs its op-level cost
 // (1 ms), a graphy region of m nodes 0.3 + 0.5 m, a seqy region 0.2 + 0.45 m. Neither
 // backend takes the whole chain, so the optimum uses both.
-double mix_fitness(const Placement& p) {
+double mix_ms(const Placement& p) {
   double total = 0;
   for (const PlacedKernel& k : p.kernels) {
     const double m = static_cast<double>(k.nodes.size());
-    total += k.backend == "graphy" ? 0.3 + 0.5 * m : k.backend == "seqy" ? 0.2 + 0.45 * m : k.cost_ms;
+    total += k.backend == "graphy" ? 0.3 + 0.5 * m : k.backend == "seqy" ? 0.2 + 0.45 * m : k.cost.median_ms;
   }
   return total;
 }
+Cost mix_fitness(const Placement& p) { return Cost::of_ms(mix_ms(p)); }
 
 // Every genome of the genes, in mixed-radix order.
 std::vector<Genome> all_genomes(const std::vector<Gene>& genes) {
@@ -444,18 +545,18 @@ TEST(Refine, FindsTheOptimumThatMixesBothBackendsDeterministically) {
   Placement optimum;
   for (const Genome& genome : every) {
     Placement p = decode_genome(g, seed, genes, genome);
-    if (mix_fitness(p) < best) best = mix_fitness(p), optimum = p;
+    if (mix_ms(p) < best) best = mix_ms(p), optimum = p;
   }
   ASSERT_TRUE(uses(optimum, "graphy") && uses(optimum, "seqy"));  // the fitness rewards mixing
   for (const Genome& s : refine_seeds(genes, graph_level))
-    EXPECT_GT(mix_fitness(decode_genome(g, seed, genes, s)), best + 0.1);  // no seed is the optimum
+    EXPECT_GT(mix_ms(decode_genome(g, seed, genes, s)), best + 0.1);  // no seed is the optimum
   RefineOptions options;
   options.population = 16;
   options.max_generations = 80;
   options.patience = 30;
   RefineResult r = refine_placement(g, seed, graph_level, mix_fitness, options);
-  EXPECT_NEAR(r.best_fitness, best, 1e-9);
-  EXPECT_NEAR(mix_fitness(r.best), r.best_fitness, 1e-12);
+  EXPECT_NEAR(r.best_fitness.median_ms, best, 1e-9);
+  EXPECT_NEAR(mix_ms(r.best), r.best_fitness.median_ms, 1e-12);
   EXPECT_LT(r.evaluations, static_cast<int>(every.size()));
   EXPECT_GT(r.moved_per_backend["graphy"], 0);
   EXPECT_GT(r.moved_per_backend["seqy"], 0);
@@ -500,7 +601,7 @@ TEST(Refine, TwoBackendCancellationKeepsTheBestSoFar) {
     explicit StopAfter(int n) : allowed(n) {}
     void on_progress(const ProgressEvent&) override {}
     void on_best_placement(const Placement& best, double fitness_ms) override {
-      EXPECT_NEAR(mix_fitness(best), fitness_ms, 1e-12);
+      EXPECT_NEAR(mix_ms(best), fitness_ms, 1e-12);
       reported.push_back(fitness_ms);
     }
     bool cancel_requested() const override { return ++asked > allowed; }
@@ -512,10 +613,11 @@ TEST(Refine, TwoBackendCancellationKeepsTheBestSoFar) {
   RefineResult r = refine_placement(g, seed, {&a, &b}, mix_fitness, options, &stop);
   EXPECT_TRUE(r.cancelled);
   EXPECT_LT(r.evaluations, full.evaluations);
-  EXPECT_LT(r.best_fitness, r.seed_fitness);  // the all-to-X seeds beat the op-level placement
-  EXPECT_NEAR(mix_fitness(r.best), r.best_fitness, 1e-12);
+  EXPECT_LT(r.best_fitness.median_ms,
+            r.seed_fitness.median_ms);  // the all-to-X seeds beat the op-level placement
+  EXPECT_NEAR(mix_ms(r.best), r.best_fitness.median_ms, 1e-12);
   ASSERT_FALSE(stop.reported.empty());
-  EXPECT_EQ(stop.reported.back(), r.best_fitness);
+  EXPECT_EQ(stop.reported.back(), r.best_fitness.median_ms);
   expect_valid(g, r.best, {&native_backend(), &a, &b});
 }
 
@@ -540,15 +642,15 @@ TEST(Refine, FitnessKeysTellApartTheBackendAGeneChose) {
   std::vector<std::string> measured;
   FitnessFn counting = [&](const Placement& p) {
     measured.push_back(p.kernels.front().backend);
-    return p.kernels.front().backend == "graphy" ? 1.0 : 2.0;
+    return Cost::of_ms(p.kernels.front().backend == "graphy" ? 1.0 : 2.0);
   };
   {
     CostDb db(path);
     FitnessFn f = cached_fitness(counting, &db, g, 1);
-    EXPECT_EQ(f(px), 1.0);
-    EXPECT_EQ(f(py), 2.0);  // not the graphy entry
-    EXPECT_EQ(f(px), 1.0);
-    EXPECT_EQ(f(py), 2.0);
+    EXPECT_EQ(f(px).median_ms, 1.0);
+    EXPECT_EQ(f(py).median_ms, 2.0);  // not the graphy entry
+    EXPECT_EQ(f(px).median_ms, 1.0);
+    EXPECT_EQ(f(py).median_ms, 2.0);
   }
   EXPECT_EQ(measured, (std::vector<std::string>{"graphy", "seqy"}));
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);

@@ -22,8 +22,9 @@ FitnessFn stated_fitness(double unit) {
   return [unit](const Placement& p) {
     double total = 0;
     for (const PlacedKernel& k : p.kernels)
-      total += k.backend == "graphy" ? unit * (0.3 + 0.5 * static_cast<double>(k.nodes.size())) : k.cost_ms;
-    return total;
+      total +=
+          k.backend == "graphy" ? unit * (0.3 + 0.5 * static_cast<double>(k.nodes.size())) : k.cost.median_ms;
+    return Cost::of_ms(total);
   };
 }
 
@@ -106,8 +107,8 @@ TEST(Workflow, TuneAndRefineGiveTheSamePlacementForTheSameCostsAndSeed) {
     CostDb db(temp.path);
     TuneResult tuned = workflow::tune(g, topts, &db);
     EXPECT_EQ(tuned.measured_now, 0u);
-    double unit = tuned.placement.kernels.front().cost_ms;
-    for (const PlacedKernel& k : tuned.placement.kernels) unit = std::min(unit, k.cost_ms);
+    double unit = tuned.placement.kernels.front().cost.median_ms;
+    for (const PlacedKernel& k : tuned.placement.kernels) unit = std::min(unit, k.cost.median_ms);
     workflow::RefineStepOptions ropts;
     ropts.backends = topts.backends;
     ropts.fitness = stated_fitness(unit);
@@ -178,7 +179,9 @@ TEST(Workflow, VerifyTimeAndTheSideBySideDecision) {
   ropts.backends = topts.backends;
   // Only the op-level placement itself scores well, whatever the measured costs made it.
   const std::string op_level = placement_to_json(tuned.placement, g);
-  ropts.fitness = [&](const Placement& p) { return placement_to_json(p, g) == op_level ? 1.0 : 2.0; };
+  ropts.fitness = [&](const Placement& p) {
+    return Cost::of_ms(placement_to_json(p, g) == op_level ? 1.0 : 2.0);
+  };
   ropts.generations = 2;
   workflow::RefineReport same = workflow::refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
   workflow::SideBySideOptions sopts;
@@ -193,7 +196,7 @@ TEST(Workflow, VerifyTimeAndTheSideBySideDecision) {
     double total = 0;
     for (const PlacedKernel& k : p.kernels)
       total += k.backend == "graphy" ? 0.3 + 0.5 * static_cast<double>(k.nodes.size()) : 1.0;
-    return total;
+    return Cost::of_ms(total);
   };
   workflow::RefineReport moved = workflow::refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
   ASSERT_GT(moved.result.moved(), 0);
