@@ -22,11 +22,11 @@
 #include <algorithm>
 #include <map>
 
+#include "app/explorer/model/backend_colors.h"
 #include "backends/registry.h"
 #include "core/ir/settings.h"
 #include "core/tuning/cost_store.h"
 #include "core/tuning/measure_queue.h"
-#include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
 #include "widgets/inspector.h"

@@ -7,7 +7,7 @@
 #include <QMainWindow>
 #include <vector>
 
-#include "app/explorer/explorer_controller.h"
+#include "app/explorer/model/explorer_controller.h"
 
 class QLabel;
 class QPlainTextEdit;

@@ -10,15 +10,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "app/explorer/explorer_controller.h"
 #include "app/explorer/main_window.h"
+#include "app/explorer/model/backend_colors.h"
+#include "app/explorer/model/explorer_controller.h"
 #include "backends/native/native_kernel.h"
 #include "core/import/onnx_import.h"
 #include "core/ir/graph_analysis.h"
 #include "core/runtime/artifact.h"
 #include "job_wait.h"
 #include "resources/samples/zoo.h"
-#include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
 #include "widgets/placement_diff_panel.h"

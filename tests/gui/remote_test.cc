@@ -6,14 +6,14 @@
 #include <QSignalSpy>
 #include <QtTest>
 
-#include "app/explorer/explorer_controller.h"
 #include "app/explorer/main_window.h"
+#include "app/explorer/model/candidate_model.h"
+#include "app/explorer/model/explorer_controller.h"
 #include "backends/registry.h"
 #include "core/tuning/measure_queue.h"
 #include "job_wait.h"
 #include "tests/unit/child_process.h"
 #include "tests/unit/pg_server_fixture.h"
-#include "widgets/candidate_model.h"
 #include "widgets/cost_table.h"
 
 #ifndef COLLAGE_CLI_PATH

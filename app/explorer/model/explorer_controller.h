@@ -1,8 +1,9 @@
 // The explorer's model and controller: it owns the model state (graph, layout,
 // placement, pins, tune and refine results, the last profile, settings) and runs the workflow
-// steps (app/workflow) as jobs on a QThread, one at a time. Progress and
-// results arrive as typed signals on the controller's thread; no widget is
-// needed, so it is unit-tested on its own (tests/gui/controller_test.cc).
+// steps (app/workflow) as jobs on a QThread, one at a time. Progress and results arrive
+// as typed signals on the controller's thread; nothing here uses widgets (this library,
+// collage_explorer_model, does not link Qt5::Widgets), so it is unit-tested on its own
+// (tests/gui/controller_test.cc, tests/gui/explorer_model_test.cc).
 #pragma once
 
 #include <QMetaType>
@@ -14,14 +15,14 @@
 #include <optional>
 #include <vector>
 
+#include "app/explorer/model/graph_layout.h"
+#include "app/explorer/model/node_details.h"
 #include "app/workflow/workflow.h"
 #include "core/ir/graph.h"
 #include "core/search/explain.h"
 #include "core/search/placement_diff.h"
 #include "core/search/tuner.h"
 #include "core/tuning/progress.h"
-#include "widgets/graph_layout.h"
-#include "widgets/inspector.h"
 
 class QThread;
 

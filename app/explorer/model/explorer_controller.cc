@@ -1,4 +1,4 @@
-#include "app/explorer/explorer_controller.h"
+#include "app/explorer/model/explorer_controller.h"
 
 #include <QFileInfo>
 #include <QThread>
