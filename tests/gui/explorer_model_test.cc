@@ -2,7 +2,7 @@
 // app/explorer/model under QAbstractItemModelTester, filled with real data from the
 // controller — the candidates and costs of a tune of the bundled sample as they land, the
 // diff of two real placements, the profile of a real run — and through their resets and
-// updates.
+// updates. Also the queue status job's answer for a cost DB that is not a shared one.
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -215,6 +215,33 @@ class ExplorerModelTest : public QObject {
     QCOMPARE(model.rowCount(), 0);
     model.set_report(report);
     QCOMPARE(static_cast<size_t>(model.rowCount()), report.kernels.size());
+  }
+
+  // Workers serve a shared PostgreSQL DB: an SQLite file is an answer with the reason.
+  void the_queue_status_of_a_file_db_says_it_is_not_shared() {
+    QSignalSpy answered(c_.get(), &ExplorerController::queue_status);
+    QVERIFY(c_->start_queue_status());
+    QVERIFY(!c_->start_queue_status());  // the first answer is still out
+    QVERIFY(answered.wait(30000));
+    QCOMPARE(answered.count(), 1);
+    auto status = answered.at(0).at(0).value<collage::QueueStatus>();
+    QCOMPARE(status.location, dir_.filePath("costs.sqlite"));
+    QVERIFY2(status.error.contains("not a shared cost DB"), qPrintable(status.error));
+    QVERIFY(status.workers.empty());
+    QCOMPARE(collage::queue_status_text(status), status.error);
+    QVERIFY(c_->start_queue_status());  // answered: a new query may start
+    QVERIFY(answered.wait(30000));
+
+    // Beside the one-at-a-time jobs: accepted while one runs.
+    QSignalSpy finished(c_.get(), &ExplorerController::job_finished);
+    QSignalSpy failed(c_.get(), &ExplorerController::job_failed);
+    QVERIFY(c_->start_profile());
+    QVERIFY(c_->start_queue_status());
+    QVERIFY(c_->busy());
+    QVERIFY(answered.wait(30000));
+    QCOMPARE(answered.count(), 3);
+    QVERIFY(collage::testing::wait_for_job_end(c_.get(), finished, failed, 120000));
+    QCOMPARE(failed.count(), 0);
   }
 
   void cleanupTestCase() {
