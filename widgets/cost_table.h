@@ -6,7 +6,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "widgets/candidate_model.h"
+#include "app/explorer/model/candidate_model.h"
 
 class QLineEdit;
 class QTableView;

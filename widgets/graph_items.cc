@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "widgets/backend_colors.h"
+#include "app/explorer/model/backend_colors.h"
 
 namespace collage {
 

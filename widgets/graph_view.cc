@@ -16,8 +16,8 @@
 #include <map>
 #include <set>
 
+#include "app/explorer/model/backend_colors.h"
 #include "core/ir/op_label.h"
-#include "widgets/backend_colors.h"
 #include "widgets/graph_items.h"
 #include "widgets/minimap.h"
 

@@ -18,11 +18,11 @@
 #include <memory>
 #include <vector>
 
+#include "app/explorer/model/graph_layout.h"
 #include "core/ir/graph.h"
 #include "core/ir/graph_analysis.h"
 #include "core/ir/scope_tree.h"
 #include "core/search/placement.h"
-#include "widgets/graph_layout.h"
 
 class QGraphicsPathItem;
 

@@ -1,46 +1,19 @@
-// The profile of a real run (ProfileReport, core/search/profile_report.h) as a table
-// model (ProfileModel: one row per kernel in execution order: kernel, backend, start,
-// in-run, isolated, delta, share), a timeline drawn from that model (ProfileTimeline: a
-// Gantt chart with one lane per backend, one bar per kernel at its median start offset,
-// as long as its median in-run time, coloured by backend) and the panel holding both
-// (ProfilePanel). Selecting a bar or a row selects the kernel in both and reports it.
+// The profile of a real run (ProfileReport, core/search/profile_report.h) shown from its
+// table model (ProfileModel, app/explorer/model/profile_model.h): a timeline drawn from
+// that model (ProfileTimeline: a Gantt chart with one lane per backend, one bar per kernel
+// at its median start offset, as long as its median in-run time, coloured by backend) and
+// the panel holding it over the table (ProfilePanel). Selecting a bar or a row selects the
+// kernel in both and reports it.
 #pragma once
 
-#include <QAbstractTableModel>
 #include <QWidget>
 
-#include "core/search/profile_report.h"
+#include "app/explorer/model/profile_model.h"
 
 class QLabel;
 class QTableView;
 
 namespace collage {
-
-class ProfileModel : public QAbstractTableModel {
-  Q_OBJECT
- public:
-  enum Column { kIndex, kKernel, kBackend, kStart, kInRun, kIsolated, kDelta, kShare, kColumns };
-  enum Role {
-    StartRole = Qt::UserRole + 1,  // double ms
-    InRunRole,                     // double ms
-    IsolatedRole,                  // double ms
-    BackendRole,                   // QString
-  };
-  explicit ProfileModel(QObject* parent = nullptr);
-
-  void set_report(const ProfileReport& report);
-  void clear();
-  const ProfileReport& report() const { return report_; }
-  const KernelProfile& kernel(int row) const { return report_.kernels[static_cast<size_t>(row)]; }
-
-  int rowCount(const QModelIndex& parent = QModelIndex()) const override;
-  int columnCount(const QModelIndex& parent = QModelIndex()) const override;
-  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
-
- private:
-  ProfileReport report_;
-};
 
 class ProfileTimeline : public QWidget {
   Q_OBJECT

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <set>
 
-#include "widgets/backend_colors.h"
+#include "app/explorer/model/backend_colors.h"
 
 namespace collage {
 

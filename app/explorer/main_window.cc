@@ -22,11 +22,9 @@
 #include <algorithm>
 #include <map>
 
+#include "app/explorer/model/backend_colors.h"
 #include "backends/registry.h"
-#include "core/ir/settings.h"
 #include "core/tuning/cost_store.h"
-#include "core/tuning/measure_queue.h"
-#include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
 #include "widgets/inspector.h"
@@ -96,6 +94,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   connect(c, &ExplorerController::job_finished, this, &MainWindow::on_finished);
   connect(c, &ExplorerController::job_failed, this, &MainWindow::on_failed);
   connect(c, &ExplorerController::message, this, &MainWindow::log);
+  connect(c, &ExplorerController::queue_status, this, &MainWindow::on_queue_status);
   connect(view_, &GraphView::node_selected, this, &MainWindow::show_node);
   connect(view_, &GraphView::node_context_menu, this, &MainWindow::node_menu);
   connect(view_, &GraphView::scope_context_menu, this, &MainWindow::scope_menu);
@@ -139,31 +138,11 @@ void MainWindow::set_remote(bool remote, bool remember) {
 }
 
 void MainWindow::show_workers() {
-  const std::string location = controller_->cost_db_path().toStdString();
-  if (!cost_store::is_postgres_location(location)) {
-    notify(QMessageBox::Information, "Measurement workers",
-           "Workers serve a shared PostgreSQL cost DB: choose one under Measure → Cost database.");
-    return;
-  }
-  QString text;
-  try {
-    MeasureQueue queue(location);
-    auto counts = queue.job_counts();
-    text = QString("jobs: %1 pending, %2 running, %3 done\n\n")
-               .arg(counts["pending"])
-               .arg(counts["running"])
-               .arg(counts["done"]);
-    for (const WorkerStatus& w : queue.workers(kSettings.worker_lease_s))
-      text += QString("%1 (%2): %3, %4 threads, %5 jobs done%6\n  %7\n")
-                  .arg(QString::fromStdString(w.info.name), w.alive ? "alive" : "gone",
-                       QString::fromStdString(w.state))
-                  .arg(w.info.threads)
-                  .arg(w.jobs_done)
-                  .arg(w.current.empty() ? QString() : ", measuring " + QString::fromStdString(w.current))
-                  .arg(QString::fromStdString(w.info.device));
-  } catch (const Error& e) {
-    text = QString::fromStdString(e.what());
-  }
+  controller_->start_queue_status();  // false: the previous answer is on its way
+}
+
+void MainWindow::on_queue_status(const QueueStatus& status) {
+  QString text = queue_status_text(status);
   log(text.trimmed());
   notify(QMessageBox::Information, "Measurement workers", text);
 }

@@ -7,7 +7,7 @@
 #include <QMainWindow>
 #include <vector>
 
-#include "app/explorer/explorer_controller.h"
+#include "app/explorer/model/explorer_controller.h"
 
 class QLabel;
 class QPlainTextEdit;
@@ -56,7 +56,9 @@ class MainWindow : public QMainWindow {
   // keeps the choice for the next start (the menu does; --cost-db/--remote do not).
   void set_cost_db(const QString& location, bool remember);
   void set_remote(bool remote, bool remember);
-  void show_workers();  // the shared DB's workers and queue, in the log and a dialog
+  // The shared DB's workers and queue, read off the GUI thread (the controller's
+  // start_queue_status), then shown in the log and a dialog.
+  void show_workers();
   // Batch mode (--screenshot): failures go to stderr, not to dialogs.
   void set_dialogs_enabled(bool enabled) { dialogs_ = enabled; }
 
@@ -72,6 +74,7 @@ class MainWindow : public QMainWindow {
   void on_progress(const ProgressEvent& event);
   void on_finished(const JobReport& report);
   void on_failed(const JobFailure& failure);
+  void on_queue_status(const QueueStatus& status);
   void set_busy(bool busy, bool stoppable);
   void show_node(int node);
   void show_comparison(const PlacementComparison& comparison);

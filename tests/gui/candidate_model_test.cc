@@ -1,6 +1,6 @@
 // QtTest, no window: the candidate table model (rows, costs landing, status
 // counts from the status role, lookup by candidate id) and its filter proxy.
-#include "widgets/candidate_model.h"
+#include "app/explorer/model/candidate_model.h"
 
 #include <QSignalSpy>
 #include <QtTest>

@@ -11,7 +11,7 @@
 #include <optional>
 #include <set>
 
-#include "app/explorer/explorer_controller.h"
+#include "app/explorer/model/explorer_controller.h"
 #include "app/workflow/workflow.h"
 #include "backends/registry.h"
 #include "core/search/search.h"

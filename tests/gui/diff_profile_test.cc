@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "app/explorer/explorer_controller.h"
 #include "app/explorer/main_window.h"
+#include "app/explorer/model/explorer_controller.h"
 #include "job_wait.h"
 #include "widgets/graph_view.h"
 #include "widgets/placement_diff_panel.h"

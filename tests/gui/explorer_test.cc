@@ -12,8 +12,9 @@
 #include <fstream>
 #include <optional>
 
-#include "app/explorer/explorer_controller.h"
 #include "app/explorer/main_window.h"
+#include "app/explorer/model/backend_colors.h"
+#include "app/explorer/model/explorer_controller.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/import/onnx_import.h"
@@ -21,7 +22,6 @@
 #include "core/runtime/artifact.h"
 #include "job_wait.h"
 #include "resources/samples/zoo.h"
-#include "widgets/backend_colors.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
 #include "widgets/placement_diff_panel.h"

@@ -15,12 +15,12 @@
 #include <map>
 #include <set>
 
+#include "app/explorer/model/graph_layout.h"
 #include "backends/native/native_kernel.h"
 #include "core/import/onnx_import.h"
 #include "core/ir/graph_analysis.h"
 #include "resources/samples/zoo.h"
 #include "widgets/graph_items.h"
-#include "widgets/graph_layout.h"
 #include "widgets/minimap.h"
 
 namespace {

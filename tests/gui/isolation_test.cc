@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "app/explorer/explorer_controller.h"
+#include "app/explorer/model/explorer_controller.h"
 #include "backends/registry.h"
 #include "core/tuning/measure_worker.h"
 #include "job_wait.h"

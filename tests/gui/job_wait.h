@@ -8,7 +8,7 @@
 #include <QSignalSpy>
 #include <QTimer>
 
-#include "app/explorer/explorer_controller.h"
+#include "app/explorer/model/explorer_controller.h"
 
 namespace collage::testing {
 

@@ -1,19 +1,21 @@
 // QtTest, offscreen: the explorer's window tunes through the team's measurement
 // queue (Measure -> Measure on the team's workers) on a throw-away PostgreSQL server,
 // with a real `collage worker` measuring. The candidate table fills as the costs land,
-// the worker measured them, and the log says the tune went remote.
+// the worker measured them, and the log says the tune went remote; Show the workers
+// (the controller's queue status job) reports the same counts and the worker.
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QtTest>
+#include <algorithm>
 
-#include "app/explorer/explorer_controller.h"
 #include "app/explorer/main_window.h"
+#include "app/explorer/model/candidate_model.h"
+#include "app/explorer/model/explorer_controller.h"
 #include "backends/registry.h"
 #include "core/tuning/measure_queue.h"
 #include "job_wait.h"
 #include "tests/unit/child_process.h"
 #include "tests/unit/pg_server_fixture.h"
-#include "widgets/candidate_model.h"
 #include "widgets/cost_table.h"
 
 #ifndef COLLAGE_CLI_PATH
@@ -79,6 +81,24 @@ class RemoteTest : public QObject {
     QString log = w.findChild<QPlainTextEdit*>()->toPlainText();
     QVERIFY2(log.contains("measured by the team's workers"), qPrintable(log));
     QVERIFY2(!log.contains("locally"), qPrintable(log));
+
+    // Measure -> Show the workers: the controller reads the queue off the GUI thread and
+    // answers with the same counts and workers; the window logs them.
+    QSignalSpy answered(c, &collage::ExplorerController::queue_status);
+    w.show_workers();
+    QVERIFY(answered.wait(30000));
+    auto status = answered.at(0).at(0).value<collage::QueueStatus>();
+    QVERIFY2(status.error.isEmpty(), qPrintable(status.error));
+    QCOMPARE(status.done, done);
+    QCOMPARE(status.pending + status.running + status.done, jobs);
+    auto gui_w = std::find_if(status.workers.begin(), status.workers.end(),
+                              [](const collage::WorkerStatus& s) { return s.info.name == "gui-w"; });
+    QVERIFY(gui_w != status.workers.end());
+    QVERIFY(gui_w->alive);
+    QCOMPARE(static_cast<size_t>(gui_w->jobs_done), c->tuned()->measured_now);
+    log = w.findChild<QPlainTextEdit*>()->toPlainText();
+    QVERIFY2(log.contains(QString("jobs: 0 pending, 0 running, %1 done").arg(done)), qPrintable(log));
+    QVERIFY2(log.contains("gui-w (alive)"), qPrintable(log));
     worker.signal(SIGTERM);
     QCOMPARE(worker.wait(), 0);
     fs::remove_all(dir);

@@ -2,7 +2,8 @@
 // candidate order, each pending until its cost lands (measured, from the cost
 // DB, or invalid with the reason). Status and cost are roles with typed values
 // (CandidateStatus, double), not display text; CandidateFilter sorts and filters
-// it for the view (the filter box, the candidates covering one node).
+// it for the view (the filter box, the candidates covering one node). Part of the
+// explorer's model (no widgets); the candidate table (widgets/cost_table.h) shows it.
 #pragma once
 
 #include <QAbstractTableModel>

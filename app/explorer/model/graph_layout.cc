@@ -1,4 +1,4 @@
-#include "widgets/graph_layout.h"
+#include "app/explorer/model/graph_layout.h"
 
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>

@@ -2,7 +2,9 @@
 // to a few thousand nodes, a fast layered layout beyond, computed off the GUI
 // thread. Plain structs: no Qt, no graphviz types leak out. `layout_dag` lays out
 // any boxes and edges (the graph with collapsed scopes: boxes of two sizes, edges
-// that may form cycles); `layout_graph` is it on a graph's nodes.
+// that may form cycles); `layout_graph` is it on a graph's nodes. Part of the explorer's
+// model: the controller lays out a loaded graph, the graph view (widgets/graph_view.h) a
+// collapsed one.
 #pragma once
 
 #include <string>

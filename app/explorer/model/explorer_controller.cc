@@ -1,4 +1,4 @@
-#include "app/explorer/explorer_controller.h"
+#include "app/explorer/model/explorer_controller.h"
 
 #include <QFileInfo>
 #include <QThread>
@@ -14,6 +14,7 @@
 #include "core/ir/error.h"
 #include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
+#include "core/ir/settings.h"
 #include "core/tuning/cost_store.h"
 #include "core/tuning/measure_worker.h"
 
@@ -70,10 +71,17 @@ ExplorerController::ExplorerController(QObject* parent)
   qRegisterMetaType<JobReport>();
   qRegisterMetaType<JobFailure>();
   qRegisterMetaType<ProfileReport>();
+  qRegisterMetaType<QueueStatus>();
   set_backends(all_backends());
 }
 
-ExplorerController::~ExplorerController() { wait_for_job(); }
+ExplorerController::~ExplorerController() {
+  wait_for_job();
+  if (status_thread_) {  // a read of the queue: it ends on its own
+    status_thread_->wait();
+    delete status_thread_;
+  }
+}
 
 void ExplorerController::set_backends(std::vector<const BackendSpec*> backends) {
   backends_ = workflow::search_backends(backends);  // the one backend policy (native fills gaps)
@@ -309,6 +317,39 @@ bool ExplorerController::start_profile() {
       return r;
     };
   });
+}
+
+bool ExplorerController::start_queue_status() {
+  if (status_thread_) return false;
+  const std::string location = cost_db_path_.toStdString();
+  auto status = std::make_shared<QueueStatus>();
+  status_thread_ = QThread::create([location, status] {
+    status->location = QString::fromStdString(cost_store::redacted(location));
+    try {
+      if (!cost_store::is_postgres_location(location))
+        throw Error(ErrorKind::InvalidInput,
+                    status->location.toStdString() +
+                        " is not a shared cost DB: workers serve a shared PostgreSQL cost DB "
+                        "(postgresql://...); choose one under Measure → Cost database.");
+      MeasureQueue queue(location);
+      std::map<std::string, int64_t> counts = queue.job_counts();
+      status->pending = counts["pending"];
+      status->running = counts["running"];
+      status->done = counts["done"];
+      status->workers = queue.workers(kSettings.worker_lease_s);
+    } catch (const std::exception& e) {
+      *status = QueueStatus{status->location, 0, 0, 0, {}, QString::fromStdString(e.what())};
+    }
+  });
+  connect(status_thread_, &QThread::finished, this, [this, status] {
+    if (!status_thread_) return;
+    status_thread_->wait();
+    status_thread_->deleteLater();
+    status_thread_ = nullptr;
+    emit queue_status(*status);
+  });
+  status_thread_->start();
+  return true;
 }
 
 int ExplorerController::node_id(const std::string& name) const {
@@ -563,6 +604,23 @@ PlacementComparison ExplorerController::compare_op_level_with_refined() const {
   if (!op_level_ || !refined_)
     throw Error(ErrorKind::InvalidInput, "refine first: it compares the op-level and the refined placement");
   return {"op-level", "refined", diff_placements(*op_level_, *refined_, "op-level", "refined")};
+}
+
+QString queue_status_text(const QueueStatus& status) {
+  if (!status.error.isEmpty()) return status.error;
+  QString text = QString("jobs: %1 pending, %2 running, %3 done\n\n")
+                     .arg(status.pending)
+                     .arg(status.running)
+                     .arg(status.done);
+  for (const WorkerStatus& w : status.workers)
+    text += QString("%1 (%2): %3, %4 threads, %5 jobs done%6\n  %7\n")
+                .arg(QString::fromStdString(w.info.name), w.alive ? "alive" : "gone",
+                     QString::fromStdString(w.state))
+                .arg(w.info.threads)
+                .arg(w.jobs_done)
+                .arg(w.current.empty() ? QString() : ", measuring " + QString::fromStdString(w.current))
+                .arg(QString::fromStdString(w.info.device));
+  return text;
 }
 
 QString tune_summary(const TuneResult& tuned, double measured_ms, std::optional<double> previous_predicted_ms,

@@ -1,8 +1,8 @@
-#include "widgets/candidate_model.h"
+#include "app/explorer/model/candidate_model.h"
 
 #include <limits>
 
-#include "widgets/backend_colors.h"
+#include "app/explorer/model/backend_colors.h"
 
 namespace collage {
 

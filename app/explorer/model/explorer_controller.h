@@ -1,8 +1,10 @@
 // The explorer's model and controller: it owns the model state (graph, layout,
 // placement, pins, tune and refine results, the last profile, settings) and runs the workflow
-// steps (app/workflow) as jobs on a QThread, one at a time. Progress and
-// results arrive as typed signals on the controller's thread; no widget is
-// needed, so it is unit-tested on its own (tests/gui/controller_test.cc).
+// steps (app/workflow) as jobs on a QThread, one at a time, plus the measurement queue's
+// status beside them. Progress and results arrive as typed signals on the controller's
+// thread; nothing here uses widgets (this library, collage_explorer_model, does not link
+// Qt5::Widgets), so it is unit-tested on its own (tests/gui/controller_test.cc,
+// tests/gui/explorer_model_test.cc).
 #pragma once
 
 #include <QMetaType>
@@ -14,14 +16,15 @@
 #include <optional>
 #include <vector>
 
+#include "app/explorer/model/graph_layout.h"
+#include "app/explorer/model/node_details.h"
 #include "app/workflow/workflow.h"
 #include "core/ir/graph.h"
 #include "core/search/explain.h"
 #include "core/search/placement_diff.h"
 #include "core/search/tuner.h"
+#include "core/tuning/measure_queue.h"
 #include "core/tuning/progress.h"
-#include "widgets/graph_layout.h"
-#include "widgets/inspector.h"
 
 class QThread;
 
@@ -63,6 +66,14 @@ struct PlacementComparison {
   PlacementDiff diff;
 };
 
+// The shared cost DB's measurement queue, as `collage workers` shows it (start_queue_status).
+struct QueueStatus {
+  QString location;                            // the cost DB, its password redacted
+  int64_t pending = 0, running = 0, done = 0;  // jobs per state
+  std::vector<WorkerStatus> workers;           // alive: a heartbeat within kSettings.worker_lease_s
+  QString error;  // not a shared DB, or it could not be read: then nothing else is set
+};
+
 struct JobFailure {
   Job job = Job::Load;
   QString message;
@@ -85,6 +96,11 @@ class ExplorerController : public QObject {
   // settings' repeat) at the placement's thread count, on the tune's inputs (else seeded random
   // ones); emits `profiled` and keeps the report (profile()). Refused (false) without a placement.
   bool start_profile();
+  // Reads the shared cost DB's job counts and workers on a thread of its own and emits
+  // `queue_status`: beside the one-at-a-time jobs (a read, wanted while a remote Tune runs),
+  // so it neither waits for nor blocks them. A cost DB that is not postgresql:// is an
+  // answer with `error` set. False while the previous query is still out.
+  bool start_queue_status();
   void stop() { cancel_ = true; }  // through ProgressObserver::cancel_requested
   bool busy() const { return thread_ != nullptr; }
 
@@ -158,7 +174,8 @@ class ExplorerController : public QObject {
   void job_finished(const collage::JobReport& report);
   void profiled(const collage::ProfileReport& report);  // Profile: before its job_finished
   void job_failed(const collage::JobFailure& failure);
-  void message(const QString& line);  // a log line (pins, files)
+  void queue_status(const collage::QueueStatus& status);  // start_queue_status's answer
+  void message(const QString& line);                      // a log line (pins, files)
 
  private:
   class Observer;
@@ -188,13 +205,18 @@ class ExplorerController : public QObject {
   std::optional<Placement> op_level_, refined_;  // the last refine's start and best
   std::optional<ProfileReport> profile_;
 
-  QThread* thread_ = nullptr;  // the running job, owned (deleted when it ends)
+  QThread* thread_ = nullptr;         // the running job, owned (deleted when it ends)
+  QThread* status_thread_ = nullptr;  // the queue status query, owned likewise
   std::atomic<bool> cancel_{false};
   unsigned generation_ = 0;  // bumped per job: stale observer events are dropped
 };
 
 // A what-if as a menu shows it: "+0.214 ms", "-0.010 ms, near tie", "impossible".
 QString what_if_label(const Alternative& alternative);
+
+// The queue status as the log and the workers dialog show it: the job counts, then one
+// entry per worker (or the error).
+QString queue_status_text(const QueueStatus& status);
 
 // The status-bar line of a finished tune (also its log line); `previous_predicted_ms`: the
 // placement it replaces, if there was one.
@@ -210,3 +232,4 @@ Q_DECLARE_METATYPE(collage::BestPlacement)
 Q_DECLARE_METATYPE(collage::JobReport)
 Q_DECLARE_METATYPE(collage::JobFailure)
 Q_DECLARE_METATYPE(collage::ProfileReport)
+Q_DECLARE_METATYPE(collage::QueueStatus)

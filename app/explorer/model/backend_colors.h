@@ -1,4 +1,5 @@
-// One colour per backend, shared by the graph view, legend and tables.
+// One colour per backend, shared by the graph view, legend and tables. A QColor (Qt Gui,
+// no widgets): the item models' colour roles use it, so it lives with them.
 #pragma once
 
 #include <QColor>
