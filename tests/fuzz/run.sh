@@ -13,7 +13,7 @@ SECONDS_EACH=${1:-60}
 shift || true
 ALL=(onnx_import placement_json cost_json artifact tensor_proto)
 HARNESSES=("${@:-${ALL[@]}}")
-SHARED=${COLLAGE_CONFORMANCE_DIR:-../shared/onnx-conformance}
+ONNX_DATA=${COLLAGE_CONFORMANCE_DIR:-tests/data/onnx}
 OUT=${FUZZ_OUT:-build-fuzz/out}
 
 if [ ! -f build-fuzz/build.ninja ]; then
@@ -23,7 +23,7 @@ fi
 cmake --build build-fuzz -j2 --target "${HARNESSES[@]/#/fuzz_}"
 
 # Seed corpora: the committed seeds and regressions, plus the zoo model and the ONNX
-# conformance models (import) and their .pb inputs/outputs (tensor_proto).
+# conformance models vendored in tests/data/onnx (import) and their .pb inputs/outputs (tensor_proto).
 seed_dirs() {
   local h=$1
   for d in tests/fuzz/seeds/$h tests/fuzz/regressions/$h; do [ -d "$d" ] && echo "$d"; done
@@ -31,19 +31,16 @@ seed_dirs() {
     onnx_import)
       mkdir -p build-fuzz/seeds/onnx_import
       cp -n resources/models/*.onnx build-fuzz/seeds/onnx_import/ 2>/dev/null || true
-      if [ -d "$SHARED" ]; then
-        find "$SHARED" -name model.onnx -size -64k | while read -r f; do
-          cp -n "$f" "build-fuzz/seeds/onnx_import/$(echo "$f" | md5sum | cut -c1-16).onnx"
-        done
-      fi
+      find "$ONNX_DATA" -name model.onnx -size -64k | while read -r f; do
+        cp -n "$f" "build-fuzz/seeds/onnx_import/$(echo "$f" | md5sum | cut -c1-16).onnx"
+      done
       echo build-fuzz/seeds/onnx_import ;;
     tensor_proto)
       mkdir -p build-fuzz/seeds/tensor_proto
-      if [ -d "$SHARED" ]; then
-        find "$SHARED/node" -name '*.pb' -size -4k | head -3000 | while read -r f; do
-          cp -n "$f" "build-fuzz/seeds/tensor_proto/$(echo "$f" | md5sum | cut -c1-16).pb"
-        done
-      fi
+      # head closes the pipe early (find gets SIGPIPE): not a failure under pipefail.
+      find "$ONNX_DATA/node" -name '*.pb' -size -4k | head -3000 | while read -r f; do
+        cp -n "$f" "build-fuzz/seeds/tensor_proto/$(echo "$f" | md5sum | cut -c1-16).pb"
+      done || true
       echo build-fuzz/seeds/tensor_proto ;;
   esac
 }

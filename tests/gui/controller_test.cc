@@ -28,11 +28,6 @@ namespace fs = std::filesystem;
 using collage::ExplorerController;
 using collage::Job;
 
-QString fresh_db(const std::string& name) {
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(fs::temp_directory_path() / (name + suffix));
-  return QString::fromStdString((fs::temp_directory_path() / name).string());
-}
-
 // `search_placement` on the controller's tuned candidates and costs under `pins`, at the placement's ε.
 double search_ms(const ExplorerController& c, const collage::Pins& pins) {
   std::vector<collage::Cost> costs;
@@ -47,10 +42,16 @@ double search_ms(const ExplorerController& c, const collage::Pins& pins) {
 class ControllerTest : public QObject {
   Q_OBJECT
 
+  // This run's files (fresh cost DBs, placements, models), removed with the test object.
+  QTemporaryDir tmp_;
+  QString tmp(const char* name) const { return tmp_.filePath(name); }
+
  private slots:
+  void initTestCase() { QVERIFY(tmp_.isValid()); }
+
   void tunes_a_sample_with_two_backends() {
     ExplorerController c;
-    c.set_cost_db_path(fresh_db("controller_test_tune.sqlite"));
+    c.set_cost_db_path(tmp("tune.sqlite"));
     c.set_backends({collage::find_backend("xnnpack")});  // native is added
     QCOMPARE(c.backends().size(), size_t{2});
     QSignalSpy finished(&c, &ExplorerController::job_finished);
@@ -116,8 +117,7 @@ class ControllerTest : public QObject {
   void explains_a_node_after_a_tune() {
     ExplorerController c;
     // The first test's cost DB: warm when it ran before, measured otherwise.
-    c.set_cost_db_path(
-        QString::fromStdString((fs::temp_directory_path() / "controller_test_tune.sqlite").string()));
+    c.set_cost_db_path(tmp("tune.sqlite"));
     c.set_backends({collage::find_backend("xnnpack")});
     QSignalSpy finished(&c, &ExplorerController::job_finished);
     QSignalSpy failed(&c, &ExplorerController::job_failed);
@@ -184,7 +184,7 @@ class ControllerTest : public QObject {
 
   void stop_cancels_a_tune() {
     ExplorerController c;
-    c.set_cost_db_path(fresh_db("controller_test_cancel.sqlite"));
+    c.set_cost_db_path(tmp("cancel.sqlite"));
     QSignalSpy finished(&c, &ExplorerController::job_finished);
     QSignalSpy failed(&c, &ExplorerController::job_failed);
     QSignalSpy measured(&c, &ExplorerController::cost_measured);
@@ -208,7 +208,7 @@ class ControllerTest : public QObject {
   // Tune and `collage tune` choose the same kernels in the same order.
   void the_cli_and_the_explorer_place_alike() {
     ExplorerController c;
-    QString db = fresh_db("controller_test_cli.sqlite");
+    QString db = tmp("cli.sqlite");
     c.set_cost_db_path(db);
     c.set_backends({collage::find_backend("xnnpack")});
     c.set_epsilon_ms(0.002);
@@ -225,7 +225,7 @@ class ControllerTest : public QObject {
     QCOMPARE(failed.count(), 0);
     QVERIFY(c.placement().has_value());
 
-    QString out = QString::fromStdString((fs::temp_directory_path() / "controller_test_cli.json").string());
+    QString out = tmp("cli.json");
     QProcess cli;
     cli.start(COLLAGE_CLI_PATH,
               {"tune", COLLAGE_SAMPLE_MODEL, "--backends", "xnnpack,native", "--cost-db", db, "--epsilon",
@@ -304,9 +304,8 @@ class ControllerTest : public QObject {
   // Loading a placement fills the candidates and their costs from the cost DB, measuring
   // nothing: what the tune stored comes back, a backend the tune did not use is "not measured".
   void load_placement_reads_costs_from_the_cost_db() {
-    QString db = fresh_db("controller_test_load.sqlite");
-    QString saved =
-        QString::fromStdString((fs::temp_directory_path() / "controller_test_load.json").string());
+    QString db = tmp("load.sqlite");
+    QString saved = tmp("load.json");
     std::optional<collage::TuneResult> tuned;
     {
       ExplorerController c;
@@ -375,9 +374,9 @@ class ControllerTest : public QObject {
     ExplorerController c;
     QSignalSpy finished(&c, &ExplorerController::job_finished);
     QSignalSpy failed(&c, &ExplorerController::job_failed);
-    auto path = fs::temp_directory_path() / "controller_test_truncated.onnx";
+    auto path = tmp("truncated.onnx").toStdString();
     std::ofstream(path, std::ios::binary) << "\x08\x07\x12";
-    c.open_model(QString::fromStdString(path.string()));
+    c.open_model(QString::fromStdString(path));
     QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
     QCOMPARE(finished.count(), 0);
     auto failure = failed.takeFirst().at(0).value<collage::JobFailure>();

@@ -3,6 +3,7 @@
 // fills the timeline's model with one row per kernel of the placement.
 #include <QSignalSpy>
 #include <QTableView>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <filesystem>
 #include <fstream>
@@ -42,10 +43,9 @@ Placement per_node(const collage::Graph& g) {
   return p;
 }
 
-QString write_placement(const Placement& p, const collage::Graph& g, const std::string& name) {
-  fs::path path = fs::temp_directory_path() / name;
-  std::ofstream(path) << collage::placement_to_json(p, g);
-  return QString::fromStdString(path.string());
+QString write_placement(const Placement& p, const collage::Graph& g, const QString& path) {
+  std::ofstream(path.toStdString()) << collage::placement_to_json(p, g);
+  return path;
 }
 
 bool open_sample(MainWindow& window) {
@@ -65,9 +65,14 @@ std::vector<NodeId> sorted(std::vector<NodeId> v) {
 class DiffProfileTest : public QObject {
   Q_OBJECT
 
+  // This run's files (the cost DB, placements), removed with the test object.
+  QTemporaryDir tmp_;
+  QString tmp(const char* name) const { return tmp_.filePath(name); }
+
  private slots:
   void initTestCase() {
-    qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "diff_profile_test.sqlite").c_str()));
+    QVERIFY(tmp_.isValid());
+    qputenv("COLLAGE_COST_DB", tmp("costs.sqlite").toLocal8Bit());
   }
 
   void diff_dock_lists_the_changed_regions_and_highlights_the_changed_nodes() {
@@ -77,7 +82,7 @@ class DiffProfileTest : public QObject {
     const collage::Graph& g = *window.controller()->graph();
     QVERIFY(g.num_nodes() > 12);
     Placement a = per_node(g);
-    QVERIFY(window.load_placement(write_placement(a, g, "diff_profile_a.json")));
+    QVERIFY(window.load_placement(write_placement(a, g, tmp("a.json"))));
 
     // B: nodes 0..2 (Conv, BatchNormalization, Relu) fused into one kernel, node 10 on oneDNN.
     Placement b = a;
@@ -89,7 +94,7 @@ class DiffProfileTest : public QObject {
     const std::vector<std::vector<NodeId>> expect_regions = {{0, 1, 2}, {10}};
 
     QVERIFY(!window.diff_panel()->isVisibleTo(&window));
-    QVERIFY(window.compare_with_placement(write_placement(b, g, "diff_profile_b.json")));
+    QVERIFY(window.compare_with_placement(write_placement(b, g, tmp("b.json"))));
     QVERIFY(window.diff_panel()->isVisibleTo(&window));
     collage::DiffRegionModel* model = window.diff_panel()->model();
     QCOMPARE(model->rowCount(), 2);
@@ -107,7 +112,7 @@ class DiffProfileTest : public QObject {
     QCOMPARE(sorted(window.graph_view()->selected_nodes()), (std::vector<NodeId>{0, 1, 2}));
 
     // The same placement: no region, nothing highlighted.
-    QVERIFY(window.compare_with_placement(write_placement(a, g, "diff_profile_a.json")));
+    QVERIFY(window.compare_with_placement(write_placement(a, g, tmp("a.json"))));
     QCOMPARE(model->rowCount(), 0);
     QVERIFY(window.diff_panel()->summary().contains("identical"));
     QVERIFY(window.graph_view()->selected_nodes().empty());
@@ -115,13 +120,12 @@ class DiffProfileTest : public QObject {
     // Another model's placement is refused; the dock keeps what it showed.
     Placement other = a;
     other.model_fingerprint = "0123456789abcdef";
-    QVERIFY(!window.compare_with_placement(write_placement(other, g, "diff_profile_other.json")));
+    QVERIFY(!window.compare_with_placement(write_placement(other, g, tmp("other.json"))));
     QCOMPARE(model->rowCount(), 0);
     // No refine has run: nothing to compare there.
     QVERIFY(!window.controller()->op_level_placement());
     QVERIFY(!window.compare_op_level_with_refined());
-    for (const char* name : {"diff_profile_a.json", "diff_profile_b.json", "diff_profile_other.json"})
-      fs::remove(fs::temp_directory_path() / name);
+    for (const char* name : {"a.json", "b.json", "other.json"}) fs::remove(tmp(name).toStdString());
   }
 
   void profile_job_fills_the_timeline_with_one_row_per_kernel() {
@@ -143,7 +147,7 @@ class DiffProfileTest : public QObject {
     // Fuse a few kernels so rows are kernels, not nodes.
     p.kernels.erase(p.kernels.begin() + 1, p.kernels.begin() + 3);
     p.kernels[0].nodes = {0, 1, 2};
-    QVERIFY(window.load_placement(write_placement(p, g, "diff_profile_p.json")));
+    QVERIFY(window.load_placement(write_placement(p, g, tmp("p.json"))));
     // Loading reads the candidates' costs from the cost DB as a job of its own: one job at a time.
     QVERIFY(collage::testing::wait_for_job_end(c, finished, failed, 60000));
     QCOMPARE(finished.takeFirst().at(0).value<collage::JobReport>().job, Job::PlacementCosts);
@@ -176,7 +180,7 @@ class DiffProfileTest : public QObject {
     // A row selected in the kernel table highlights that kernel's nodes.
     window.profile_panel()->view()->selectRow(0);
     QCOMPARE(sorted(window.graph_view()->selected_nodes()), (std::vector<NodeId>{0, 1, 2}));
-    fs::remove(fs::temp_directory_path() / "diff_profile_p.json");
+    fs::remove(tmp("p.json").toStdString());
   }
 };
 

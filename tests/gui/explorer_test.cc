@@ -3,6 +3,7 @@
 // coloured placement, honours and explains pins, round-trips placements, stops
 // on request, and keeps the event loop responsive while working.
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTimer>
 #include <QToolBar>
 #include <QtTest>
@@ -95,10 +96,14 @@ struct GapMeter {
 class ExplorerTest : public QObject {
   Q_OBJECT
 
+  // This run's files (cost DBs, models, placements), removed with the test object.
+  QTemporaryDir tmp_;
+  fs::path tmp(const char* name) const { return tmp_.filePath(name).toStdString(); }
+
  private slots:
   void initTestCase() {
-    qputenv("COLLAGE_COST_DB",
-            QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+    QVERIFY(tmp_.isValid());
+    qputenv("COLLAGE_COST_DB", QByteArray(tmp("costs.sqlite").c_str()));
   }
 
   void draws_every_node_and_edge_and_finds_nodes() {
@@ -119,7 +124,7 @@ class ExplorerTest : public QObject {
   }
 
   void reports_a_truncated_model() {
-    auto path = fs::temp_directory_path() / "explorer_truncated.onnx";
+    auto path = tmp("truncated.onnx");
     std::ofstream(path, std::ios::binary) << "\x08\x07\x12";
     MainWindow window;
     JobSpy job(window.controller());
@@ -177,7 +182,7 @@ class ExplorerTest : public QObject {
     QCOMPARE(window.graph_view()->group_count(), fused);
 
     // Export, reload: identical.
-    auto saved = fs::temp_directory_path() / "explorer_test_placement.json";
+    auto saved = tmp("placement.json");
     QVERIFY(window.save_placement(QString::fromStdString(saved.string())));
     auto before = placement.kernels;
     const collage::TuneResult tuned = *c->tuned();
@@ -200,7 +205,7 @@ class ExplorerTest : public QObject {
     QCOMPARE(count(table, CandidateStatus::Invalid), static_cast<int>(tuned.costs.size()) - valid);
 
     // Export the compiled artifact, a job off the GUI thread: it loads and reports the model's inputs.
-    auto artifact = fs::temp_directory_path() / "explorer_test.collage";
+    auto artifact = tmp("explorer.collage");
     QSignalSpy exported(c, &ExplorerController::job_finished);
     window.start_export_artifact(QString::fromStdString(artifact.string()));
     QVERIFY(job.wait(120000));
@@ -276,10 +281,7 @@ class ExplorerTest : public QObject {
 
   void stop_during_refine_keeps_the_best_so_far() {
     // A fresh cost DB, so genome fitness is measured (not replayed) and the search is still running.
-    qputenv("COLLAGE_COST_DB",
-            QByteArray((fs::temp_directory_path() / "explorer_test_refine.sqlite").c_str()));
-    for (const char* suffix : {"", "-wal", "-shm"})
-      fs::remove(fs::temp_directory_path() / (std::string("explorer_test_refine.sqlite") + suffix));
+    qputenv("COLLAGE_COST_DB", QByteArray(tmp("refine.sqlite").c_str()));
     MainWindow window;
     ExplorerController* c = window.controller();
     JobSpy job(c);
@@ -309,14 +311,11 @@ class ExplorerTest : public QObject {
                  collage::backend_color(QString::fromStdString(k.backend)));
       }
     QVERIFY(std::all_of(covered.begin(), covered.end(), [](int n) { return n == 1; }));
-    qputenv("COLLAGE_COST_DB",
-            QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+    qputenv("COLLAGE_COST_DB", QByteArray(tmp("costs.sqlite").c_str()));
   }
 
   void stop_cancels_a_cold_tune() {
-    qputenv("COLLAGE_COST_DB", QByteArray((fs::temp_directory_path() / "explorer_test_cold.sqlite").c_str()));
-    for (const char* suffix : {"", "-wal", "-shm"})
-      fs::remove(fs::temp_directory_path() / (std::string("explorer_test_cold.sqlite") + suffix));
+    qputenv("COLLAGE_COST_DB", QByteArray(tmp("cold.sqlite").c_str()));
     MainWindow window;
     ExplorerController* c = window.controller();
     JobSpy job(c);
@@ -339,8 +338,7 @@ class ExplorerTest : public QObject {
     collage::CostTable* table = window.cost_table();
     QVERIFY(table->model()->rowCount() > 1);
     QVERIFY(count(table, CandidateStatus::Pending) > 0);
-    qputenv("COLLAGE_COST_DB",
-            QByteArray((fs::temp_directory_path() / "explorer_test_costs.sqlite").c_str()));
+    qputenv("COLLAGE_COST_DB", QByteArray(tmp("costs.sqlite").c_str()));
   }
 
   void cost_table_shows_pending_then_results() {
@@ -380,7 +378,7 @@ class ExplorerTest : public QObject {
   }
 
   void stays_responsive_while_a_5000_node_graph_is_laid_out() {
-    auto path = fs::temp_directory_path() / "explorer_test_5k.onnx";
+    auto path = tmp("encoder_5k.onnx");
     collage::samples::build_sample("encoder_5k").save(path.string());
     MainWindow window;
     window.resize(1400, 900);

@@ -9,6 +9,7 @@
 
 #include <QGraphicsItem>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
 #include <filesystem>
@@ -73,7 +74,9 @@ class GraphViewTest : public QObject {
 
  private slots:
   void initTestCase() {
-    auto path = fs::temp_directory_path() / "graph_view_test_resnet50.onnx";
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    auto path = fs::path(tmp.filePath("resnet50.onnx").toStdString());
     collage::samples::build_sample("resnet50").save(path.string());
     collage::ImportOptions o;
     o.evaluator = collage::native::node_evaluator();

@@ -3,6 +3,7 @@
 // explorer process lives on, the tune finishes with a verified placement, and the
 // candidates carry the reasons, which the log repeats.
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <filesystem>
 #include <fstream>
@@ -25,8 +26,9 @@ class IsolationTest : public QObject {
 
  private slots:
   void the_explorer_survives_every_fault() {
-    fs::path dir = fs::temp_directory_path() / ("collage_isolation_gui_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    QTemporaryDir tmp;  // the model and the cost DB, removed at the end, pass or fail
+    QVERIFY(tmp.isValid());
+    const fs::path dir = tmp.path().toStdString();
     std::string model = (dir / "faulty.onnx").string();
     std::ofstream(model, std::ios::binary) << collage::testing::faulty_model(false).bytes();
 
@@ -71,7 +73,6 @@ class IsolationTest : public QObject {
     for (const auto& k : c.placement()->kernels)
       if (k.backend == "faulty")
         QCOMPARE(g.value(g.node(k.nodes.at(0)).inputs.at(0)).shape.at(0), int64_t{1});
-    fs::remove_all(dir);
   }
 };
 

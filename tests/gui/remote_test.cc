@@ -5,6 +5,7 @@
 // (the controller's queue status job) reports the same counts and the worker.
 #include <QPlainTextEdit>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
 
@@ -32,8 +33,9 @@ class RemoteTest : public QObject {
     collage::testing::PgServer& server = collage::testing::PgServer::get();
     if (!server.why_not().empty()) QSKIP(server.why_not().c_str());
     const std::string url = server.create_database();
-    fs::path dir = fs::temp_directory_path() / ("collage_remote_gui_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    QTemporaryDir tmp;  // the worker's log; removed after the worker, pass or fail
+    QVERIFY(tmp.isValid());
+    const fs::path dir = tmp.path().toStdString();
     collage::testing::Process worker(
         {COLLAGE_CLI_PATH, "worker", "--cost-db", url, "--name", "gui-w", "--threads", "1", "--lease", "10"},
         {}, (dir / "worker.log").string());
@@ -101,7 +103,6 @@ class RemoteTest : public QObject {
     QVERIFY2(log.contains("gui-w (alive)"), qPrintable(log));
     worker.signal(SIGTERM);
     QCOMPARE(worker.wait(), 0);
-    fs::remove_all(dir);
   }
 };
 

@@ -23,6 +23,7 @@
 #include "core/search/search.h"
 #include "core/tuning/candidates.h"
 #include "resources/samples/zoo.h"
+#include "tests/unit/temp_dir.h"
 
 namespace collage {
 namespace {
@@ -30,7 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 
 Graph sample_graph(const std::string& name) {
-  fs::path path = fs::temp_directory_path() / ("artifact_test_" + name + ".onnx");
+  testing::ScopedTempDir dir("collage_artifact_sample");
+  fs::path path = dir.path() / (name + ".onnx");
   samples::build_sample(name).save(path.string());
   ImportOptions io;
   io.evaluator = native::node_evaluator();
@@ -75,7 +77,11 @@ Placement mixed_placement(const Graph& g) {
   throw Error(ErrorKind::Internal, "no buildable placement");
 }
 
-fs::path temp_file(const std::string& name) { return fs::temp_directory_path() / ("artifact_test_" + name); }
+// In this test process's own directory, removed at exit.
+fs::path temp_file(const std::string& name) {
+  static const testing::ScopedTempDir dir("collage_artifact_test");
+  return dir.path() / name;
+}
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

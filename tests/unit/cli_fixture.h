@@ -1,5 +1,6 @@
 // The fixture of the tests that run the real `collage` binary (COLLAGE_CLI_PATH): a
-// temporary directory per test, the exit code and both output streams of a run.
+// temporary directory per test (removed after it, pass or fail), the exit code and both
+// output streams of a run.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "onnx_test_model.h"
+#include "temp_dir.h"
 
 #ifndef COLLAGE_CLI_PATH
 #error "COLLAGE_CLI_PATH must point at the collage binary"
@@ -30,13 +32,6 @@ struct CliResult {
 
 class CliTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("collage_cli_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string write(const std::string& name, const std::string& bytes) {
     fs::path p = dir_ / name;
     std::ofstream(p, std::ios::binary) << bytes;
@@ -65,7 +60,8 @@ class CliTest : public ::testing::Test {
     EXPECT_NE(r.err.find(must_mention), std::string::npos) << r.err;
   }
 
-  fs::path dir_;
+  ScopedTempDir tmp_{"collage_cli_test"};  // this test's own directory, removed after it
+  fs::path dir_ = tmp_.path();
 };
 
 }  // namespace collage::testing

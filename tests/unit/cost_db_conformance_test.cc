@@ -18,6 +18,7 @@
 #include "core/tuning/cost_db.h"
 #include "core/tuning/cost_store.h"
 #include "tests/unit/pg_server_fixture.h"
+#include "tests/unit/temp_dir.h"
 
 namespace collage {
 namespace {
@@ -25,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::PgServer;
 using testing::run_capture;
+using testing::ScopedTempDir;
 
 // Raw SQL on the store behind `location`, to play another version or another program.
 void raw_sql(const std::string& location, const std::string& sql) {
@@ -63,19 +65,12 @@ class CostDbConformance : public ::testing::TestWithParam<std::string> {
       location_ = server.create_database();
       meta_ = "collage_meta";
     } else {
-      dir_ = fs::temp_directory_path() / ("collage_costconf_" + std::to_string(::getpid()) + "_" +
-                                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
-      fs::remove_all(dir_);
-      fs::create_directories(dir_);
-      location_ = (dir_ / "costs.sqlite").string();
+      location_ = dir_.file("costs.sqlite");
       meta_ = "meta";
     }
   }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
   std::string location_, meta_;
-  fs::path dir_;
+  ScopedTempDir dir_{"collage_costconf"};  // the SQLite file (both stores: the CLI's placements)
 };
 
 TEST_P(CostDbConformance, StoresFindsListsAndUpsertsByKey) {
@@ -186,8 +181,7 @@ TEST_P(CostDbConformance, AnUnreachableLocationIsAClearError) {
 // The CLI on a shared database: the second tune of a model measures nothing, and
 // `collage costs` lists what the first one stored.
 TEST_P(CostDbConformance, TheCliTunesIntoItAndReusesItsCosts) {
-  fs::path work = fs::temp_directory_path() / ("collage_costcli_" + std::to_string(::getpid()) + GetParam());
-  fs::create_directories(work);
+  const fs::path& work = dir_.path();
   std::string model = std::string(COLLAGE_SAMPLE_MODEL);
   auto tune = [&] {
     int status = 0;
@@ -208,7 +202,6 @@ TEST_P(CostDbConformance, TheCliTunesIntoItAndReusesItsCosts) {
   EXPECT_EQ(status, 0) << listed;
   EXPECT_NE(listed.find(" records"), std::string::npos) << listed;
   EXPECT_EQ(CostDb(location_).list("xnnpack").empty(), false);
-  fs::remove_all(work);
 }
 
 TEST(CostStore, MessagesNeverCarryAPassword) {
@@ -232,15 +225,13 @@ namespace {
 
 // A first run on a fresh machine: ~/.local/share/collage-explorer does not exist yet.
 TEST(SqliteCostDb, CreatesTheDirectoriesOfANewDatabase) {
-  fs::path root = fs::temp_directory_path() / ("collage_new_dirs_" + std::to_string(::getpid()));
-  fs::remove_all(root);
-  std::string path = (root / "share" / "collage-explorer" / "costs.sqlite").string();
+  ScopedTempDir root("collage_new_dirs");
+  std::string path = (root.path() / "share" / "collage-explorer" / "costs.sqlite").string();
   {
     CostDb db(path);
     db.put(record("s1", 1.5));
   }
   EXPECT_EQ(CostDb(path).size(), 1u);
-  fs::remove_all(root);
 }
 
 }  // namespace

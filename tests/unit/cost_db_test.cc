@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/ir/error.h"
+#include "tests/unit/temp_dir.h"
 
 namespace collage {
 namespace {
@@ -17,15 +18,8 @@ namespace fs = std::filesystem;
 
 class CostDbTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("collage_costdb_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name = "costs.sqlite") const { return (dir_ / name).string(); }
-  fs::path dir_;
+  std::string path(const std::string& name = "costs.sqlite") const { return dir_.file(name); }
+  testing::ScopedTempDir dir_{"collage_costdb"};
 };
 
 CostRecord record(const std::string& sig, double median, int threads = 1) {

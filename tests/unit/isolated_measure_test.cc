@@ -14,6 +14,7 @@
 #include "core/ir/random_inputs.h"
 #include "core/tuning/measurer.h"
 #include "onnx_test_model.h"
+#include "temp_dir.h"
 #include "tests/faulty/faulty_backend.h"
 #include "tests/faulty/faulty_model.h"
 
@@ -127,8 +128,8 @@ TEST(IsolatedMeasure, AWorkerThatCannotStartIsAClearError) {
 // The CLI: `tune` survives every fault, says which candidates were lost and why, and
 // places the faulty nodes elsewhere.
 TEST(IsolatedMeasure, TheCliTuneGoesOnAndReportsEachLostCandidate) {
-  fs::path dir = fs::temp_directory_path() / ("collage_isolation_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  testing::ScopedTempDir tmp("collage_isolation");
+  const fs::path& dir = tmp.path();
   // Without the hoarder: its default budget is 3/4 of the machine's available memory.
   std::ofstream((dir / "m.onnx").string(), std::ios::binary) << faulty_model(false).bytes();
   std::string cmd = std::string(COLLAGE_FAULTY_CLI) + " tune " + (dir / "m.onnx").string() +
@@ -147,7 +148,6 @@ TEST(IsolatedMeasure, TheCliTuneGoesOnAndReportsEachLostCandidate) {
   for (const char* reason : {testing::kSegvReason, "crashed: SIGABRT", "timed out after 10 s"})
     EXPECT_NE(err.find(reason), std::string::npos) << reason << "\n" << err;
   // The verified run above is in-process: a faulty kernel placed on a fault would have killed it.
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -11,13 +11,10 @@
 #include "core/ir/random_inputs.h"
 #include "core/tuning/measure_worker.h"
 #include "onnx_test_model.h"
+#include "temp_dir.h"
 
 namespace collage {
 namespace {
-
-void remove_db(const std::string& path) {
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
-}
 
 using testing::import_model;
 using testing::OnnxTestModel;
@@ -72,9 +69,8 @@ TEST(Measurer, InvalidKernelsGetReasonsAndValidOnesAreCached) {
   std::vector<const BackendSpec*> backends = {&native_backend(), &wrong, &refusing};
   auto candidates = enumerate_candidates(g, backends);
   auto values = reference_values(g, random_inputs(g, 5), native::node_evaluator());
-  std::string path =
-      (std::filesystem::temp_directory_path() / ("measurer_" + std::to_string(::getpid()))).string();
-  std::filesystem::remove(path);
+  testing::ScopedTempDir dir("collage_measurer");
+  std::string path = dir.file("costs.sqlite");
   MeasureOptions options;
   options.min_time_ms = 1;
   options.min_samples = 3;
@@ -103,7 +99,6 @@ TEST(Measurer, InvalidKernelsGetReasonsAndValidOnesAreCached) {
   Measurer again(g, values, &db, options);
   for (const auto& m : again.measure(candidates, backends))
     EXPECT_TRUE(m.from_cache);  // nothing measured twice
-  remove_db(path);
 }
 
 TEST(Measurer, ReportsTheCandidateListThenEveryResultInOrder) {
@@ -147,9 +142,8 @@ TEST(Measurer, CancelKeepsWhatWasMeasured) {
     void on_progress(const ProgressEvent&) override { ++seen; }
     bool cancel_requested() const override { return seen >= 2; }
   } observer;
-  std::string path =
-      (std::filesystem::temp_directory_path() / ("cancel_" + std::to_string(::getpid()))).string();
-  remove_db(path);
+  testing::ScopedTempDir dir("collage_cancel");
+  std::string path = dir.file("costs.sqlite");
   auto db_holder = std::make_unique<CostDb>(path);
   CostDb& db = *db_holder;
   MeasureOptions options;
@@ -163,8 +157,6 @@ TEST(Measurer, CancelKeepsWhatWasMeasured) {
   }
   EXPECT_GE(db.size(), 1u);
   EXPECT_LT(db.size(), candidates.size());
-  db_holder.reset();
-  remove_db(path);
 }
 
 // One Cost: a status plus a reason, checked on construction, and the status survives the

@@ -10,7 +10,7 @@
 #include "core/tensor_io/tensor_proto.h"
 
 #ifndef COLLAGE_CONFORMANCE_DIR
-#error "COLLAGE_CONFORMANCE_DIR must name ../shared/onnx-conformance"
+#error "COLLAGE_CONFORMANCE_DIR must name tests/data/onnx"
 #endif
 
 namespace collage {

@@ -1,7 +1,7 @@
 // A throw-away PostgreSQL server for the tests that need one (tests/pg_server.sh; as
-// root it runs as the `postgres` user): one per test process, started on first use,
-// stopped and removed at exit. Where none can be had, why_not() says why and the
-// tests skip with that reason -- never silently.
+// root it runs as the `postgres` user): one per test process, started on first use in a
+// ScopedTempDir, stopped and removed at exit. Where none can be had, why_not() says why
+// and the tests skip with that reason -- never silently.
 #pragma once
 
 #include <libpq-fe.h>
@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+
+#include "tests/unit/temp_dir.h"
 
 #ifndef COLLAGE_PG_SERVER_SCRIPT
 #error "COLLAGE_PG_SERVER_SCRIPT must name tests/pg_server.sh"
@@ -42,7 +44,7 @@ class PgServer {
   // Stops and starts the server (same data): every client connection is cut.
   bool restart() {
     int status = 0;
-    run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " restart " + dir_.string(), &status);
+    run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " restart " + dir_.path().string(), &status);
     return status == 0;
   }
   // A fresh database on the server; its URL.
@@ -61,20 +63,18 @@ class PgServer {
 
  private:
   PgServer() {
-    dir_ = std::filesystem::temp_directory_path() / ("collage_pg_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
     int status = 0;
-    admin_url_ =
-        run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " start " + dir_.string(), &status);
+    admin_url_ = run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " start " + dir_.path().string(),
+                             &status);
     if (status != 0 || admin_url_.rfind("postgresql://", 0) != 0)
       why_not_ = "no throw-away PostgreSQL server could be started (tests/pg_server.sh, exit " +
                  std::to_string(WEXITSTATUS(status)) + "; see its stderr above)";
   }
   ~PgServer() {
     int status = 0;
-    run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " stop " + dir_.string(), &status);
+    run_capture(std::string("sh ") + COLLAGE_PG_SERVER_SCRIPT + " stop " + dir_.path().string(), &status);
   }
-  std::filesystem::path dir_;
+  ScopedTempDir dir_{"collage_pg"};  // the server's data and socket; what `stop` leaves goes with it
   std::string admin_url_, why_not_;
   int databases_ = 0;
 };

@@ -16,6 +16,7 @@
 #include "onnx_test_model.h"
 #include "refine_test_models.h"
 #include "resources/samples/zoo.h"
+#include "temp_dir.h"
 
 namespace collage {
 namespace {
@@ -263,7 +264,8 @@ TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
   Graph g = mixed_chain();
   Placement seed = one_kernel_per_node(g);
   BackendSpec gl = graphy();
-  auto path = (std::filesystem::temp_directory_path() / ("refine_db_" + std::to_string(::getpid()))).string();
+  testing::ScopedTempDir dir("collage_refine_db");
+  auto path = dir.file("costs.sqlite");
   int calls = 0;
   FitnessFn counting = [&](const Placement& p) {
     ++calls;
@@ -283,7 +285,6 @@ TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
   }
   EXPECT_EQ(calls, first_calls);
   EXPECT_EQ(second.best_genome, first.best_genome);
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 TEST(PlacementTiming, SideBySideAlternatesAndTakesEachSidesMedian) {
@@ -637,8 +638,8 @@ TEST(Refine, FitnessKeysTellApartTheBackendAGeneChose) {
   EXPECT_NE(placement_fitness_key(px, model, 1).signature, placement_fitness_key(py, model, 1).signature);
   EXPECT_EQ(placement_fitness_key(px, model, 1).signature,
             placement_fitness_key(decode_genome(g, seed, genes, x), model, 1).signature);
-  auto path =
-      (std::filesystem::temp_directory_path() / ("refine_keys_" + std::to_string(::getpid()))).string();
+  testing::ScopedTempDir dir("collage_refine_keys");
+  auto path = dir.file("costs.sqlite");
   std::vector<std::string> measured;
   FitnessFn counting = [&](const Placement& p) {
     measured.push_back(p.kernels.front().backend);
@@ -653,15 +654,14 @@ TEST(Refine, FitnessKeysTellApartTheBackendAGeneChose) {
     EXPECT_EQ(f(py).median_ms, 2.0);
   }
   EXPECT_EQ(measured, (std::vector<std::string>{"graphy", "seqy"}));
-  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 // Regions of every size that the genome can produce on the CNN samples run on
 // XNNPACK's subgraph runtime and agree with the native reference.
 TEST(XnnpackGraph, RegionsOnTheSamplesMatchTheNativeReference) {
+  testing::ScopedTempDir dir("collage_xnnpack_graph");
   for (const char* name : {"inception_small", "resnet_small", "mobilenet_small", "transformer_small"}) {
-    auto path = std::filesystem::temp_directory_path() /
-                (std::string(name) + "_xg" + std::to_string(::getpid()) + ".onnx");
+    auto path = dir.path() / (std::string(name) + ".onnx");
     samples::build_sample(name).save(path.string());
     ImportOptions io;
     io.evaluator = native::node_evaluator();

@@ -13,14 +13,16 @@
 #include "backends/registry.h"
 #include "core/import/onnx_import.h"
 #include "resources/samples/zoo.h"
+#include "tests/unit/temp_dir.h"
 
 namespace collage {
 namespace {
 
 TEST(SampleCandidates, AllBackendsOnAllSmallSamples) {
+  testing::ScopedTempDir dir("collage_sample_candidates");
   for (const auto& info : samples::sample_list()) {
     if (!info.small) continue;
-    auto path = std::filesystem::temp_directory_path() / (info.name + std::to_string(::getpid()) + ".onnx");
+    auto path = dir.path() / (info.name + ".onnx");
     samples::build_sample(info.name).save(path.string());
     ImportOptions options;
     options.evaluator = native::node_evaluator();
@@ -55,7 +57,8 @@ TEST(SampleCandidates, AllBackendsOnAllSmallSamples) {
 // 3x3 stride 1 pad 1 ceil): every candidate holding one compiles and matches the native reference, or
 // its backend declines it. The one native run of a full-size sample in the suite.
 TEST(SampleCandidates, CeilModePoolsOfGoogLeNet) {
-  auto path = std::filesystem::temp_directory_path() / ("googlenet" + std::to_string(::getpid()) + ".onnx");
+  testing::ScopedTempDir dir("collage_googlenet");
+  auto path = dir.path() / "googlenet.onnx";
   samples::build_sample("googlenet").save(path.string());
   ImportOptions options;
   options.evaluator = native::node_evaluator();

@@ -2,25 +2,22 @@
 // the native evaluator for constant folding, the file removed).
 #pragma once
 
-#include <unistd.h>
-
-#include <filesystem>
 #include <string>
 
 #include "backends/native/native_kernel.h"
 #include "core/import/onnx_import.h"
 #include "resources/samples/zoo.h"
+#include "tests/unit/temp_dir.h"
 
 namespace collage::testing {
 
 inline Graph sample_graph(const std::string& name) {
-  auto path = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".onnx");
-  samples::build_sample(name).save(path.string());
+  ScopedTempDir dir("collage_sample_graph");
+  const std::string path = dir.file(name + ".onnx");
+  samples::build_sample(name).save(path);
   ImportOptions io;
   io.evaluator = native::node_evaluator();
-  Graph g = import_onnx_file(path.string(), io);
-  std::filesystem::remove(path);
-  return g;
+  return import_onnx_file(path, io);
 }
 
 }  // namespace collage::testing

@@ -12,6 +12,7 @@
 #include "core/ir/random_inputs.h"
 #include "onnx/checker.h"
 #include "resources/samples/zoo.h"
+#include "tests/unit/temp_dir.h"
 
 namespace collage {
 namespace {
@@ -20,13 +21,8 @@ namespace fs = std::filesystem;
 
 class SamplesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("collage_samples_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  testing::ScopedTempDir tmp_{"collage_samples"};  // removed after the test, pass or fail
+  fs::path dir_ = tmp_.path();
 };
 
 Graph import(const std::string& path) {

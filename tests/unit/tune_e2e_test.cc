@@ -10,15 +10,16 @@
 #include "core/import/onnx_import.h"
 #include "core/search/tuner.h"
 #include "resources/samples/zoo.h"
+#include "tests/unit/temp_dir.h"
 
 namespace collage {
 namespace {
 
 TEST(TuneEndToEnd, PlacementsOfEverySampleMatchTheNativeReference) {
+  testing::ScopedTempDir dir("collage_e2e");
   for (const auto& info : samples::sample_list()) {
     if (!info.small) continue;
-    auto path =
-        std::filesystem::temp_directory_path() / ("e2e_" + info.name + std::to_string(::getpid()) + ".onnx");
+    auto path = dir.path() / (info.name + ".onnx");
     samples::build_sample(info.name).save(path.string());
     ImportOptions io;
     io.evaluator = native::node_evaluator();

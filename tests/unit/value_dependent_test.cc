@@ -94,14 +94,12 @@ TEST(ValueDependentShapes, PadTracedThroughComputation) {
 }
 
 TEST(ValueDependentShapes, ValueDependentInputsOfAFile) {
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("collage_value_dependent_" + std::to_string(::getpid()) + ".onnx"))
-                         .string();
+  testing::ScopedTempDir dir("collage_value_dependent");
+  std::string path = dir.file("pad.onnx");
   std::ofstream(path, std::ios::binary) << pad_model();
   EXPECT_EQ(value_dependent_inputs(path, options()), (std::vector<std::string>{"p"}));
   EXPECT_TRUE(
       value_dependent_inputs(path, options({{"p", Tensor::from_vector<int64_t>({2}, {1, 1})}})).empty());
-  std::filesystem::remove(path);
 }
 
 TEST(ValueDependentShapes, BindingIsChecked) {

@@ -10,6 +10,7 @@
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
 #include "refine_test_models.h"
+#include "temp_dir.h"
 
 namespace collage {
 namespace {
@@ -29,11 +30,8 @@ FitnessFn stated_fitness(double unit) {
 }
 
 struct TempDb {
-  std::string path =
-      (std::filesystem::temp_directory_path() / ("workflow_db_" + std::to_string(::getpid()))).string();
-  ~TempDb() {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
-  }
+  testing::ScopedTempDir dir{"collage_workflow_db"};
+  std::string path = dir.file("costs.sqlite");
 };
 
 TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
