@@ -17,6 +17,23 @@ void check_attributes(const onnx::GraphProto& graph, int default_opset);
 // Gemm's A and B are matrices; MaxUnpool's indices have X's rank.
 // ONNX's inference indexes by these unchecked in libonnx 1.12. Throws InvalidModel
 // naming the node and the mismatch.
+// Reads value_info too: run again after ONNX inference, it names the node whose inferred
+// ranks break a rule (guard_onnx_rank_inference kept inference from reading past them).
 void check_window_ranks(const onnx::GraphProto& graph, int default_opset);
+
+// Wraps libonnx's inference functions of the ops check_window_ranks covers: ranks only
+// inference learns (an intermediate feeding a ConvTranspose's weight) are checked first, and
+// a node breaking a rule is skipped (an InferenceError) instead of indexing past its shapes
+// (a SEGV in libonnx 1.12's convTransposeShapeInference). Idempotent.
+void guard_onnx_rank_inference();
+
+// The highest rank a shape input may ask for (Expand's and Reshape's shape, ConstantOfShape's
+// input): ONNX's inference makes one dimension per value before anything else can check it.
+constexpr int64_t kMaxRank = 64;
+
+// Sizes the proto states, checked before ONNX's inference acts on them: every graph input
+// and initialiser within `budget_bytes` (check_tensor_budget), and no rank-giving shape
+// input longer than kMaxRank (a [2^31] shape for Expand: 2^31 dimension protos, minutes).
+void check_stated_sizes(const onnx::GraphProto& graph, int default_opset, int64_t budget_bytes);
 
 }  // namespace collage::import_detail

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/import/attribute_checks.h"
+#include "core/import/declared_types.h"
 #include "core/import/half_compute.h"
 #include "core/import/normalize.h"
 #include "core/import/shape_completion.h"
@@ -421,24 +422,60 @@ void check_references(const onnx::GraphProto& g) {
 // attribute is a null dereference in libonnx 1.12, e.g. Scan without num_scan_inputs),
 // so required attributes and input/output counts are checked first, in sub-graphs too.
 // Default-domain ops added after opset 17, which libonnx 1.12 (this build's schemas)
-// does not know: a model of a newer opset may use them.
-const std::set<std::string> kOpsAfterOpset17 = {"BitwiseAnd",
-                                                "BitwiseNot",
-                                                "BitwiseOr",
-                                                "BitwiseXor",
-                                                "CenterCropPad",
-                                                "Col2Im",
-                                                "GroupNormalization",
-                                                "Mish",
-                                                "DeformConv",
-                                                "AffineGrid",
-                                                "Gelu",
-                                                "ImageDecoder",
-                                                "RegexFullMatch",
-                                                "StringConcat",
-                                                "StringSplit",
-                                                "OptionalGetElement",
-                                                "OptionalHasElement"};
+// does not know: a model of a newer opset may use them. Their signatures, as the
+// schemas' would give them: inputs required and at most, outputs at most.
+struct Arity {
+  int min_inputs, max_inputs, max_outputs;
+};
+const std::map<std::string, Arity> kOpsAfterOpset17 = {
+    {"BitwiseAnd", {2, 2, 1}},
+    {"BitwiseNot", {1, 1, 1}},
+    {"BitwiseOr", {2, 2, 1}},
+    {"BitwiseXor", {2, 2, 1}},
+    {"CenterCropPad", {2, 2, 1}},
+    {"Col2Im", {3, 3, 1}},
+    {"GroupNormalization", {3, 3, 1}},
+    {"Mish", {1, 1, 1}},
+    {"DeformConv", {3, 5, 1}},
+    {"AffineGrid", {2, 2, 1}},
+    {"Gelu", {1, 1, 1}},
+    {"ImageDecoder", {1, 1, 1}},
+    {"RegexFullMatch", {1, 1, 1}},
+    {"StringConcat", {2, 2, 1}},
+    {"StringSplit", {1, 1, 2}},
+    {"OptionalGetElement", {1, 1, 1}},
+    {"OptionalHasElement", {0, 1, 1}},
+};
+
+// Input and output counts against the op's signature. Kernels index their inputs and
+// return the outputs the op defines: a node asking for more is refused here, for every op.
+void check_arity(const onnx::NodeProto& node, const std::string& what, const Arity& arity,
+                 const onnx::OpSchema* schema) {
+  if (node.input_size() < arity.min_inputs)
+    throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +
+                                             " inputs; the op needs at least " +
+                                             std::to_string(arity.min_inputs));
+  for (int i = 0; i < node.input_size(); ++i) {
+    bool required = i < arity.min_inputs;
+    std::string formal;
+    if (schema && i < static_cast<int>(schema->inputs().size())) {
+      const auto& f = schema->inputs()[static_cast<size_t>(i)];
+      required = f.GetOption() == onnx::OpSchema::FormalParameterOption::Single;
+      formal = " (" + f.GetName() + ")";
+    }
+    if (node.input(i).empty() && required)
+      throw Error(ErrorKind::InvalidModel,
+                  what + ": input " + std::to_string(i) + formal + " is required but left empty");
+  }
+  if (arity.max_inputs >= 0 && node.input_size() > arity.max_inputs)
+    throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +
+                                             " inputs; the op takes at most " +
+                                             std::to_string(arity.max_inputs));
+  if (node.output_size() > arity.max_outputs)
+    throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.output_size()) +
+                                             " outputs; the op has at most " +
+                                             std::to_string(arity.max_outputs));
+}
 
 void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string, int>& opsets) {
   for (const auto& node : g.node()) {
@@ -449,31 +486,34 @@ void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     auto opset = opsets.find(domain);
     if (opset == opsets.end()) continue;  // convert_graph names the unknown domain
-    // Opsets newer than libonnx knows resolve to an older schema (Pad's 4th input is opset 18+).
+    std::string what =
+        "node '" + node.name() + "' (" + node.op_type() + ", opset " + std::to_string(opset->second) + ")";
     const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
     auto range = known.find(domain);
-    if (range != known.end() && opset->second > range->second.second) {
-      // Only the op's existence is checked, as for known opsets below.
-      if (domain.empty() && !onnx::OpSchemaRegistry::Schema(node.op_type(), range->second.second, domain) &&
-          !kOpsAfterOpset17.count(node.op_type()))
-        throw Error(ErrorKind::Unsupported,
-                    "node '" + node.name() + "' (" + node.op_type() + "): " + node.op_type() +
-                        " is not an ONNX operator at opset " + std::to_string(opset->second));
+    if (range == known.end())
+      continue;  // other domains' ops: ONNX inference skips them, the evaluator decides
+    auto newer = domain.empty() ? kOpsAfterOpset17.find(node.op_type()) : kOpsAfterOpset17.end();
+    if (newer != kOpsAfterOpset17.end()) {  // ours to evaluate at any opset (Gelu at 17 in test models)
+      check_arity(node, what, newer->second, nullptr);
       continue;
     }
-    if (range == known.end()) continue;
-    const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset->second, domain);
+    // Opsets newer than libonnx knows resolve to its newest schema (Pad's 4th input is opset 18+).
+    const bool beyond = opset->second > range->second.second;
+    const auto* schema =
+        onnx::OpSchemaRegistry::Schema(node.op_type(), beyond ? range->second.second : opset->second, domain);
     // An unknown op of the default domain leaves its outputs untyped, and libonnx 1.12's
     // inference of a later node dereferences such a missing type: refused here.
-    // Ops libonnx 1.12 lacks are still ours to evaluate at any opset (test models and
-    // older exporters write Gelu at opset 17); import types their outputs itself.
-    if (!schema && domain.empty() && !kOpsAfterOpset17.count(node.op_type()))
+    if (!schema && domain.empty())
       throw Error(ErrorKind::Unsupported, "node '" + node.name() + "' (" + node.op_type() +
                                               "): " + node.op_type() + " is not an ONNX operator at opset " +
                                               std::to_string(opset->second));
-    if (!schema) continue;  // other domains' ops: ONNX inference skips them, the evaluator decides
-    std::string what =
-        "node '" + node.name() + "' (" + node.op_type() + ", opset " + std::to_string(opset->second) + ")";
+    if (!schema) continue;
+    if (beyond) {
+      // Later opsets added inputs (Pad's axes, Reduce*'s axes, DFT's axis) and attributes,
+      // never outputs or required inputs: only those are checked against the older schema.
+      check_arity(node, what, {schema->min_input(), -1, schema->max_output()}, schema);
+      continue;
+    }
     for (const auto& [name, attr] : schema->attributes()) {
       if (!attr.required) continue;
       bool present =
@@ -490,25 +530,7 @@ void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string
         throw Error(ErrorKind::InvalidModel,
                     what + ": " + node.op_type() + " has no attribute '" + a.name() + "'");
     // ONNX's inference reads the required inputs' types unchecked.
-    if (node.input_size() < schema->min_input())
-      throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +
-                                               " inputs; the op needs at least " +
-                                               std::to_string(schema->min_input()));
-    const auto& formal = schema->inputs();
-    for (int i = 0; i < node.input_size() && i < static_cast<int>(formal.size()); ++i)
-      if (node.input(i).empty() &&
-          formal[static_cast<size_t>(i)].GetOption() == onnx::OpSchema::FormalParameterOption::Single)
-        throw Error(ErrorKind::InvalidModel, what + ": input " + std::to_string(i) + " (" +
-                                                 formal[static_cast<size_t>(i)].GetName() +
-                                                 ") is required but left empty");
-    if (node.input_size() > schema->max_input())
-      throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.input_size()) +
-                                               " inputs; the op takes at most " +
-                                               std::to_string(schema->max_input()));
-    if (node.output_size() > schema->max_output())
-      throw Error(ErrorKind::InvalidModel, what + " has " + std::to_string(node.output_size()) +
-                                               " outputs; the op has at most " +
-                                               std::to_string(schema->max_output()));
+    check_arity(node, what, {schema->min_input(), schema->max_input(), schema->max_output()}, schema);
   }
 }
 
@@ -517,8 +539,7 @@ void run_onnx_shape_inference(onnx::ModelProto& model, const std::map<std::strin
   sort_nodes(*model.mutable_graph());
   check_references(model.graph());
   check_against_schemas(model.graph(), opsets);
-  // Stale symbolic value_info from the exporter would only conflict with concrete shapes.
-  model.mutable_graph()->clear_value_info();
+  import_detail::guard_onnx_rank_inference();
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
@@ -526,6 +547,8 @@ void run_onnx_shape_inference(onnx::ModelProto& model, const std::map<std::strin
     // Not fatal: shape completion below evaluates what inference could not.
     report.notes.push_back(std::string("ONNX shape inference stopped early: ") + e.what());
   }
+  const int opset = opsets.count("") ? opsets.at("") : kMinOpset;
+  import_detail::check_window_ranks(model.graph(), opset);  // on the ranks inference found
 }
 
 }  // namespace
@@ -544,14 +567,14 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   for (const auto& [name, tensor] : options.bound_inputs) initializer_names.insert(name);
   fix_input_dims(*model.mutable_graph(), initializer_names, options, implied, report);
   import_detail::check_attributes(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset);
+  const int64_t budget = tensor_memory_budget(options);
+  import_detail::check_stated_sizes(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset, budget);
+  const std::vector<import_detail::DeclaredType> declared =
+      import_detail::take_declarations(*model.mutable_graph());
   import_detail::check_window_ranks(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset);
-  std::set<std::string> declared_outputs;  // outputs whose shape the model states
-  for (const auto& out : model.graph().output())
-    if (out.type().tensor_type().has_shape()) declared_outputs.insert(out.name());
   run_onnx_shape_inference(model, opsets, report);
   Graph graph = convert_graph(model, opsets, base_dir);
-  model.Clear();  // free the proto's copy of the weights early
-  const int64_t budget = tensor_memory_budget(options);
+  model.Clear();                       // free the proto's copy of the weights early
   for (const Value& v : graph.values)  // declared inputs and every shape inference implied
     if (v.shape_known && v.dtype != DType::Undefined)
       import_detail::check_tensor_budget(v.shape, v.dtype, budget, "value '" + v.name + "'");
@@ -570,7 +593,8 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
                   "could not determine a static shape and type for value '" + v.name + "'" + where);
     }
   }
-  import_detail::check_graph_output_shapes(graph, options.evaluator, budget, declared_outputs);
+  import_detail::check_graph_output_shapes(graph, options.evaluator, budget);
+  import_detail::check_declarations(graph, declared, options.evaluator, budget);
   if (options.half_in_float32) import_detail::compute_half_in_float32(graph, report);
   return graph;
 }

@@ -428,30 +428,46 @@ void complete_shapes_and_fold(Graph& graph, const NodeEvaluator& evaluator, int6
   ShapeCompleter(graph, evaluator, budget_bytes, report).run();
 }
 
-void check_graph_output_shapes(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes,
-                               const std::set<std::string>& declared) {
+std::optional<std::vector<Tensor>> evaluate_on_placeholders(const Graph& graph, const Node& n,
+                                                            const NodeEvaluator& evaluator,
+                                                            int64_t budget_bytes) {
+  std::vector<Tensor> placeholders;
+  std::vector<const Tensor*> inputs;
+  try {
+    if (!placeholder_inputs(graph, n, budget_bytes, placeholders, inputs)) return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  // Zeros first (safe as indices); a kernel that refuses a zero (a quantisation scale, a
+  // divisor) gets its floating-point inputs as ones.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      return evaluate(n, evaluator, inputs, budget_bytes);
+    } catch (const Error&) {
+    }
+    for (Tensor& t : placeholders) {
+      if (t.dtype() == DType::Float32) std::fill_n(t.data<float>(), t.size(), 1.0f);
+      if (t.dtype() == DType::Float64) std::fill_n(t.data<double>(), t.size(), 1.0);
+      if (is_half_dtype(t.dtype()))
+        std::fill_n(static_cast<uint16_t*>(t.raw()), t.size(),
+                    t.dtype() == DType::Float16 ? float_to_half(1.0f) : float_to_bfloat16(1.0f));
+    }
+  }
+  return std::nullopt;  // the executor checks at run time
+}
+
+void check_graph_output_shapes(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes) {
   for (ValueId out : graph.outputs) {
     const Value& v = graph.value(out);
     if (v.producer == kNoNode || v.constant) continue;
     const Node& n = graph.node(v.producer);
-    std::vector<Tensor> placeholders;
-    std::vector<const Tensor*> inputs;
-    std::vector<Tensor> outputs;
-    try {
-      if (!placeholder_inputs(graph, n, budget_bytes, placeholders, inputs)) continue;
-      outputs = evaluate(n, evaluator, inputs, budget_bytes);
-    } catch (const Error&) {
-      continue;  // e.g. a zero placeholder for a scale: the executor checks at run time
-    }
-    for (size_t k = 0; k < n.outputs.size() && k < outputs.size(); ++k) {
+    std::optional<std::vector<Tensor>> outputs = evaluate_on_placeholders(graph, n, evaluator, budget_bytes);
+    if (!outputs) continue;
+    for (size_t k = 0; k < n.outputs.size() && k < outputs->size(); ++k) {
       if (n.outputs[k] == kNoValue) continue;
       Value& ov = graph.value(n.outputs[k]);
-      if (ov.shape == outputs[k].shape()) continue;
-      if (declared.count(ov.name))
-        throw Error(ErrorKind::InvalidModel, "graph output '" + ov.name + "' is declared " +
-                                                 shape_to_string(ov.shape) + " but " + n.describe() +
-                                                 " computes " + shape_to_string(outputs[k].shape()));
-      ov.shape = outputs[k].shape();
+      ov.shape = (*outputs)[k].shape();
+      ov.dtype = (*outputs)[k].dtype();
     }
   }
 }

@@ -2,8 +2,10 @@
 // sub-graphs folded, dead nodes dropped.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/import/onnx_import.h"
 #include "core/ir/graph.h"
@@ -17,14 +19,19 @@ namespace collage::import_detail {
 void complete_shapes_and_fold(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes,
                               ImportReport& report);
 
-// Graph output shapes are checked by running their producer once on placeholders:
-// where the model declared the shape (`declared`), a disagreement is InvalidModel
-// ("graph output 'y' is declared [5] but node ... computes [2,3]"); where only ONNX
-// shape inference gave it (libonnx 1.12 misses e.g. ceil-mode pooling's last-window
-// rule), the kernel's shape wins. Producers that cannot run on placeholders
-// (value-steered) are left to the executor's check.
-void check_graph_output_shapes(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes,
-                               const std::set<std::string>& declared);
+// Graph output shapes and types are checked by running their producer once on
+// placeholders: where ONNX shape inference gave them (libonnx 1.12 misses e.g. ceil-mode
+// pooling's last-window rule, dilated AveragePool), the kernel's wins. What the model
+// declared is checked afterwards (declared_types.h). Producers that cannot run on
+// placeholders (value-steered) are left to the executor's check.
+void check_graph_output_shapes(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes);
+
+// `n` run once with zero placeholders for its computed inputs (constants as they are), every
+// allocation held to the budget; nullopt when an input's shape is unknown or the evaluation
+// throws (a zero placeholder as a divisor, an op the evaluator lacks).
+std::optional<std::vector<Tensor>> evaluate_on_placeholders(const Graph& graph, const Node& n,
+                                                            const NodeEvaluator& evaluator,
+                                                            int64_t budget_bytes);
 
 // Throws InvalidModel if `shape` of `dtype` needs more than `budget_bytes` (or overflows);
 // `what` names the tensor ("value 'x'", "node 'n' (Pad, opset 18): an output").

@@ -52,8 +52,9 @@ bool steers_shape(const Node& node, size_t slot) {
   if (!node.domain.empty()) return false;
   const std::string& op = node.op_type;
   if (op.rfind("Reduce", 0) == 0) return slot == 1;  // axes (ReduceSum >= 13, the others >= 18)
-  // Opset 10 Resize was (X, scales); from 11 on it is (X, roi, scales, sizes): roi does not steer.
-  if (op == "Resize") return node.opset >= 11 ? (slot == 2 || slot == 3) : slot == 1;
+  // (X, roi, scales, sizes): roi does not steer. Opset-10 Resize (X, scales) and Upsample
+  // have this form too once normalize.cc rewrote them (their opset stays the model's).
+  if (op == "Resize") return slot == 2 || slot == 3;
   auto it = steering_table().find(op);
   if (it == steering_table().end()) return false;
   for (int s : it->second)

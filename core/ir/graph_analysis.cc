@@ -92,7 +92,10 @@ NodeCost node_cost(const Graph& graph, NodeId id) {
   for (ValueId out : n.outputs) c.bytes_written += bytes_of(graph, out);
   double out_elems = n.outputs.empty() ? 0.0 : elements(graph, n.outputs[0]);
   const std::string& op = n.op_type;
-  auto in_shape = [&](size_t i) -> const Shape& { return graph.value(n.inputs.at(i)).shape; };
+  static const Shape kNone;  // an omitted input (import refuses omitted required ones)
+  auto in_shape = [&](size_t i) -> const Shape& {
+    return i < n.inputs.size() && n.inputs[i] != kNoValue ? graph.value(n.inputs[i]).shape : kNone;
+  };
   if (op == "Conv" || op == "ConvTranspose") {
     const Shape& w = in_shape(1);  // Conv: [M, C/g, k...]; ConvTranspose: [C, M/g, k...]
     double per_out = 1;
@@ -100,7 +103,7 @@ NodeCost node_cost(const Graph& graph, NodeId id) {
     if (op == "Conv") {
       c.flops = 2 * out_elems * per_out;
     } else {
-      double in_elems = elements(graph, n.inputs[0]);
+      double in_elems = n.inputs.empty() ? 0.0 : elements(graph, n.inputs[0]);
       c.flops = 2 * in_elems * per_out;
     }
   } else if (op == "MatMul" || op == "Gemm") {
@@ -110,14 +113,14 @@ NodeCost node_cost(const Graph& graph, NodeId id) {
     c.flops = 2 * out_elems * k;
   } else if (op == "Einsum") {
     c.flops =
-        2 * std::max(elements(graph, n.inputs.at(0)), out_elems) *
+        2 * std::max(n.inputs.empty() ? 0.0 : elements(graph, n.inputs[0]), out_elems) *
         (n.inputs.size() > 1 ? std::max(1.0, elements(graph, n.inputs[1]) / std::max(1.0, out_elems)) : 1.0);
   } else if (op == "MaxPool" || op == "AveragePool") {
     double window = 1;
     for (int64_t k : n.attr_ints("kernel_shape")) window *= static_cast<double>(k);
     c.flops = out_elems * window;
   } else if (op.rfind("Reduce", 0) == 0 || op.rfind("Global", 0) == 0) {
-    c.flops = elements(graph, n.inputs.at(0));
+    c.flops = n.inputs.empty() ? 0.0 : elements(graph, n.inputs[0]);
   } else if (op == "Softmax" || op == "LogSoftmax" || op == "LayerNormalization" ||
              op == "BatchNormalization" || op == "InstanceNormalization") {
     c.flops = 5 * out_elems;

@@ -19,6 +19,7 @@ int fuzz_placement_json(const uint8_t* data, size_t size);
 int fuzz_cost_json(const uint8_t* data, size_t size);
 int fuzz_artifact(const uint8_t* data, size_t size);
 int fuzz_tensor_proto(const uint8_t* data, size_t size);
+int fuzz_run_path(const uint8_t* data, size_t size);
 
 // Runs `body`, classifying how it ended.
 template <typename F>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (clang, ASan+UBSan, build-fuzz/) and runs each one.
 #   tests/fuzz/run.sh [SECONDS] [HARNESS...]
-# SECONDS per harness (default 60); the ONNX importer gets it as is, and so do the small
+# SECONDS per harness (default 60); the ONNX importer and run_path get it as is, and so do the small
 # harnesses unless FUZZ_RUNS (executions) is set. Logs and crash inputs go to
 # ${FUZZ_OUT:-build-fuzz/out}/<harness>/; the growing corpora to build-fuzz/corpus/<harness>/.
 # FUZZ_FLAGS adds libFuzzer flags (e.g. "-fork=1 -ignore_crashes=1" to keep going after a finding).
@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_EACH=${1:-60}
 shift || true
-ALL=(onnx_import placement_json cost_json artifact tensor_proto)
+ALL=(onnx_import placement_json cost_json artifact tensor_proto run_path)
 HARNESSES=("${@:-${ALL[@]}}")
 ONNX_DATA=${COLLAGE_CONFORMANCE_DIR:-tests/data/onnx}
 OUT=${FUZZ_OUT:-build-fuzz/out}
@@ -42,12 +42,14 @@ seed_dirs() {
         cp -n "$f" "build-fuzz/seeds/tensor_proto/$(echo "$f" | md5sum | cut -c1-16).pb"
       done || true
       echo build-fuzz/seeds/tensor_proto ;;
+    run_path) seed_dirs onnx_import ;;  # the importer's seeds, executed
   esac
 }
 
 max_len() {
   case $1 in
     onnx_import) echo 65536 ;;
+    run_path) echo 65536 ;;
     placement_json) echo 16384 ;;
     *) echo 4096 ;;
   esac
@@ -57,12 +59,13 @@ status=0
 for h in "${HARNESSES[@]}"; do
   mkdir -p "build-fuzz/corpus/$h" "$OUT/$h"
   limit=(-max_total_time="$SECONDS_EACH")
-  if [ "$h" != onnx_import ] && [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS" -max_total_time="$SECONDS_EACH"); fi
+  if [ "$h" != onnx_import ] && [ "$h" != run_path ] && [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS" -max_total_time="$SECONDS_EACH"); fi
   echo "== $h (${limit[*]})"
   mapfile -t seeds < <(seed_dirs "$h")
   # Stops at the first finding; its input lands in $OUT/$h/ (crash-*, timeout-*, oom-*).
   # Import may evaluate a node to learn its shape: seconds under ASan for a big conformance input.
   timeout=10; [ "$h" = onnx_import ] && timeout=30
+  [ "$h" = run_path ] && timeout=30
   if ! build-fuzz/tests/fuzz/fuzz_"$h" -rss_limit_mb=2048 -timeout=$timeout -max_len="$(max_len "$h")" \
       "${limit[@]}" ${FUZZ_FLAGS:-} -print_final_stats=1 -artifact_prefix="$OUT/$h/" \
       "build-fuzz/corpus/$h" "${seeds[@]}" >"$OUT/$h/log.txt" 2>&1; then

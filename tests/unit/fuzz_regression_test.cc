@@ -21,7 +21,7 @@ const std::map<std::string, Harness>& harnesses() {
   static const std::map<std::string, Harness> all = {
       {"onnx_import", fuzz_onnx_import},   {"placement_json", fuzz_placement_json},
       {"cost_json", fuzz_cost_json},       {"artifact", fuzz_artifact},
-      {"tensor_proto", fuzz_tensor_proto},
+      {"tensor_proto", fuzz_tensor_proto}, {"run_path", fuzz_run_path},
   };
   return all;
 }
