@@ -4,7 +4,7 @@
     /usr/bin/python3 tests/fuzz/mutate_models.py [--count N] [--seed S] [--jobs J] [--out DIR]
                                                  [--collage build/app/collage] [--limit SECONDS]
 
-Makes N mutated models from ../shared/onnx-conformance/*/**/model.onnx and resources/models/*.onnx
+Makes N mutated models from tests/data/onnx/*/**/model.onnx and resources/models/*.onnx
 (structure mutations: an elem_type of an input/output/value_info, a dim, a node input or output
 dropped/added/renamed, an attribute changed/dropped, an op type swapped; byte mutations: flips,
 truncation, insertion), runs each through `collage info M` and `collage run M --repeat 1` under
@@ -38,7 +38,7 @@ OPS = ["Add", "Relu", "Transpose", "Reshape", "Cast", "MaxPool", "Conv", "ConvTr
 
 
 def sources():
-    shared = os.environ.get("COLLAGE_CONFORMANCE_DIR", os.path.join(ROOT, "..", "shared", "onnx-conformance"))
+    shared = os.environ.get("COLLAGE_CONFORMANCE_DIR", os.path.join(ROOT, "tests", "data", "onnx"))
     files = sorted(glob.glob(os.path.join(shared, "**", "model.onnx"), recursive=True))
     files += sorted(glob.glob(os.path.join(ROOT, "resources", "models", "*.onnx")))
     return [f for f in files if os.path.getsize(f) < (4 << 20)]
