@@ -568,6 +568,7 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, c
   fix_input_dims(*model.mutable_graph(), initializer_names, options, implied, report);
   import_detail::check_attributes(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset);
   const int64_t budget = tensor_memory_budget(options);
+  import_detail::EvaluationBudget evaluation_budget(options.evaluation_budget_s);
   import_detail::check_stated_sizes(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset, budget);
   const std::vector<import_detail::DeclaredType> declared =
       import_detail::take_declarations(*model.mutable_graph());

@@ -8,6 +8,7 @@
 
 #include "core/ir/graph.h"
 #include "core/ir/kernel.h"
+#include "core/ir/settings.h"
 
 namespace collage {
 
@@ -31,6 +32,9 @@ struct ImportOptions {
   // its shapes imply or a folded constant); larger ones are refused with a message
   // before anything is allocated. 0: a quarter of this machine's physical memory.
   int64_t memory_budget_bytes = 0;
+  // Seconds import may spend evaluating nodes (folding, learning shapes), all together;
+  // checked before each evaluation (Settings::import_evaluation_budget_s).
+  double evaluation_budget_s = kSettings.import_evaluation_budget_s;
 };
 
 // memory_budget_bytes resolved (0 -> a quarter of physical memory).

@@ -5,6 +5,7 @@
 #include "core/import/shape_completion.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <set>
 #include <stdexcept>
@@ -91,9 +92,16 @@ bool placeholder_inputs(const Graph& graph, const Node& n, int64_t budget, std::
   return true;
 }
 
-// The evaluator on `inputs`, every allocation held to the budget.
+thread_local EvaluationBudget* current_budget = nullptr;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The evaluator on `inputs`, every allocation held to the budget, within the time budget.
 std::vector<Tensor> evaluate(const Node& n, const NodeEvaluator& evaluator,
                              const std::vector<const Tensor*>& inputs, int64_t budget) {
+  EvaluationBudget::check(n);
   BudgetAllocator alloc(n, budget);
   return evaluating(n, [&] { return evaluator(n, inputs, alloc); });
 }
@@ -483,6 +491,24 @@ void check_tensor_budget(const Shape& shape, DType dtype, int64_t budget_bytes, 
     throw Error(ErrorKind::InvalidModel, what + " of shape " + shape_to_string(shape) + " needs " +
                                              gib(bytes) + ", beyond the memory budget of " +
                                              gib(double(budget_bytes)) + " per tensor (--memory-budget)");
+}
+
+EvaluationBudget::EvaluationBudget(double seconds)
+    : seconds_(seconds), started_(now_s()), outer_(current_budget) {
+  current_budget = this;
+}
+
+EvaluationBudget::~EvaluationBudget() { current_budget = outer_; }
+
+void EvaluationBudget::check(const Node& n) {
+  const EvaluationBudget* b = current_budget;
+  if (!b || now_s() - b->started_ < b->seconds_) return;
+  char spent[64];
+  std::snprintf(spent, sizeof spent, "%g", b->seconds_);
+  throw Error(ErrorKind::InvalidModel, std::string("import spent its ") + spent +
+                                           " s budget evaluating nodes to fold constants and learn shapes; "
+                                           "stopped before " +
+                                           n.describe() + " (absurd sizes?)");
 }
 
 }  // namespace collage::import_detail

@@ -13,6 +13,24 @@
 
 namespace collage::import_detail {
 
+// The import-time evaluation budget (ImportOptions::evaluation_budget_s) of the import
+// running on this thread: set for its duration, checked before every node evaluation below
+// (folding, placeholder runs). Without one, evaluation is unbounded in time.
+class EvaluationBudget {
+ public:
+  explicit EvaluationBudget(double seconds);
+  ~EvaluationBudget();
+  EvaluationBudget(const EvaluationBudget&) = delete;
+  EvaluationBudget& operator=(const EvaluationBudget&) = delete;
+  // InvalidModel naming `n` when the budget is spent.
+  static void check(const Node& n);
+
+ private:
+  double seconds_;
+  double started_;
+  EvaluationBudget* outer_;
+};
+
 // Rewrites needing input shapes (legacy Softmax axis semantics, opset<7 broadcast),
 // folds constant nodes and completes shapes; drops dead nodes.
 // Every tensor an evaluation allocates is held to `budget_bytes` (refused before allocating).

@@ -13,6 +13,10 @@
 namespace collage {
 
 struct Settings {
+  // Import: nodes evaluated to fold constants and learn shapes (ONNX inference missed) may
+  // take this many seconds in all; past it, import refuses the model (InvalidModel naming the
+  // node it reached). Sizes are bounded separately, by the tensor memory budget.
+  double import_evaluation_budget_s = 60;
   // End to end: timed runs of a placement after one verified warm-up run (`--repeat`).
   int repeat = 20;
   // Each candidate kernel: warm-up runs, then samples until `measure_min_time_ms` was spent

@@ -182,3 +182,34 @@ TEST_F(CliTest, DeclaredTypeMismatchExitsTwoOnInfoAndRun) {
 
 }  // namespace
 }  // namespace collage
+
+namespace collage {
+namespace {
+
+// Import-time evaluation has a time budget (Settings::import_evaluation_budget_s): spent,
+// import refuses the model naming the node it reached; within it, the node is folded.
+TEST(ImportEvaluationBudget, ASpentBudgetRefusesTheModelNamingTheNode) {
+  testing::OnnxTestModel m(17);
+  m.input("x", {2});
+  Tensor c(DType::Float32, {2});
+  m.initializer("c", c);
+  m.node("Relu", {"c"}, {"folded"});  // constant input: folded at import
+  m.node("Add", {"x", "folded"}, {"y"});
+  m.output("y");
+  ImportOptions options;
+  options.evaluator = native::node_evaluator();
+  Graph g = import_onnx_bytes(m.bytes(), ".", options);
+  EXPECT_EQ(testing::count_ops(g, "Relu"), 0);  // folded within the default budget
+  options.evaluation_budget_s = 0;
+  try {
+    import_onnx_bytes(m.bytes(), ".", options);
+    ADD_FAILURE() << "imported with a spent evaluation budget";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidModel);
+    EXPECT_NE(std::string(e.what()).find("budget evaluating nodes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Relu"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace collage
