@@ -152,6 +152,11 @@ void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
 
 double GraphView::label_px() const { return zoom() * QFontMetricsF(node_label_font()).height(); }
 
+// The zoom at which a node label is kLegibleLabelPx high on screen.
+static double legible_zoom() {
+  return GraphView::kLegibleLabelPx / QFontMetricsF(node_label_font()).height();
+}
+
 void GraphView::open_readable() {
   // Each depth's collapsed graph is built here (the tree belongs to this thread), laid out
   // off it from the shallowest depth down while the fitted labels stay legible: the deepest
@@ -181,7 +186,7 @@ void GraphView::open_readable() {
   // As fit() will show it: fitInView's 2 px margins, the scene's 20 pt around the layout.
   const double view_w = std::max(viewport()->width(), 200) - 4,
                view_h = std::max(viewport()->height(), 200) - 4;
-  const double min_zoom = kLegibleLabelPx / QFontMetricsF(node_label_font()).height();
+  const double min_zoom = legible_zoom();
   const unsigned generation = ++generation_;
   using Choice = std::pair<int, std::shared_ptr<Shown>>;  // depth (negative: not legible fitted)
   auto* watcher = new QFutureWatcher<Choice>(this);
@@ -216,7 +221,7 @@ void GraphView::zoom_to_legible_start() {
   QRectF r = scene()->sceneRect();
   if (r.isEmpty()) return;
   auto_fit_ = false;
-  const double target = kLegibleLabelPx / QFontMetricsF(node_label_font()).height() * 1.15;
+  const double target = legible_zoom() * 1.15;
   scale(target / zoom(), target / zoom());
   // The graph's start (its topmost box) at the top centre of the view.
   QPointF top(r.center().x(), r.bottom());
