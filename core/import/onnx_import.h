@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ir/graph.h"
@@ -62,7 +63,7 @@ struct ImportReport {
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options, ImportReport* report = nullptr);
 // `base_dir` resolves external data files.
-Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options,
+Graph import_onnx_bytes(std::string_view bytes, const std::string& base_dir, const ImportOptions& options,
                         ImportReport* report = nullptr);
 
 // The graph inputs whose values the model's shapes depend on (empty when it imports

@@ -1,5 +1,7 @@
 #include "core/ir/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -163,12 +165,17 @@ std::string shape_to_string(const Shape& shape) {
 }
 
 Storage::Storage(size_t bytes) : capacity_(bytes) {
+  // Large buffers (a GPT-2 embedding is 150 MB) sit on transparent huge pages: a 4 KiB page
+  // fault per page made filling them the largest part of opening such a model.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t align = bytes >= 2 * kHugePage ? kHugePage : 64;
   // Round up to the alignment so aligned_alloc's contract holds; never 0 bytes.
-  size_t padded = ((bytes + 63) / 64) * 64;
-  if (padded == 0) padded = 64;
-  data_ = static_cast<std::byte*>(std::aligned_alloc(64, padded));
+  size_t padded = ((bytes + align - 1) / align) * align;
+  if (padded == 0) padded = align;
+  data_ = static_cast<std::byte*>(std::aligned_alloc(align, padded));
   if (!data_)
     throw Error(ErrorKind::InvalidInput, "out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (align == kHugePage) madvise(data_, padded, MADV_HUGEPAGE);  // advice: ignored where THP is off
   std::memset(data_, 0, padded);
 }
 
