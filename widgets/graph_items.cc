@@ -12,8 +12,6 @@ namespace collage {
 
 namespace {
 
-constexpr double kTextLod = 0.45;  // below this scale no text is drawn
-
 double lod_of(const QPainter* painter, const QStyleOptionGraphicsItem* option) {
   return option->levelOfDetailFromTransform(painter->worldTransform());
 }
@@ -65,16 +63,33 @@ void NodeItem::set_detail(const QString& detail) {
 
 QRectF NodeItem::boundingRect() const { return rect_.adjusted(-3, -3, 3, 3); }
 
+namespace {
+
+constexpr double kFarLod = 0.15;  // below this scale a box is a few pixels
+
+// Far out a box is under a pixel: a cosmetic (1 px) outline in its colour keeps it visible.
+QPen node_pen(bool pinned, const QColor& fill, double lod) {
+  return pinned          ? QPen(Qt::black, 3)
+         : lod < kFarLod ? QPen(fill == Qt::white ? QColor(0x77, 0x77, 0x77) : fill.darker(130), 0)
+                         : QPen(QColor(0x33, 0x33, 0x33));
+}
+
+const QPen kSelectedPen(QColor(0xff, 0x6d, 0x00), 3);
+
+}  // namespace
+
+OverviewPicture::Box NodeItem::overview_box() const {
+  if (isSelected()) return {rect_.adjusted(-2, -2, 2, 2), fill_, kSelectedPen};
+  return {rect_, fill_, node_pen(pinned_, fill_, 0)};
+}
+
 void NodeItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
   const double lod = lod_of(painter, option);
-  // Far out a box is under a pixel: a cosmetic (1 px) outline in its colour keeps it visible.
-  painter->setPen(pinned_      ? QPen(Qt::black, 3)
-                  : lod < 0.15 ? QPen(fill_ == Qt::white ? QColor(0x77, 0x77, 0x77) : fill_.darker(130), 0)
-                               : QPen(QColor(0x33, 0x33, 0x33)));
+  painter->setPen(node_pen(pinned_, fill_, lod));
   painter->setBrush(fill_);
   painter->drawRect(rect_);
   if (isSelected()) {
-    painter->setPen(QPen(QColor(0xff, 0x6d, 0x00), 3));
+    painter->setPen(kSelectedPen);
     painter->setBrush(Qt::NoBrush);
     painter->drawRect(rect_.adjusted(-2, -2, 2, 2));
   }
@@ -198,10 +213,14 @@ QRectF KernelItem::boundingRect() const {
   return (outlined_ ? box_.adjusted(-1, -1, 1, 1) : QRectF()).united(label_rect_);
 }
 
+OverviewPicture::Box KernelItem::overview_box() const {
+  return {box_, QColor(), QPen(color_.darker(160), 2, Qt::DashLine)};
+}
+
 void KernelItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget*) {
   const double lod = lod_of(painter, option);
   if (outlined_) {
-    painter->setPen(QPen(color_.darker(160), 2, Qt::DashLine));
+    painter->setPen(overview_box().pen);
     painter->setBrush(Qt::NoBrush);
     painter->drawRect(box_);
   }

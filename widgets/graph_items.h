@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/ir/graph.h"
+#include "widgets/graph_overview.h"
 
 namespace collage {
 
@@ -25,6 +26,9 @@ namespace collage {
 QColor heat_color(double ms, double max_ms);
 // Black or white, whichever reads on `fill`.
 QColor text_color_on(const QColor& fill);
+
+// Below this scale (level of detail) the items draw no text.
+constexpr double kTextLod = 0.45;
 
 // The font of a node box's label (its first line).
 QFont node_label_font();
@@ -42,6 +46,7 @@ class NodeItem : public QGraphicsItem {
   void set_pinned(bool pinned);
   void set_detail(const QString& detail);  // a second, smaller line ("" none): its kernel's cost
   const QString& detail() const { return detail_; }
+  OverviewPicture::Box overview_box() const;  // as painted far out
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
 
@@ -84,6 +89,7 @@ class KernelItem : public QGraphicsItem {
   KernelItem(const QRectF& box, bool outlined, QString label, const QColor& color);
   int type() const override { return Type; }
   bool outlined() const { return outlined_; }
+  OverviewPicture::Box overview_box() const;  // the outline, as painted
   const QString& label() const { return label_; }
   QRectF boundingRect() const override;
   void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;

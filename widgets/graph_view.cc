@@ -6,6 +6,7 @@
 #include <QImage>
 #include <QKeyEvent>
 #include <QLinearGradient>
+#include <QPaintEvent>
 #include <QPainter>
 #include <QScrollBar>
 #include <QSvgGenerator>
@@ -13,12 +14,14 @@
 #include <QWheelEvent>
 #include <QtConcurrent>
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
 #include "app/explorer/model/backend_colors.h"
 #include "core/ir/op_label.h"
 #include "widgets/graph_items.h"
+#include "widgets/graph_overview.h"
 #include "widgets/minimap.h"
 
 namespace collage {
@@ -107,6 +110,7 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
   minimap_->hide();
   connect(minimap_, &Minimap::navigated, this, [this] { auto_fit_ = false; });
   connect(scene(), &QGraphicsScene::selectionChanged, this, [this] {
+    invalidate_overview();  // it shows the selection
     for (NodeItem* item : node_items_)
       if (item && item->isSelected()) {
         emit node_selected(item->node());
@@ -140,21 +144,33 @@ void GraphView::set_graph(const Graph* graph, const GraphLayout& layout) {
     node_edges_ = NodeEdges{};
     collapsed_.clear();
   }
-  build_scene();
   auto_fit_ = true;
-  fit();
   opening_depth_ = 0;
   opened_whole_ = true;
+  // A view not on screen has no size to be legible in: it opens as it is. One that opens
+  // collapsed does not build and paint the expanded scene first (for 8,000 nodes that held the
+  // GUI thread a third of a second); it shows "laying out" until its opening view is ready.
+  if (graph_ && open_readable_ && isVisible() && fitted_zoom(layout.width, layout.height) < legible_zoom()) {
+    clear_scene();
+    open_readable();
+    return;
+  }
+  build_scene();
+  fit();
   emit layout_changed();
-  // A view not on screen has no size to be legible in: it opens as it is.
-  if (graph_ && open_readable_ && isVisible() && label_px() < kLegibleLabelPx) open_readable();
 }
 
 double GraphView::label_px() const { return zoom() * QFontMetricsF(node_label_font()).height(); }
 
-// The zoom at which a node label is kLegibleLabelPx high on screen.
-static double legible_zoom() {
+double GraphView::legible_zoom() {
   return GraphView::kLegibleLabelPx / QFontMetricsF(node_label_font()).height();
+}
+
+double GraphView::fitted_zoom(double layout_width, double layout_height) const {
+  // As fit() shows it: fitInView's 2 px margins, the scene's 20 pt around the layout.
+  const double view_w = std::max(viewport()->width(), 200) - 4,
+               view_h = std::max(viewport()->height(), 200) - 4;
+  return std::min({view_w / (layout_width + 40), view_h / (layout_height + 40), kMaxFitZoom});
 }
 
 void GraphView::open_readable() {
@@ -179,14 +195,17 @@ void GraphView::open_readable() {
     requests.push_back(std::move(request));
   }
   if (depths.empty()) {  // no scopes: the graph as it is, legible on its start
+    build_scene();
     opened_whole_ = false;
+    emit layout_changed();
     zoom_to_legible_start();
     return;
   }
-  // As fit() will show it: fitInView's 2 px margins, the scene's 20 pt around the layout.
+  // Each depth's fitted zoom is fitted_zoom(); the lambda gets its inputs, not the view.
   const double view_w = std::max(viewport()->width(), 200) - 4,
                view_h = std::max(viewport()->height(), 200) - 4;
   const double min_zoom = legible_zoom();
+  shown_generation_ = generation_;  // the expanded graph is not shown: pending until the opening
   const unsigned generation = ++generation_;
   using Choice = std::pair<int, std::shared_ptr<Shown>>;  // depth (negative: not legible fitted)
   auto* watcher = new QFutureWatcher<Choice>(this);
@@ -202,13 +221,16 @@ void GraphView::open_readable() {
     if (!opened_whole_) zoom_to_legible_start();
   });
   watcher->setFuture(QtConcurrent::run([depths, requests, view_w, view_h, min_zoom]() -> Choice {
+    // A depth of a few boxes ("model" and the head) is legible but says nothing: the first
+    // depth with kInformativeUnits opens, zoomed to legible text when it does not fit.
     Choice best{-1, nullptr};
     for (size_t i = 0; i < depths.size(); ++i) {
       depths[i]->layout = layout_dag(requests[i]);
       const GraphLayout& l = depths[i]->layout;
       const double fitted = std::min({view_w / (l.width + 40), view_h / (l.height + 40), kMaxFitZoom});
       if (fitted < min_zoom) {
-        if (i == 0) best = {-1, depths[0]};
+        if (!best.second || best.second->graph.units.size() < static_cast<size_t>(kInformativeUnits))
+          best = {-(static_cast<int>(i) + 1), depths[i]};
         break;
       }
       best = {static_cast<int>(i) + 1, depths[i]};
@@ -234,7 +256,8 @@ void GraphView::zoom_to_legible_start() {
   minimap_->update();
 }
 
-void GraphView::build_scene() {
+void GraphView::clear_scene() {
+  invalidate_overview();
   node_items_.clear();  // before clear(): deleting selected items emits selectionChanged
   scope_items_.clear();
   edge_items_.clear();
@@ -243,11 +266,13 @@ void GraphView::build_scene() {
   scene()->blockSignals(true);
   scene()->clear();
   scene()->blockSignals(false);
-  if (!graph_ || !shown_) {
-    scene()->setSceneRect(QRectF());
-    schedule_minimap_refresh();
-    return;
-  }
+  scene()->setSceneRect(QRectF());
+  schedule_minimap_refresh();
+}
+
+void GraphView::build_scene() {
+  clear_scene();
+  if (!graph_ || !shown_) return;
   const CollapsedGraph& g = shown_->graph;
   const GraphLayout& layout = shown_->layout;
   std::map<std::pair<int, int>, const LayoutEdge*> routed;
@@ -306,12 +331,13 @@ void GraphView::set_coloring(Coloring coloring) {
 }
 
 void GraphView::recolor() {
+  invalidate_overview();
   for (KernelItem* item : kernel_items_) delete item;
   kernel_items_.clear();
   kernel_labels_.clear();
   shares_.clear();
   max_kernel_ms_ = 0;
-  if (!graph_ || !shown_) return;
+  if (!scene_built()) return;  // opening: build_scene() colours the items it makes
   double total = 0;
   if (placement_) {
     std::vector<KernelTime> times;
@@ -430,6 +456,7 @@ void GraphView::recolor() {
 }
 
 void GraphView::highlight(const std::vector<NodeId>& nodes) {
+  invalidate_overview();
   scene()->clearSelection();
   QGraphicsItem* first = nullptr;
   for (NodeId n : nodes) {
@@ -553,8 +580,78 @@ void GraphView::keyPressEvent(QKeyEvent* event) {
     QGraphicsView::keyPressEvent(event);
 }
 
+// ---- the zoomed-out overview ----
+
+bool GraphView::overview_shown() const {
+  const QRectF r = scene()->sceneRect();
+  if (r.isEmpty() || scope_box_count() > 0 ||  // scope titles are drawn at a fixed on-screen size
+      static_cast<int>(edge_items_.size()) + node_count() <= overview_items_)
+    return false;
+  return zoom() < overview_limit();
+}
+
+double GraphView::overview_limit() const {
+  const QRectF r = scene()->sceneRect();
+  if (r.isEmpty()) return 0;
+  return std::min({1.0, kOverviewPixels / std::max(r.width(), r.height()), kTextLod});
+}
+
+void GraphView::paintEvent(QPaintEvent* event) {
+  if (!overview_shown() || !overview_) {
+    if (overview_shown() && overview_requested_ != overview_generation_) request_overview();
+    QGraphicsView::paintEvent(event);  // the items themselves until the overview is drawn
+    return;
+  }
+  QPainter painter(viewport());
+  painter.fillRect(event->rect(), backgroundBrush());
+  painter.setRenderHint(QPainter::SmoothPixmapTransform);
+  painter.setTransform(viewportTransform());
+  painter.drawImage(scene()->sceneRect(), *overview_);
+  drawForeground(&painter, mapToScene(event->rect()).boundingRect());
+}
+
+void GraphView::invalidate_overview() {
+  overview_.reset();
+  ++overview_generation_;  // an overview being drawn shows the scene as it was
+}
+
+void GraphView::request_overview() {
+  const QRectF r = scene()->sceneRect();
+  const double s = std::min(1.0, kOverviewPixels / std::max(r.width(), r.height()));
+  OverviewPicture picture;
+  picture.scene_rect = r;
+  picture.size = QSize(std::max(1, static_cast<int>(std::ceil(r.width() * s))),
+                       std::max(1, static_cast<int>(std::ceil(r.height() * s))));
+  picture.background = backgroundBrush().color();
+  for (QGraphicsPathItem* e : edge_items_) picture.edges.push_back({e->path(), e->pen()});
+  for (NodeItem* n : node_items_)
+    if (n) picture.boxes.push_back(n->overview_box());
+  for (KernelItem* k : kernel_items_)
+    if (k && k->outlined()) picture.boxes.push_back(k->overview_box());
+  const unsigned generation = overview_requested_ = overview_generation_;
+  auto* watcher = new QFutureWatcher<QImage>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+    QImage image = watcher->result();
+    watcher->deleteLater();
+    if (generation != overview_generation_) return;  // the scene changed meanwhile
+    overview_ = std::make_unique<QImage>(std::move(image));
+    viewport()->update();
+    emit overview_drawn();
+  });
+  watcher->setFuture(QtConcurrent::run([picture = std::move(picture)] { return draw_overview(picture); }));
+}
+
 void GraphView::drawForeground(QPainter* painter, const QRectF& rect) {
   QGraphicsView::drawForeground(painter, rect);
+  if (graph_ && layout_pending() && scene()->items().isEmpty()) {  // opening: nothing to show yet
+    painter->save();
+    painter->resetTransform();
+    painter->setPen(QColor(0x66, 0x66, 0x66));
+    painter->drawText(viewport()->rect(), Qt::AlignCenter,
+                      QString("Laying out %1 nodes…").arg(graph_->num_nodes()));
+    painter->restore();
+    return;
+  }
   if (coloring_ != Coloring::CostHeatmap || !placement_ || max_kernel_ms_ <= 0) return;
   // The heatmap's scale, fixed in the top-left corner of the viewport.
   painter->save();
@@ -650,6 +747,11 @@ void GraphView::show_layout(std::shared_ptr<Shown> shown, NodeId focus) {
   emit layout_changed();
 }
 
+bool GraphView::scene_built() const {
+  return graph_ && shown_ && node_items_.size() == static_cast<size_t>(graph_->num_nodes()) &&
+         edge_items_.size() == shown_->graph.edges.size();
+}
+
 QGraphicsItem* GraphView::unit_item(int unit) const {
   if (!shown_ || unit < 0 || static_cast<size_t>(unit) >= shown_->graph.units.size()) return nullptr;
   const CollapsedGraph::Unit& u = shown_->graph.units[static_cast<size_t>(unit)];
@@ -702,7 +804,7 @@ QString GraphView::kernel_label(size_t kernel) const {
 }
 
 const CollapsedGraph::Edge* GraphView::shown_edge(NodeId from, NodeId to) const {
-  if (!shown_) return nullptr;
+  if (!scene_built()) return nullptr;
   for (const CollapsedGraph::Edge& e : shown_->graph.edges)
     for (auto member : e.members)
       if (member.first == from && member.second == to) return &e;

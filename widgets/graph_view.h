@@ -25,6 +25,7 @@
 #include "core/search/placement.h"
 
 class QGraphicsPathItem;
+class QImage;
 
 namespace collage {
 
@@ -46,15 +47,36 @@ class GraphView : public QGraphicsView {
   // start, the minimap showing the rest.
   // Off by default (a plain view shows the layout it is given, fitted); the explorer turns it
   // on. Only a view on screen (isVisible()) has a size to be legible in.
+  // A depth of fewer than kInformativeUnits boxes and nodes (one "model" box and the head)
+  // is passed over for the next one, opened at legible zoom on its start if it does not fit.
+  // A graph that opens collapsed is not first built and painted expanded (layout_pending()
+  // until the opening view is shown; "Laying out N nodes…" meanwhile).
   static constexpr double kLegibleLabelPx = 9;
   static constexpr int kOpeningUnits = 1500;
+  static constexpr int kInformativeUnits = 6;
   void set_open_readable(bool on) { open_readable_ = on; }
+
+  // Zoomed out on a graph of more than kOverviewItems nodes and edges, the view paints one
+  // image of the whole scene (widgets/graph_overview.h: kOverviewPixels on its long side,
+  // drawn off the GUI thread, again after any change of colour, selection or layout) instead
+  // of every item: painting 17,000 items took 40-120 ms a frame. Only below the image's own
+  // scale, so it is never blurred, and where items draw no text (kTextLod), and not while
+  // scope boxes (titles at a fixed on-screen size) are shown. Until the image is drawn, the
+  // items are painted.
+  static constexpr int kOverviewItems = 3000;
+  static constexpr double kOverviewPixels = 4096;
+  void set_overview_items(int items) { overview_items_ = items; }  // tests: the threshold
+  bool overview_shown() const;  // at this zoom the overview is painted (once drawn)
+  // The zoom below which it may be: the image's scale, and no further in than items draw text.
+  double overview_limit() const;
+  bool overview_ready() const { return overview_ != nullptr; }
 
   explicit GraphView(QWidget* parent = nullptr);
   ~GraphView() override;
   // `graph` must outlive the view (or the next set_graph); `layout` is the graph's own
-  // (every scope expanded), shown at once; when its labels are not legible fitted, the
-  // opening view follows (kLegibleLabelPx; layout_changed() twice). Clears the placement.
+  // (every scope expanded), shown at once (layout_changed()) unless its labels would not be
+  // legible fitted: then the opening view is chosen off the GUI thread and shown when ready
+  // (layout_pending() until then, one layout_changed()). Clears the placement.
   void set_graph(const Graph* graph, const GraphLayout& layout);
   void set_placement(const Placement* placement);  // nullptr: uncoloured; must outlive its use
   void set_coloring(Coloring coloring);
@@ -108,6 +130,7 @@ class GraphView : public QGraphicsView {
   void node_context_menu(int node, QPoint global_pos);
   void scope_context_menu(int scope, QPoint global_pos);
   void layout_changed();  // a new graph or a relayout after collapse/expand is shown
+  void overview_drawn();  // the zoomed-out overview image is ready (and painted next)
 
  protected:
   void wheelEvent(QWheelEvent* event) override;
@@ -118,11 +141,18 @@ class GraphView : public QGraphicsView {
   void resizeEvent(QResizeEvent* event) override;
   void scrollContentsBy(int dx, int dy) override;
   void drawForeground(QPainter* painter, const QRectF& rect) override;
+  void paintEvent(QPaintEvent* event) override;
 
  private:
   struct Shown;  // the collapsed graph and its layout, built off the GUI thread
   void relayout(std::vector<bool> collapsed, NodeId focus);
   void open_readable();          // chooses the opening depth off the GUI thread (see kLegibleLabelPx)
+  static double legible_zoom();  // the zoom at which a node label is kLegibleLabelPx high on screen
+  double fitted_zoom(double layout_width, double layout_height) const;  // as fit() would show it
+  void clear_scene();
+  bool scene_built() const;  // the items of shown_ exist (false while a graph opens collapsed)
+  void invalidate_overview();
+  void request_overview();       // draws the overview off the GUI thread (overview_drawn())
   void zoom_to_legible_start();  // legible text, the graph's first unit at the top
   void show_layout(std::shared_ptr<Shown> shown, NodeId focus);
   void build_scene();
@@ -152,6 +182,10 @@ class GraphView : public QGraphicsView {
   bool minimap_refresh_pending_ = false;
   bool auto_fit_ = true;  // fitted and not moved by the user since: refit on resize
   bool open_readable_ = false;
+  int overview_items_ = kOverviewItems;
+  std::unique_ptr<QImage> overview_;   // null: drawn again when next needed
+  unsigned overview_generation_ = 0;   // of the scene's look; bumped by invalidate_overview()
+  unsigned overview_requested_ = ~0u;  // the generation last sent to be drawn (none yet)
   int opening_depth_ = 0;
   bool opened_whole_ = true;
   QFutureWatcher<std::shared_ptr<Shown>>* watcher_ = nullptr;

@@ -499,6 +499,8 @@ const std::map<std::string, Factory>& factories() {
       {"vit_small", vit_small},
       {"gpt_block", gpt_block},
       {"gpt_block_inf_mask", gpt_block_inf_mask},
+      {"gpt2_small", gpt2_small},
+      {"llama_decoder_8k", llama_decoder_8k},
       {"lstm_classifier", lstm_classifier},
       {"segmentation_head", segmentation_head},
       {"resnet_small_opset18",
@@ -554,6 +556,12 @@ const std::vector<SampleInfo>& sample_list() {
        "gpt_block with the causal mask as masked_fill(float('-inf')) exports it: -inf scores, exact zeros "
        "after "
        "Softmax",
+       false},
+      {"gpt2_small",
+       "gpt_block_inf_mask at GPT-2-small size: 12 layers, d 768, 12 heads, seq 128, vocab 50257 (~660 MB)",
+       false},
+      {"llama_decoder_8k",
+       "12-layer Llama-style decoder written out head by head (RMSNorm, rotary, SwiGLU): ~8,000 nodes",
        false},
       {"lstm_classifier", "LSTM text classifier: embedding, 1-layer LSTM (hidden 48), last hidden -> Gemm",
        false},

@@ -111,8 +111,12 @@ OnnxBuilder vit_small(uint64_t seed) {
 
 namespace {
 
-OnnxBuilder gpt_decoder(const std::string& name, uint64_t seed, float mask_fill) {
-  const int64_t d = 64, heads = 4, seq = 32, vocab = 100;
+struct DecoderShape {
+  int64_t layers = 2, d = 64, heads = 4, seq = 32, vocab = 100;
+};
+
+OnnxBuilder gpt_decoder(const std::string& name, uint64_t seed, float mask_fill, DecoderShape shape = {}) {
+  const int64_t d = shape.d, heads = shape.heads, seq = shape.seq, vocab = shape.vocab;
   B b(name, 17, seed);
   std::string ids = b.input("input_ids", DType::Int64, {std::string("batch"), seq});
   std::string x = b.op("Gather", {b.random_normal("wte.weight", {vocab, d}, 0.02f), ids});
@@ -127,7 +131,7 @@ OnnxBuilder gpt_decoder(const std::string& name, uint64_t seed, float mask_fill)
         b.op("Trilu", {b.initializer("causal_mask.ones", ones)}, {B::attr("upper", int64_t{0})});
     masked = b.op("Equal", {tril, b.float_constant(0.0f)});
   }
-  for (int l = 0; l < 2; ++l) {
+  for (int64_t l = 0; l < shape.layers; ++l) {
     Scope s(b, "h." + std::to_string(l));
     x = pre_ln_block(b, x, seq, d, heads, masked, true, mask_fill);
   }
@@ -149,6 +153,118 @@ OnnxBuilder gpt_block(uint64_t seed) {
 
 OnnxBuilder gpt_block_inf_mask(uint64_t seed) {
   return gpt_decoder("gpt_block_inf_mask", seed, -std::numeric_limits<float>::infinity());
+}
+
+OnnxBuilder gpt2_small(uint64_t seed) {
+  return gpt_decoder("gpt2_small", seed, -std::numeric_limits<float>::infinity(), {12, 768, 12, 128, 50257});
+}
+
+namespace {
+
+// RMSNorm as LlamaRMSNorm exports it: x * rsqrt(mean(x²) + eps) * weight.
+std::string rms_norm(B& b, const std::string& x, const std::string& weight_name, int64_t d) {
+  std::string ms = b.op("ReduceMean", {b.op("Pow", {x, b.float_constant(2.0f)})},
+                        {B::attr("axes", std::vector<int64_t>{-1}), B::attr("keepdims", int64_t{1})});
+  std::string inv = b.op("Reciprocal", {b.op("Sqrt", {b.op("Add", {ms, b.float_constant(1e-6f)})})});
+  Tensor w(DType::Float32, {d});
+  for (int64_t i = 0; i < d; ++i) w.data<float>()[i] = 1.0f;
+  return b.op("Mul", {b.initializer(weight_name, w), b.op("Mul", {x, inv})});
+}
+
+// x[..., lo:hi] along the last axis, as tensor slicing exports it.
+std::string slice_last(B& b, const std::string& x, int64_t lo, int64_t hi) {
+  return b.op("Slice", {x, b.constant_node({lo}), b.constant_node({hi}), b.constant_node({-1})});
+}
+
+// q·cos + rotate_half(q)·sin, rotate_half(q) = cat(-q[..., h/2:], q[..., :h/2]).
+std::string rotary(B& b, const std::string& x, const std::string& cos, const std::string& sin, int64_t dh) {
+  std::string rotated =
+      b.op("Concat", {b.op("Neg", {slice_last(b, x, dh / 2, dh)}), slice_last(b, x, 0, dh / 2)},
+           {B::attr("axis", int64_t{-1})});
+  return b.op("Add", {b.op("Mul", {x, cos}), b.op("Mul", {rotated, sin})});
+}
+
+}  // namespace
+
+OnnxBuilder llama_decoder_8k(uint64_t seed) {
+  const int64_t layers = 12, heads = 28, dh = 8, d = heads * dh, ffn = 608, seq = 64, vocab = 320;
+  B b("llama_decoder_8k", 17, seed);
+  std::string ids = b.input("input_ids", DType::Int64, {std::string("batch"), seq});
+  std::string x = b.op("Gather", {b.random_normal("model.embed_tokens.weight", {vocab, d}, 0.02f), ids});
+  // Rotary tables [seq, dh] and the additive causal mask [seq, seq] (finfo.min above the diagonal).
+  Tensor cos_t(DType::Float32, {seq, dh}), sin_t(DType::Float32, {seq, dh}),
+      mask_t(DType::Float32, {seq, seq});
+  for (int64_t p = 0; p < seq; ++p) {
+    for (int64_t i = 0; i < dh; ++i) {
+      const double angle =
+          static_cast<double>(p) / std::pow(10000.0, static_cast<double>(2 * (i % (dh / 2))) / dh);
+      cos_t.data<float>()[p * dh + i] = static_cast<float>(std::cos(angle));
+      sin_t.data<float>()[p * dh + i] = static_cast<float>(std::sin(angle));
+    }
+    for (int64_t q = 0; q < seq; ++q)
+      mask_t.data<float>()[p * seq + q] = q > p ? std::numeric_limits<float>::lowest() : 0.0f;
+  }
+  const std::string cos = b.initializer("model.rotary_emb.cos", cos_t),
+                    sin = b.initializer("model.rotary_emb.sin", sin_t),
+                    mask = b.initializer("model.causal_mask", mask_t);
+  const float wsd = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t l = 0; l < layers; ++l) {
+    const std::string layer = "model.layers." + std::to_string(l);
+    Scope s(b, "model/layers." + std::to_string(l));
+    std::string attended;
+    {
+      Scope a(b, "self_attn");
+      std::string h;
+      {
+        Scope n(b, "input_layernorm");
+        h = rms_norm(b, x, layer + ".input_layernorm.weight", d);
+      }
+      auto proj = [&](const std::string& which) {
+        Scope p(b, which);
+        return b.op("MatMul", {h, b.random_normal(layer + ".self_attn." + which + ".weight_t", {d, d}, wsd)});
+      };
+      std::string q = proj("q_proj"), k = proj("k_proj"), v = proj("v_proj");
+      // Every head written out: its slices, rotary, scores, causal mask, softmax, context.
+      std::vector<std::string> contexts;
+      for (int64_t hd = 0; hd < heads; ++hd) {
+        Scope head(b, "head." + std::to_string(hd));
+        std::string qh = rotary(b, slice_last(b, q, hd * dh, (hd + 1) * dh), cos, sin, dh);
+        std::string kh = rotary(b, slice_last(b, k, hd * dh, (hd + 1) * dh), cos, sin, dh);
+        std::string vh = slice_last(b, v, hd * dh, (hd + 1) * dh);
+        std::string kt = b.op("Transpose", {kh}, {B::attr("perm", std::vector<int64_t>{0, 2, 1})});
+        std::string scores =
+            b.op("Div", {b.op("MatMul", {qh, kt}), b.float_constant(std::sqrt(static_cast<float>(dh)))});
+        std::string probs = b.op("Softmax", {b.op("Add", {scores, mask})}, {B::attr("axis", int64_t{-1})});
+        contexts.push_back(b.op("MatMul", {probs, vh}));
+      }
+      std::string ctx = b.op("Concat", contexts, {B::attr("axis", int64_t{-1})});
+      Scope o(b, "o_proj");
+      attended = b.op(
+          "Add",
+          {x, b.op("MatMul", {ctx, b.random_normal(layer + ".self_attn.o_proj.weight_t", {d, d}, wsd)})});
+    }
+    Scope m(b, "mlp");
+    std::string h;
+    {
+      Scope n(b, "post_attention_layernorm");
+      h = rms_norm(b, attended, layer + ".post_attention_layernorm.weight", d);
+    }
+    std::string gate = b.op("MatMul", {h, b.random_normal(layer + ".mlp.gate_proj.weight_t", {d, ffn}, wsd)});
+    std::string up = b.op("MatMul", {h, b.random_normal(layer + ".mlp.up_proj.weight_t", {d, ffn}, wsd)});
+    std::string act = b.op("Mul", {b.op("Mul", {gate, b.op("Sigmoid", {gate})}), up});  // SiLU(gate) * up
+    Scope dn(b, "down_proj");
+    x = b.op("Add",
+             {attended, b.op("MatMul", {act, b.random_normal(layer + ".mlp.down_proj.weight_t", {ffn, d},
+                                                             1.0f / std::sqrt(static_cast<float>(ffn)))})});
+  }
+  {
+    Scope n(b, "model/norm");
+    x = rms_norm(b, x, "model.norm.weight", d);
+  }
+  Scope h(b, "lm_head");
+  b.output(b.op("MatMul", {x, b.random_normal("lm_head.weight_t", {d, vocab}, wsd)}), "logits",
+           {std::string("batch"), seq, vocab});
+  return b;
 }
 
 OnnxBuilder lstm_classifier(uint64_t seed) {

@@ -14,7 +14,12 @@ namespace collage::samples {
 OnnxBuilder vit_small(uint64_t seed);           // patch Conv, class token Concat, position Add, pre-LN blocks
 OnnxBuilder gpt_block(uint64_t seed);           // causal mask via Trilu + Where, tanh-GELU, pre-LN
 OnnxBuilder gpt_block_inf_mask(uint64_t seed);  // the same with masked_fill(float('-inf')): Where(m, -inf, s)
-OnnxBuilder lstm_classifier(uint64_t seed);     // Gather embedding -> LSTM -> last hidden -> Gemm
+OnnxBuilder gpt2_small(
+    uint64_t seed);  // gpt_block_inf_mask at GPT-2-small size: 12 layers, d 768, seq 128, ~660 MB
+// A 12-layer Llama-style decoder written out head by head (RMSNorm, rotary, SwiGLU): ~8,000 nodes, small
+// weights.
+OnnxBuilder llama_decoder_8k(uint64_t seed);
+OnnxBuilder lstm_classifier(uint64_t seed);    // Gather embedding -> LSTM -> last hidden -> Gemm
 OnnxBuilder segmentation_head(uint64_t seed);  // conv encoder, 1x1 classifier, Resize up, ArgMax over classes
 
 }  // namespace collage::samples

@@ -65,6 +65,34 @@ class GraphViewTest : public QObject {
   Placement placement_;
   std::map<NodeId, size_t> kernel_of_;
 
+  // The share of 4×4-pixel blocks whose mean colour differs by more than 48 in a channel:
+  // the same picture drawn with and without antialiasing differs only in thin lines' pixels.
+  static double image_difference(const QImage& a, const QImage& b) {
+    if (a.size() != b.size()) return 1;
+    const QSize blocks = a.size() / 4;
+    const QImage x = a.convertToFormat(QImage::Format_RGB32)
+                         .scaled(blocks, Qt::IgnoreAspectRatio, Qt::SmoothTransformation),
+                 y = b.convertToFormat(QImage::Format_RGB32)
+                         .scaled(blocks, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+    int64_t differ = 0;
+    for (int r = 0; r < x.height(); ++r)
+      for (int c = 0; c < x.width(); ++c) {
+        const QRgb p = x.pixel(c, r), q = y.pixel(c, r);
+        if (std::abs(qRed(p) - qRed(q)) > 48 || std::abs(qGreen(p) - qGreen(q)) > 48 ||
+            std::abs(qBlue(p) - qBlue(q)) > 48)
+          ++differ;
+      }
+    return static_cast<double>(differ) / (static_cast<double>(x.width()) * x.height());
+  }
+
+  // The boxes and nodes the graph shows collapsed to `depth` (core/ir/scope_tree.h).
+  int units_at_depth(int depth, const Graph* graph = nullptr) const {
+    const Graph& g = graph ? *graph : graph_;
+    const collage::ScopeTree tree = collage::ScopeTree::of(g);
+    return static_cast<int>(
+        collage::collapse(tree, collage::node_edges(g), tree.collapsed_at_depth(depth)).units.size());
+  }
+
   void show(GraphView& view) {
     view.resize(900, 650);
     view.show();
@@ -245,6 +273,40 @@ class GraphViewTest : public QObject {
     QCOMPARE(view.kernel_label(0), QString::fromStdString(p.kernels[0].backend) + " · no cost");
   }
 
+  // Zoomed out on more nodes and edges than the threshold, the view paints one overview
+  // image (drawn off the GUI thread) instead of the items: it shows what they show, and it
+  // is drawn again when the colours change.
+  void zoomed_out_it_paints_an_overview_of_what_the_items_show() {
+    GraphView view;
+    show(view);
+    view.set_placement(&placement_);
+    // Almost as far in as the overview goes, the boxes large on screen.
+    view.zoom_by(0.9 * view.overview_limit() / view.zoom());
+    QVERIFY(!view.overview_shown());  // ResNet-50 has fewer items than the default threshold
+    const QImage items = view.viewport()->grab().toImage();
+    view.set_overview_items(0);
+    QVERIFY(view.overview_shown());
+    QSignalSpy drawn(&view, &GraphView::overview_drawn);
+    const QImage before = view.viewport()->grab().toImage();  // items, while it is drawn
+    QVERIFY(drawn.wait(30000));
+    QVERIFY(view.overview_ready());
+    const QImage overview = view.viewport()->grab().toImage();
+    QCOMPARE(image_difference(before, items), 0.0);
+    QImage blank(items.size(), QImage::Format_RGB32);
+    blank.fill(view.backgroundBrush().color());
+    const double graph = image_difference(items, blank), differs = image_difference(overview, items);
+    qInfo("the graph covers %.1f%% of the view; the overview differs on %.1f%%", 100 * graph, 100 * differs);
+    QVERIFY(graph > 0.02);
+    QVERIFY2(differs < 0.1 * graph, qPrintable(QString::number(differs)));
+    view.set_coloring(GraphView::Coloring::CostHeatmap);
+    QVERIFY(!view.overview_ready());
+    view.viewport()->grab();
+    QVERIFY(drawn.wait(30000));
+    QVERIFY(image_difference(view.viewport()->grab().toImage(), overview) > 0.1 * graph);
+    view.zoom_by(1.5);  // past the image's scale: the items again
+    QVERIFY(!view.overview_shown());
+  }
+
   void collapsed_scopes_sum_their_time_and_expand_in_place() {
     GraphView view;
     show(view);
@@ -305,19 +367,22 @@ class GraphViewTest : public QObject {
     view.resize(900, 650);
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
-    view.set_graph(&graph_, layout_);
-    QVERIFY(view.label_px() < GraphView::kLegibleLabelPx);  // the expanded graph, fitted
-    QVERIFY(view.layout_pending());
     QSignalSpy relaid(&view, &GraphView::layout_changed);
+    view.set_graph(&graph_, layout_);
+    // The expanded graph is not built first: nothing is shown until the opening view is.
+    QVERIFY(view.layout_pending());
+    QCOMPARE(view.node_count(), 0);
+    QCOMPARE(relaid.count(), 0);
     QVERIFY(relaid.wait(60000));
+    QCOMPARE(relaid.count(), 1);
     QVERIFY(!view.layout_pending());
     const int depth = view.opening_depth();
     QVERIFY(depth >= 1);
     QVERIFY2(view.label_px() >= GraphView::kLegibleLabelPx, qPrintable(QString::number(view.label_px())));
     QVERIFY(view.scope_box_count() > 0);
-    if (!view.opened_whole()) {  // not even depth 1 fits legibly: zoomed on its start, the minimap for the
-                                 // rest
-      QCOMPARE(depth, 1);
+    if (!view.opened_whole()) {  // the first informative depth does not fit legibly: zoomed on its
+                                 // start, the minimap for the rest
+      QVERIFY(depth == 1 || units_at_depth(depth - 1) < GraphView::kInformativeUnits);
       QVERIFY(view.minimap()->isVisible());
       return;
     }
@@ -327,6 +392,28 @@ class GraphViewTest : public QObject {
     QVERIFY(relaid.wait(60000));
     view.fit();
     QVERIFY2(view.label_px() < GraphView::kLegibleLabelPx, qPrintable(QString::number(view.label_px())));
+  }
+
+  // Exports that put every layer under one root ("model/layers.0/…") open below it: the
+  // depth of one "model" box is legible but shows nothing of the structure.
+  void a_single_root_scope_opens_at_the_depth_below_it() {
+    Graph rooted = graph_;
+    for (collage::Node& n : rooted.nodes) n.name = "/model" + n.name;
+    GraphView view;
+    view.set_open_readable(true);
+    view.resize(500, 300);  // small enough that the depth below the root does not fit legibly
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy relaid(&view, &GraphView::layout_changed);
+    view.set_graph(&rooted, layout_);
+    QVERIFY(relaid.wait(60000));
+    QCOMPARE(units_at_depth(1, &rooted), 1);  // "model", as the test's premise
+    QVERIFY(view.opening_depth() >= 2);
+    QVERIFY(units_at_depth(view.opening_depth(), &rooted) >= GraphView::kInformativeUnits);
+    QVERIFY(!view.opened_whole());  // zoomed to legible text on its start
+    QVERIFY(view.minimap()->isVisible());
+    QVERIFY(view.scope_box_count() > 1);
+    QVERIFY2(view.label_px() >= GraphView::kLegibleLabelPx, qPrintable(QString::number(view.label_px())));
   }
 
   // A graph without name scopes that is illegible fitted opens at legible zoom on its start.

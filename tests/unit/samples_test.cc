@@ -59,6 +59,26 @@ TEST_F(SamplesTest, SmallSamplesAreValidOnnxImportAndRun) {
   }
 }
 
+// The explorer's large-graph benchmark input (tests/bench/explorer_open_bench.sh): a valid
+// model of 12 Llama-style layers, written out head by head, that imports as ~8,000 nodes under
+// 12 name scopes and runs to finite logits.
+TEST_F(SamplesTest, LlamaDecoderImportsAsAnEightThousandNodeGraphAndRuns) {
+  OnnxBuilder b = samples::build_sample("llama_decoder_8k");
+  onnx::ModelProto m = b.build();
+  EXPECT_NO_THROW(onnx::checker::check_model(m));
+  std::string path = (dir_ / "llama_decoder_8k.onnx").string();
+  b.save(path);
+  Graph g = import(path);
+  EXPECT_GE(g.num_nodes(), 8000);
+  std::set<std::string> layers;
+  for (const Node& n : g.nodes)
+    if (n.name.rfind("/model/layers.", 0) == 0) layers.insert(n.name.substr(0, n.name.find('/', 14)));
+  EXPECT_EQ(layers.size(), 12u);
+  auto out = run(g);
+  ASSERT_EQ(out.size(), 1u);
+  for (double x : out[0].to_double_vector()) ASSERT_TRUE(std::isfinite(x));
+}
+
 TEST_F(SamplesTest, DeterministicForASeedDifferentAcrossSeeds) {
   std::string a = samples::build_sample("resnet_small", 1).build().SerializeAsString();
   std::string b = samples::build_sample("resnet_small", 1).build().SerializeAsString();
