@@ -775,23 +775,37 @@ class RegionKernel : public Kernel {
     Shape bs(y.size() - std::min(y.size(), g_.value(b).shape.size()), 1);
     bs.insert(bs.end(), g_.value(b).shape.begin(), g_.value(b).shape.end());
     bool full = bs == y;
-    auto build = [&](const memory::desc& s0) {
-      memory::desc s1 = full ? s0 : plain(bs);
+    auto build = [&](const memory::desc& s0, const memory::desc* s1_layout = nullptr) {
+      memory::desc s1 = full ? s0 : s1_layout ? *s1_layout : plain(bs);
       dnnl::binary::desc d(*onednn::binary_of(n.op_type), s0, s1, s0);
       return dnnl::binary::primitive_desc(d, attr_with(ops), cpu());
     };
+    // A per-channel operand of the result's rank (an SE block's [1, C, 1, 1] scale) is tried
+    // in the layout its producer wrote: oneDNN's jit binary broadcasts a blocked one, where a
+    // plain one made it fall back to the plain layout, reordering x there and back per block.
+    const bool blocked_operand = !full && !is_const(g_, b) && g_.value(b).shape == bs;
+    bool operand_as_written = false;
     std::optional<dnnl::binary::primitive_desc> pd;
     try {
       pd = build(src0);
-      if (!full && !fast_impl(pd->impl_info_str())) pd = build(plain(y));
+      if (!full && !fast_impl(pd->impl_info_str())) {
+        if (blocked_operand) try {
+            const memory::desc written = layout_of(b);
+            auto blocked = build(src0, &written);
+            if (fast_impl(blocked.impl_info_str())) pd = blocked, operand_as_written = true;
+          } catch (const dnnl::error&) {
+          }
+        if (!operand_as_written) pd = build(plain(y));
+      }
     } catch (const dnnl::error&) {
       pd = build(plain(y));
+      operand_as_written = false;
     }
     std::unordered_map<int, memory> args;
     args[DNNL_ARG_SRC_0] = in_layout(a, pd->src_desc(0));
     if (is_const(g_, b))
       args[DNNL_ARG_SRC_1] = onednn::constant_memory(*g_.value(b).constant, plain(bs), pd->src_desc(1));
-    else if (full)
+    else if (full || operand_as_written)
       args[DNNL_ARG_SRC_1] = in_layout(b, pd->src_desc(1));
     else
       args[DNNL_ARG_SRC_1] = alias_plain(b, pd->src_desc(1));
