@@ -544,6 +544,20 @@ class RegionKernel : public Kernel {
       }
     }
     std::optional<memory> dst;
+    if constexpr (std::is_same_v<Prim, dnnl::convolution_forward>) {
+      if (!f.has_binary())
+        if (std::optional<FusedDepthwise> dw = fuse_depthwise(n, ws, geo, f.out, pd, ops, build)) {
+          dst = new_buffer(dw->pd.dst_desc());
+          args[DNNL_ARG_SRC] = in_layout(n.inputs[0], dw->pd.src_desc());
+          args[DNNL_ARG_WEIGHTS] = onednn::constant_memory(wt, plain(ws), dw->pd.weights_desc());
+          if (bias_md) args[DNNL_ARG_BIAS] = onednn::constant_memory(*bias, *bias_md);
+          for (auto& [arg, m] : dw->args) args[arg] = m;
+          args[DNNL_ARG_DST] = *dst;
+          add_primitive(dw->pd, std::move(args));
+          define(dw->out, *dst);
+          return;
+        }
+    }
     if (auto slot = f.has_binary() ? std::nullopt : concat_slot(f.out, pd.dst_desc())) {
       try {
         auto in_place = build(pd.src_desc(), slot->second, ops);
@@ -562,6 +576,94 @@ class RegionKernel : public Kernel {
     args[DNNL_ARG_DST] = *dst;
     add_primitive(pd, std::move(args));
     define(f.out, *dst);
+  }
+
+  // ---- depthwise fusion ----------------------------------------------------------------
+  // A 1x1 convolution whose (activated) output only a 3x3 depthwise convolution of stride 1
+  // or 2 and padding 1 reads (the expand -> depthwise pair of every MobileNet/EfficientNet
+  // block) runs with that one as oneDNN's depthwise post-op, and the depthwise's own
+  // activation after it: the expanded tensor, the block's largest, is never written out.
+  struct FusedDepthwise {
+    dnnl::convolution_forward::primitive_desc pd;
+    std::unordered_map<int, memory> args;  // the depthwise weights and bias
+    ValueId out;
+  };
+  template <class Build>
+  std::optional<FusedDepthwise> fuse_depthwise(const Node& head, const Shape& head_ws,
+                                               const onednn::ConvGeometry& geo, ValueId v,
+                                               const dnnl::convolution_forward::primitive_desc& pd,
+                                               const dnnl::post_ops& head_ops, Build& build) {
+    auto all_of = [](const memory::dims& d, memory::dim x) {
+      return std::all_of(d.begin(), d.end(), [x](memory::dim e) { return e == x; });
+    };
+    if (head_ws.size() != 4 || head_ws[2] != 1 || head_ws[3] != 1 || head.attr_int("group", 1) != 1 ||
+        !all_of(geo.strides, 1) || !all_of(geo.pad_l, 0) || !all_of(geo.pad_r, 0))
+      return std::nullopt;
+    const Node* dw = sole_reader(v);
+    const Shape& xs = g_.value(v).shape;
+    if (!dw || dw->op_type != "Conv" || dw->inputs[0] != v || xs.size() != 4 || xs[0] != 1 ||
+        dw->attr_int("group", 1) != xs[1])
+      return std::nullopt;
+    const Node* bn = batch_norm_after(g_, *dw, sub_.nodes);
+    IndexSet nodes(g_.nodes.size());
+    nodes.add(static_cast<size_t>(dw - &g_.nodes[0]));
+    if (bn) nodes.add(static_cast<size_t>(bn - &g_.nodes[0]));
+    std::optional<FoldedConv> folded;
+    try {
+      folded = fold_conv(g_, make_subgraph(g_, nodes));
+    } catch (const Error&) {
+      return std::nullopt;  // weights computed in the graph
+    }
+    if (folded->weight.shape() != Shape{xs[1], 1, 3, 3}) return std::nullopt;
+    const Shape& ys = g_.value(dw->outputs[0]).shape;
+    const onednn::ConvGeometry dg = onednn::conv_geometry(*dw, xs, folded->weight.shape(), ys, false);
+    const memory::dim stride = dg.strides[0];
+    if (!all_of(dg.strides, stride) || (stride != 1 && stride != 2) || !all_of(dg.dilates, 0) ||
+        !all_of(dg.pad_l, 1) ||
+        ys != Shape{1, xs[1], (xs[2] + stride - 1) / stride, (xs[3] + stride - 1) / stride})
+      return std::nullopt;
+    // The depthwise's activation chain (eltwise only: its binaries would need operands here).
+    ValueId dw_out = bn ? bn->outputs[0] : dw->outputs[0];
+    Fusion after = chain_after(dw_out);
+    if (after.has_binary()) return std::nullopt;
+    std::optional<dnnl::convolution_forward::primitive_desc> fused;
+    try {
+      dnnl::post_ops ops;  // a copy: post_ops handles share what they point to
+      for (int i = 0; i < head_ops.len(); ++i) {
+        if (head_ops.kind(i) != dnnl::primitive::kind::eltwise) return std::nullopt;
+        float scale = 1, alpha = 0, beta = 0;
+        dnnl::algorithm alg;
+        head_ops.get_params_eltwise(i, scale, alg, alpha, beta);
+        ops.append_eltwise(scale, alg, alpha, beta);
+      }
+      ops.append_dw(dt::f32, dt::f32, dt::f32, 3, stride, 1, 0, {});
+      for (const FusedStep& step : after.steps) {
+        if (step.block)
+          ops.append_eltwise(1.0f, step.block->alg, step.block->alpha, step.block->beta);
+        else  // a copy: a range over the temporary optional's value would dangle
+          for (const onednn::Eltwise& e :
+               std::vector<onednn::Eltwise>(onednn::eltwise_of(g_, *step.node).value()))
+            ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
+      }
+      fused = build(pd.src_desc(), pd.dst_desc(), ops);
+    } catch (const dnnl::error&) {
+      return std::nullopt;  // a post-op oneDNN does not take after a depthwise one, or no kernel
+    }
+    if (!fast_impl(fused->impl_info_str()) || fused->dst_desc().dims() != dims_of(ys)) return std::nullopt;
+    Shape dws;
+    Tensor dwt = onednn::conv_weights(folded->weight, xs[1], false, dws);
+    Tensor bias = folded->bias ? *folded->bias : Tensor(DType::Float32, {xs[1]});  // zero-filled
+    FusedDepthwise r{*fused, {}, after.nodes.empty() ? dw_out : after.out};
+    const int w_arg = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS,
+              b_arg = DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS;
+    r.args[w_arg] =
+        onednn::constant_memory(dwt, plain(dws), fused->query_md(dnnl::query::exec_arg_md, w_arg));
+    r.args[b_arg] =
+        onednn::constant_memory(bias, plain(bias.shape()), fused->query_md(dnnl::query::exec_arg_md, b_arg));
+    fused_.insert(static_cast<NodeId>(dw - &g_.nodes[0]));
+    if (bn) fused_.insert(static_cast<NodeId>(bn - &g_.nodes[0]));
+    mark_fused(after);
+    return r;
   }
 
   // ---- in-place Concat ------------------------------------------------------------------

@@ -144,6 +144,69 @@ TEST(OnednnRegion, SiluBlocksMatchTheNativeReference) {
   }
 }
 
+// MobileNetV2's and EfficientNet's expand -> depthwise pair: a 1x1 convolution (its BN and
+// ReLU6 fused) whose output only a 3x3 depthwise convolution (stride 1 or 2, its own BN and
+// ReLU6) reads runs as one primitive with oneDNN's depthwise post-op where oneDNN has a
+// kernel for it; every variant matches the native reference, including a depthwise the
+// expanded tensor is also read by (not fusable) and a 5x5 one (not a post-op shape).
+TEST(OnednnRegion, PointwiseThenDepthwiseBlocksMatchTheNativeReference) {
+  using M = testing::OnnxTestModel;
+  using testing::random_tensor_f32;
+  struct Variant {
+    int64_t c, e, stride, kernel, hw;
+    bool second_reader;
+  };
+  // EfficientNet-B0's two fusable pairs (oneDNN's jit_1x1 kernel takes them on AVX2), smaller
+  // ones it runs as its reference fusion (not taken: no faster), and the ones that never fuse.
+  for (const Variant& v : {Variant{16, 96, 2, 3, 112, false}, Variant{24, 144, 1, 3, 56, false},
+                           Variant{16, 96, 1, 3, 28, false}, Variant{16, 96, 2, 3, 28, true},
+                           Variant{16, 96, 1, 5, 14, false}, Variant{16, 96, 1, 3, 7, false}}) {
+    M m(17);
+    const int64_t c = v.c, e = v.e;
+    m.input("x", {1, c, v.hw, v.hw});
+    auto batch_norm = [&](const std::string& in, const std::string& out, int64_t ch, uint32_t seed) {
+      Tensor var(DType::Float32, {ch});
+      for (int64_t i = 0; i < ch; ++i) var.data<float>()[i] = 0.5f + 0.01f * static_cast<float>(i % 7);
+      m.initializer(out + "_s", random_tensor_f32({ch}, seed, 0.5f));
+      m.initializer(out + "_b", random_tensor_f32({ch}, seed + 1, 0.2f));
+      m.initializer(out + "_m", random_tensor_f32({ch}, seed + 2, 0.2f));
+      m.initializer(out + "_v", var);
+      m.node("BatchNormalization", {in, out + "_s", out + "_b", out + "_m", out + "_v"}, {out});
+    };
+    m.initializer("lo", Tensor::scalar<float>(0.0f));
+    m.initializer("hi", Tensor::scalar<float>(6.0f));
+    m.initializer("w_expand", random_tensor_f32({e, c, 1, 1}, 1, 0.4f));
+    m.node("Conv", {"x", "w_expand"}, {"ex"});
+    batch_norm("ex", "ex_bn", e, 10);
+    m.node("Clip", {"ex_bn", "lo", "hi"}, {"ex_act"});
+    m.initializer("w_dw", random_tensor_f32({e, 1, v.kernel, v.kernel}, 2, 0.4f));
+    auto& dw = m.node("Conv", {"ex_act", "w_dw"}, {"d"});
+    M::attr_int(dw, "group", e);
+    const int64_t pad = v.kernel / 2;
+    M::attr_ints(dw, "pads", {pad, pad, pad, pad});
+    M::attr_ints(dw, "strides", {v.stride, v.stride});
+    batch_norm("d", "d_bn", e, 20);
+    m.node("Clip", {"d_bn", "lo", "hi"}, {"d_act"});
+    m.initializer("w_proj", random_tensor_f32({c, e, 1, 1}, 3, 0.3f));
+    m.node("Conv", {"d_act", "w_proj"}, {"y"});
+    m.output("y");
+    if (v.second_reader) {
+      m.node("GlobalAveragePool", {"ex_act"}, {"pooled"});
+      m.output("pooled");
+    }
+    Graph g = testing::import_model(m);
+    const BackendSpec& spec = onednn_region_backend();
+    IndexSet all(g.nodes.size());
+    for (const Node& n : g.nodes) all.add(static_cast<size_t>(&n - &g.nodes[0]));
+    auto values = testing::reference_values(g);
+    testing::CandidateCheck check =
+        testing::check_candidate(g, spec, all, values, kKernelTolerance.rtol, 1e-4);
+    EXPECT_TRUE(check.supported && check.mismatch.empty())
+        << v.c << " -> " << v.e << ", stride " << v.stride << ", " << v.kernel << "x" << v.kernel << ", "
+        << v.hw << " px" << (v.second_reader ? ", expanded tensor read twice" : "") << ": " << check.mismatch;
+  }
+}
+
 // ConvNeXt's block as torchvision exports it: depthwise 7x7, Permute to channels-last,
 // LayerNorm, Linear, erf GELU (5 nodes), Linear, Permute back, layer scale, residual. In one
 // region the Permutes are views and the GELU one eltwise; a Permute of a region input and
