@@ -62,6 +62,19 @@ memory::desc plain(const Shape& s) {
 }
 memory::desc any(const Shape& s) { return memory::desc(dims_of(s), dt::f32, tag::any); }
 
+std::optional<memory::desc> padded_weights(const memory::desc& chosen) {
+  const memory::dims dims = chosen.dims();
+  if (dims.size() < 2 || chosen.data_type() != dt::f32) return std::nullopt;
+  const memory::dim n = dims.back(), k = dims[dims.size() - 2];
+  if (chosen != memory::desc(dims, dt::f32, plain_tag(dims.size())) || (n * 4) % 1024 != 0)
+    return std::nullopt;
+  memory::dims strides(dims.size(), 1);
+  strides[dims.size() - 2] = n + 16;
+  for (size_t i = dims.size() - 2; i-- > 0;)
+    strides[i] = strides[i + 1] * (i + 1 == dims.size() - 2 ? k : dims[i + 1]);
+  return memory::desc(dims, dt::f32, strides);
+}
+
 namespace {
 
 const Tensor& constant_of(const Graph& g, ValueId v) {
@@ -491,9 +504,17 @@ std::unique_ptr<Kernel> compile_matmul(const Graph& g, const SubGraph& sub, cons
   memory::desc a_want = a_const ? memory::desc(a_user.dims(), dt::f32, tag::any) : a_user;
   memory::desc b_want = b_const ? memory::desc(b_user.dims(), dt::f32, tag::any) : b_user;
   PostOps post = post_ops_after(g, sub, 1);
-  auto d = bias_md ? dnnl::matmul::desc(a_want, b_want, *bias_md, plain(ys))
-                   : dnnl::matmul::desc(a_want, b_want, plain(ys));
-  dnnl::matmul::primitive_desc pd(d, attr_with(post), cpu());
+  auto build = [&](const memory::desc& b) {
+    auto d = bias_md ? dnnl::matmul::desc(a_want, b, *bias_md, plain(ys))
+                     : dnnl::matmul::desc(a_want, b, plain(ys));
+    return dnnl::matmul::primitive_desc(d, attr_with(post), cpu());
+  };
+  dnnl::matmul::primitive_desc pd = build(b_want);
+  if (b_const)
+    if (std::optional<memory::desc> padded = padded_weights(pd.weights_desc())) try {
+        pd = build(*padded);
+      } catch (const dnnl::error&) {
+      }
   auto k = finish(pd, g.value(sub.outputs.at(0)).shape, post);
   if (a_const)
     k->bind_constant(DNNL_ARG_SRC, constant_memory(*a_const, a_user, pd.src_desc()));

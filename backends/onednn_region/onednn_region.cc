@@ -1052,23 +1052,29 @@ class RegionKernel : public Kernel {
         bias->data<float>()[i] = static_cast<float>(beta * cv[cv.size() == 1 ? 0 : static_cast<size_t>(i)]);
     }
     std::unordered_map<int, memory> args;
-    auto build = [&](const dnnl::post_ops& ops) {
-      auto d = bias ? dnnl::matmul::desc(plain(mas), w_any, plain(bias->shape()), plain(mys))
-                    : dnnl::matmul::desc(plain(mas), w_any, plain(mys));
+    auto build = [&](const dnnl::post_ops& ops, const memory::desc& w) {
+      auto d = bias ? dnnl::matmul::desc(plain(mas), w, plain(bias->shape()), plain(mys))
+                    : dnnl::matmul::desc(plain(mas), w, plain(mys));
       return dnnl::matmul::primitive_desc(d, attr_with(ops), cpu());
     };
-    auto pd = build({});
+    dnnl::post_ops ops;
+    auto pd = build(ops, w_any);
     if (!f.nodes.empty()) {
       std::unordered_map<int, memory> post_args;
       try {
-        dnnl::post_ops ops = post_ops_for(f, n.outputs[0], plain(mys), post_args, matrix);
-        pd = build(ops);
+        dnnl::post_ops fused_ops = post_ops_for(f, n.outputs[0], plain(mys), post_args, matrix);
+        pd = build(fused_ops, w_any);
+        ops = fused_ops;
         args = std::move(post_args);
         mark_fused(f);
       } catch (const dnnl::error&) {
         f = Fusion{{}, n.outputs[0], {}};
       }
     }
+    if (std::optional<memory::desc> padded = onednn::padded_weights(pd.weights_desc())) try {
+        pd = build(ops, *padded);
+      } catch (const dnnl::error&) {
+      }
     args[DNNL_ARG_SRC] = src;
     args[DNNL_ARG_WEIGHTS] = onednn::constant_memory(wt, w_user, pd.weights_desc());
     if (bias) args[DNNL_ARG_BIAS] = onednn::constant_memory(*bias, plain(bias->shape()));

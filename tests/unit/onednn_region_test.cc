@@ -6,6 +6,8 @@
 
 #include "backend_check.h"
 #include "backend_test_models.h"
+#include "backends/onednn/onednn_common.h"
+#include "backends/onednn/onednn_spec.h"
 #include "core/ir/tensor_compare.h"
 #include "sample_graph.h"
 
@@ -204,6 +206,51 @@ TEST(OnednnRegion, PointwiseThenDepthwiseBlocksMatchTheNativeReference) {
     EXPECT_TRUE(check.supported && check.mismatch.empty())
         << v.c << " -> " << v.e << ", stride " << v.stride << ", " << v.kernel << "x" << v.kernel << ", "
         << v.hw << " px" << (v.second_reader ? ", expanded tensor read twice" : "") << ": " << check.mismatch;
+  }
+}
+
+// Matmul weights whose rows lie a multiple of 1 KiB apart are stored with padded rows (the
+// AVX2 gemm reads them in place, and at those strides every row fell into the same cache
+// sets): the desc is padded only for such plain weights, and products through it match the
+// native reference in both oneDNN backends, with bias and GELU fused, 2-D and batched.
+TEST(OnednnRegion, MatmulsWithPaddedWeightRowsMatchTheNativeReference) {
+  using dnnl::memory;
+  const memory::desc wide({768, 3072}, memory::data_type::f32, memory::format_tag::ab);
+  std::optional<memory::desc> padded = onednn::padded_weights(wide);
+  ASSERT_TRUE(padded.has_value());
+  EXPECT_EQ(padded->dims(), wide.dims());
+  EXPECT_EQ(padded->data.format_desc.blocking.strides[0], 3072 + 16);
+  EXPECT_FALSE(
+      onednn::padded_weights(memory::desc({768, 1000}, memory::data_type::f32, memory::format_tag::ab)));
+  EXPECT_FALSE(
+      onednn::padded_weights(memory::desc({768, 3072}, memory::data_type::f32, memory::format_tag::ba)));
+  using M = testing::OnnxTestModel;
+  using testing::random_tensor_f32;
+  for (int64_t n : {256, 1024, 1000}) {
+    for (bool batched : {false, true}) {
+      M m(17);
+      const int64_t rows = 24, k = 64;
+      if (batched)
+        m.input("x", {1, rows, k});
+      else
+        m.input("x", {rows, k});
+      m.initializer("w", random_tensor_f32({k, n}, 7, 0.2f));
+      m.initializer("b", random_tensor_f32({n}, 8, 0.2f));
+      m.node("MatMul", {"x", "w"}, {"mm"});
+      m.node("Add", {"mm", "b"}, {"h"});
+      m.node("Relu", {"h"}, {"y"});
+      m.output("y");
+      Graph g = testing::import_model(m);
+      IndexSet all(g.nodes.size());
+      for (const Node& node : g.nodes) all.add(static_cast<size_t>(&node - &g.nodes[0]));
+      auto values = testing::reference_values(g);
+      for (const BackendSpec* spec : {&onednn_region_backend(), &onednn_backend()}) {
+        testing::CandidateCheck c =
+            testing::check_candidate(g, *spec, all, values, kKernelTolerance.rtol, 1e-4);
+        EXPECT_TRUE(c.supported && c.mismatch.empty())
+            << spec->name << ", N " << n << (batched ? ", batched" : "") << ": " << c.mismatch;
+      }
+    }
   }
 }
 
