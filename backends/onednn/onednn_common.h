@@ -23,7 +23,7 @@ dnnl::memory::desc plain(const Shape& s);         // f32, row-major
 // 1 KiB apart: the same with each row padded by 64 bytes (nullopt otherwise). At such
 // strides oneDNN 2.6's AVX2 gemm:jit reads the weights in place and rows fall into the
 // same cache sets: ViT's and BERT's [768, 3072] MLP weights took 23 ms a product instead of
-// 12 (N 1024-4096: 1.8-1.9x; 768, 2304: 1.1x; tests/bench measured on an AVX2 EPYC).
+// 12 (N 1024-4096: 1.8-1.9x; 768, 2304: 1.1x; measured standalone on an AVX2 EPYC).
 std::optional<dnnl::memory::desc> padded_weights(const dnnl::memory::desc& chosen);
 dnnl::memory::desc any(const Shape& s);  // f32, layout left to the primitive
 
