@@ -166,11 +166,18 @@ double GraphView::legible_zoom() {
   return GraphView::kLegibleLabelPx / QFontMetricsF(node_label_font()).height();
 }
 
+// The zoom fit() shows a layout at in a view area of `area` px: the scene's 20 pt around the
+// layout, never magnified past kMaxFitZoom. A free function: relayouts use it off the GUI thread.
+static double fitted_zoom_in(QSizeF area, double layout_width, double layout_height) {
+  return std::min({area.width() / (layout_width + 40), area.height() / (layout_height + 40), kMaxFitZoom});
+}
+
+QSizeF GraphView::fit_area() const {  // fitInView keeps 2 px margins
+  return QSizeF(std::max(viewport()->width(), 200) - 4, std::max(viewport()->height(), 200) - 4);
+}
+
 double GraphView::fitted_zoom(double layout_width, double layout_height) const {
-  // As fit() shows it: fitInView's 2 px margins, the scene's 20 pt around the layout.
-  const double view_w = std::max(viewport()->width(), 200) - 4,
-               view_h = std::max(viewport()->height(), 200) - 4;
-  return std::min({view_w / (layout_width + 40), view_h / (layout_height + 40), kMaxFitZoom});
+  return fitted_zoom_in(fit_area(), layout_width, layout_height);
 }
 
 void GraphView::open_readable() {
@@ -201,9 +208,7 @@ void GraphView::open_readable() {
     zoom_to_legible_start();
     return;
   }
-  // Each depth's fitted zoom is fitted_zoom(); the lambda gets its inputs, not the view.
-  const double view_w = std::max(viewport()->width(), 200) - 4,
-               view_h = std::max(viewport()->height(), 200) - 4;
+  const QSizeF area = fit_area();  // the lambda gets the view's size, not the view
   const double min_zoom = legible_zoom();
   shown_generation_ = generation_;  // the expanded graph is not shown: pending until the opening
   const unsigned generation = ++generation_;
@@ -220,14 +225,14 @@ void GraphView::open_readable() {
     show_layout(std::move(choice.second), kNoNode);
     if (!opened_whole_) zoom_to_legible_start();
   });
-  watcher->setFuture(QtConcurrent::run([depths, requests, view_w, view_h, min_zoom]() -> Choice {
+  watcher->setFuture(QtConcurrent::run([depths, requests, area, min_zoom]() -> Choice {
     // A depth of a few boxes ("model" and the head) is legible but says nothing: the first
     // depth with kInformativeUnits opens, zoomed to legible text when it does not fit.
     Choice best{-1, nullptr};
     for (size_t i = 0; i < depths.size(); ++i) {
       depths[i]->layout = layout_dag(requests[i]);
       const GraphLayout& l = depths[i]->layout;
-      const double fitted = std::min({view_w / (l.width + 40), view_h / (l.height + 40), kMaxFitZoom});
+      const double fitted = fitted_zoom_in(area, l.width, l.height);
       if (fitted < min_zoom) {
         if (!best.second || best.second->graph.units.size() < static_cast<size_t>(kInformativeUnits))
           best = {-(static_cast<int>(i) + 1), depths[i]};

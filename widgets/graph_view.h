@@ -148,6 +148,7 @@ class GraphView : public QGraphicsView {
   void relayout(std::vector<bool> collapsed, NodeId focus);
   void open_readable();          // chooses the opening depth off the GUI thread (see kLegibleLabelPx)
   static double legible_zoom();  // the zoom at which a node label is kLegibleLabelPx high on screen
+  QSizeF fit_area() const;       // the viewport fit() fills
   double fitted_zoom(double layout_width, double layout_height) const;  // as fit() would show it
   void clear_scene();
   bool scene_built() const;  // the items of shown_ exist (false while a graph opens collapsed)
