@@ -100,7 +100,7 @@ void BatchScreenshot::shoot(const QString& failed_step) {
   if (options_.heatmap) window_->set_heatmap(true);
   GraphView* view = window_->graph_view();
   connect(view, &GraphView::layout_changed, this, &BatchScreenshot::laid_out);
-  if (options_.collapse_depth >= 1 && view->scope_tree())
+  if (options_.collapse_depth >= 0 && view->scope_tree())
     view->collapse_to_depth(options_.collapse_depth);  // supersedes a running relayout
   laid_out();
 }

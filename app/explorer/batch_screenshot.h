@@ -3,7 +3,8 @@
 // `--tune`, `--refine`, `--profile` (the profile dock with the timeline), `--diff
 // OTHER.json` (the diff dock against OTHER, changed nodes highlighted), `--select NODE`
 // (the inspector on that node, "Why here" included once costs are known),
-// `--collapse-depth N` (name scopes of depth N collapsed, after the view's relayout),
+// `--collapse-depth N` (name scopes of depth N collapsed, 0: all expanded, instead of the
+// depth the view opens at),
 // `--heatmap` (coloured by kernel time);
 // then saves the window as PNG and quits: status 0, or 2 with the error on stderr (as
 // the CLI) when a step failed (the picture is still saved, and no later job runs).
@@ -26,7 +27,7 @@ struct BatchOptions {
   bool profile = false;
   QString diff;             // compare the final placement with this file (empty: none)
   QString select;           // node name to select last, so the inspector shows it (empty: none)
-  int collapse_depth = -1;  // >= 1: scopes of this depth collapsed before the shot
+  int collapse_depth = -1;  // >= 1: scopes of this depth collapsed; 0: expanded; < 0: as opened
   bool heatmap = false;     // colour by kernel time (with its legend) instead of by backend
 };
 

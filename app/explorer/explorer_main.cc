@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <clocale>
+#include <cstdio>
 #include <memory>
 
 #include "app/explorer/batch_screenshot.h"
@@ -36,7 +37,9 @@ int main(int argc, char** argv) {
   QCommandLineOption select("select", "With --screenshot: select this node (by name) before the picture.",
                             "node");
   QCommandLineOption collapse_depth(
-      "collapse-depth", "With --screenshot: collapse the name scopes of this depth (1 = top level).", "N");
+      "collapse-depth",
+      "With --screenshot: collapse the name scopes of this depth (1 = top level; 0 = every scope expanded).",
+      "N");
   QCommandLineOption heatmap("heatmap", "With --screenshot: colour the graph by kernel time.");
   QCommandLineOption cost_db("cost-db", "Cost database: an SQLite file or postgresql://user@host:port/db.",
                              "location");
@@ -61,7 +64,16 @@ int main(int argc, char** argv) {
     options.diff = parser.value(diff);
     options.select = parser.value(select);
     options.heatmap = parser.isSet(heatmap);
-    options.collapse_depth = parser.isSet(collapse_depth) ? parser.value(collapse_depth).toInt() : -1;
+    if (parser.isSet(collapse_depth)) {
+      bool ok = false;
+      options.collapse_depth = parser.value(collapse_depth).toInt(&ok);
+      if (!ok || options.collapse_depth < 0) {
+        std::fprintf(stderr,
+                     "error: --collapse-depth: '%s' is not a depth (0 = expanded, 1 = top level, ...)\n",
+                     parser.value(collapse_depth).toStdString().c_str());
+        return 2;
+      }
+    }
     new collage::BatchScreenshot(&window, options);  // it loads the placement in order
   }
   if (!args.isEmpty()) {
