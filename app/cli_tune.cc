@@ -124,6 +124,7 @@ class ConsoleProgress : public ProgressObserver {
 void print_verification(const workflow::VerifyReport& verify) {
   std::printf("verified against the native reference: %s (max abs error %.3g)\n",
               verify.ok() ? "ok" : verify.mismatch.c_str(), verify.max_abs_error);
+  for (const std::string& line : verify.accuracy) std::printf("  accuracy %s\n", line.c_str());
 }
 
 }  // namespace
@@ -133,7 +134,7 @@ int command_tune(const std::vector<std::string>& argv) {
       parse_args(argv,
                  with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
                                      "-o", "--output", "--repeat", "--min-time-ms", "--budget",
-                                     "--population", "--seed", "--generations", "--patience"}),
+                                     "--population", "--seed", "--generations", "--patience", "--accuracy"}),
                  {"--no-cost-db", "--refine", "--in-process", "--log-costs", "--remote"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
@@ -168,6 +169,9 @@ int command_tune(const std::vector<std::string>& argv) {
   topts.pins = pins;
   topts.isolated = !args.has("--in-process");
   topts.remote = args.has("--remote");
+  if (args.has("--accuracy")) topts.accuracy = parse_accuracy(args.get("--accuracy", ""));
+  // Under a budget the default selection adds the reduced-precision backends.
+  if (topts.accuracy.enabled() && !args.has("--backends")) topts.backends = backends = all_backends();
   workflow::RefineStepOptions ropts;
   if (args.has("--refine")) {
     if (workflow::graph_level_backends(backends).empty())
@@ -198,6 +202,7 @@ int command_tune(const std::vector<std::string>& argv) {
                             : ", in-process");
   std::fprintf(stderr, "\rsearch: %zu states expanded in %.1f ms%s\n", tuned.search.states_expanded,
                tuned.search.elapsed_ms, tuned.search.exact ? "" : " (beam fallback: not guaranteed optimal)");
+  for (const std::string& step : tune.backoff) std::printf("accuracy back-off: %s\n", step.c_str());
   const Placement& placement = tuned.placement;
   const std::vector<Tensor>& inputs = tuned.inputs;
   const int repeat = topts.repeat;

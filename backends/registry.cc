@@ -19,6 +19,13 @@ std::vector<const BackendSpec*>& backend_list() {
 
 const std::vector<const BackendSpec*>& all_backends() { return backend_list(); }
 
+std::vector<const BackendSpec*> default_backends() {
+  std::vector<const BackendSpec*> out;
+  for (const BackendSpec* b : all_backends())
+    if (b->precision == Precision::Float32) out.push_back(b);
+  return out;
+}
+
 void add_backend_for_tests(const BackendSpec* backend) { backend_list().push_back(backend); }
 
 const BackendSpec* find_backend(const std::string& name) {
@@ -28,7 +35,7 @@ const BackendSpec* find_backend(const std::string& name) {
 }
 
 std::vector<const BackendSpec*> select_backends(const std::string& comma_list) {
-  if (comma_list.empty()) return all_backends();
+  if (comma_list.empty()) return default_backends();
   std::vector<const BackendSpec*> out;
   std::stringstream ss(comma_list);
   std::string name;

@@ -9,11 +9,14 @@
 namespace collage {
 
 const std::vector<const BackendSpec*>& all_backends();
+// The fp32 ones: every search's default. Reduced-precision backends (onednn-int8) take
+// part only when asked for under an accuracy budget (core/ir/accuracy.h).
+std::vector<const BackendSpec*> default_backends();
 // Test binaries add test-only backends (e.g. one whose kernels crash) before anything
 // reads the list; the product never calls this.
 void add_backend_for_tests(const BackendSpec* backend);
 const BackendSpec* find_backend(const std::string& name);  // nullptr if unknown
-// "onednn,xnnpack,native" -> specs; empty = all. Unknown names throw InvalidInput
+// "onednn,xnnpack,native" -> specs; empty = default_backends(). Unknown names throw InvalidInput
 // listing the known ones.
 std::vector<const BackendSpec*> select_backends(const std::string& comma_list);
 // Applies one thread count to every backend's thread pool.

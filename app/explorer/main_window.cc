@@ -244,8 +244,16 @@ void MainWindow::build_menus_and_toolbar() {
     swatch.fill(backend_color(QString::fromStdString(b->name)));
     QAction* a = legend->addAction(QIcon(swatch), QString::fromStdString(b->name));
     a->setCheckable(true);
-    a->setChecked(true);
-    a->setToolTip(QString::fromStdString(b->name + " " + b->version));
+    // A reduced-precision backend is shown (its colour marks a loaded placement's kernels)
+    // but not searched: that needs an accuracy budget, which only `collage tune --accuracy` takes.
+    const bool fp32 = b->precision == Precision::Float32;
+    a->setChecked(fp32);
+    a->setEnabled(fp32);
+    a->setToolTip(QString::fromStdString(
+        b->name + " " + b->version +
+        (fp32 ? ""
+              : "\n" + std::string(precision_name(b->precision)) +
+                    ": searched only under an accuracy budget (collage tune --accuracy)")));
     connect(a, &QAction::toggled, this, &MainWindow::update_backends);
     backend_actions_.push_back(a);
   }
@@ -577,7 +585,7 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
     const Alternative& a = forbidding ? it->second.forbid : it->second.run_on;
     return std::make_pair(name + "  (" + what_if_label(a) + ")", QString::fromStdString(a.infeasible_reason));
   };
-  for (const BackendSpec* b : all_backends()) {
+  for (const BackendSpec* b : default_backends()) {
     QString name = QString::fromStdString(b->name);
     auto [run_text, run_tip] = labelled(name, false);
     auto [forbid_text, forbid_tip] = labelled(name, true);

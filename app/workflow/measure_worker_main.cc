@@ -58,6 +58,8 @@ WorkerArgs parse_worker_args(int argc, char** argv) {
       o.tolerance.rtol = std::stod(value);
     else if (key == "--peak-rtol")
       o.tolerance.peak_rtol = std::stod(value);
+    else if (key == "--accuracy")
+      o.accuracy = parse_accuracy(value);
     else if (key == "--memory-mb")
       o.worker.memory_budget_mb = std::stoll(value);
     else

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -43,14 +46,26 @@ Executor compile_placement(const Graph& graph, const Placement& placement, const
       graph, placement_steps(graph, placement, or_all(options.backends), compile_options(options.threads)));
 }
 
+// Under an accuracy budget (a placement with reduced-precision kernels) each output is
+// measured against it; otherwise compared under `tolerance`.
 VerifyReport verify_outputs(const Graph& graph, std::vector<Tensor> got, const std::vector<Tensor>& inputs,
-                            const Tolerance& tolerance) {
+                            const Tolerance& tolerance, const AccuracyBudget& accuracy = {}) {
   VerifyReport r;
   Executor reference(graph, native::native_steps(graph));
   std::vector<Tensor> want = reference.run(inputs);
   r.outputs = std::move(got);
   for (size_t k = 0; k < want.size(); ++k) {
     const std::string& name = graph.value(graph.outputs[k]).name;
+    if (accuracy.enabled()) {
+      AccuracyMeasure m = measure_accuracy(r.outputs[k], want[k], accuracy, name, true);
+      r.max_abs_error = std::max(r.max_abs_error, compare_tensors(r.outputs[k], want[k], {}).max_abs_error);
+      char line[160];
+      std::snprintf(line, sizeof line, "%s: max-rel %.3g, cosine %.6f, top-1 %s", name.c_str(), m.max_rel,
+                    m.cosine, m.top1 ? "agrees" : "differs");
+      r.accuracy.push_back(line);
+      if (r.mismatch.empty() && !m.ok()) r.mismatch = m.failure;
+      continue;
+    }
     TensorComparison c = compare_tensors(r.outputs[k], want[k], tolerance);
     r.max_abs_error = std::max(r.max_abs_error, c.max_abs_error);
     if (!r.mismatch.empty() || c.ok()) continue;
@@ -63,6 +78,16 @@ VerifyReport verify_outputs(const Graph& graph, std::vector<Tensor> got, const s
                    ", native reference " + std::to_string(c.want_value);
   }
   return r;
+}
+
+// The budget a placement is held to: none for an fp32 one; the run's, else the one it was tuned under.
+AccuracyBudget budget_for(const Placement& placement, const RunOptions& options) {
+  if (!reduced_precision(placement)) return {};
+  if (options.accuracy.enabled()) return options.accuracy;
+  if (placement.accuracy.empty())
+    throw Error(ErrorKind::InvalidInput,
+                "the placement has reduced-precision kernels but no accuracy budget to check them against");
+  return parse_accuracy(placement.accuracy);
 }
 
 TimingReport time_runs(Executor& placed, const std::vector<Tensor>& inputs, int repeat) {
@@ -125,8 +150,14 @@ std::vector<const BackendSpec*> graph_level_backends(const std::vector<const Bac
   return out;
 }
 
+bool reduced_precision(const Placement& placement) {
+  for (const PlacedKernel& k : placement.kernels)
+    if (const BackendSpec* b = find_backend(k.backend); b && b->precision != Precision::Float32) return true;
+  return false;
+}
+
 std::vector<const BackendSpec*> search_backends(const std::vector<const BackendSpec*>& selected) {
-  std::vector<const BackendSpec*> out = or_all(selected);
+  std::vector<const BackendSpec*> out = selected.empty() ? default_backends() : selected;
   const BackendSpec* native = find_backend("native");
   if (native && std::find(out.begin(), out.end(), native) == out.end()) out.push_back(native);
   return out;
@@ -149,7 +180,15 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
   }
   topts.search.epsilon_ms = options.epsilon_ms;
   topts.pins = options.pins;
-  return collage::tune(graph, or_all(options.backends), native::node_evaluator(), topts, db, observer);
+  std::vector<const BackendSpec*> backends = options.backends;
+  if (backends.empty()) backends = options.accuracy.enabled() ? all_backends() : default_backends();
+  for (const BackendSpec* b : backends)
+    if (b->precision != Precision::Float32 && !options.accuracy.enabled())
+      throw Error(ErrorKind::InvalidInput,
+                  b->name + " computes in " + precision_name(b->precision) +
+                      ": it needs an accuracy budget (--accuracy, e.g. top1,max-rel=5e-2)");
+  topts.measure.accuracy = options.accuracy;
+  return collage::tune(graph, backends, native::node_evaluator(), topts, db, observer);
 }
 
 TuneResult cached_costs(const Graph& graph, const TuneStepOptions& options, CostDb* db) {
@@ -170,7 +209,7 @@ TuneResult cached_costs(const Graph& graph, const TuneStepOptions& options, Cost
 VerifyReport verify(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
                     const RunOptions& options) {
   Executor placed = compile_placement(graph, placement, options);
-  return verify_outputs(graph, placed.run(inputs), inputs, options.tolerance);
+  return verify_outputs(graph, placed.run(inputs), inputs, options.tolerance, budget_for(placement, options));
 }
 
 TimingReport time_placement(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
@@ -184,7 +223,8 @@ PlacementRunReport verify_and_time(const Graph& graph, const Placement& placemen
                                    const std::vector<Tensor>& inputs, const RunOptions& options) {
   Executor placed = compile_placement(graph, placement, options);
   PlacementRunReport r;
-  r.verify = verify_outputs(graph, placed.run(inputs), inputs, options.tolerance);  // also the warm-up
+  r.verify = verify_outputs(graph, placed.run(inputs), inputs, options.tolerance,
+                            budget_for(placement, options));  // also the warm-up
   r.timing = time_runs(placed, inputs, options.repeat);
   return r;
 }
@@ -319,18 +359,83 @@ SideBySideReport compare_side_by_side(const Graph& graph, const Placement& op_le
   return r;
 }
 
+void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run, TuneRunReport& r,
+              ProgressObserver* observer);
+
 TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostDb* db,
                        ProgressObserver* observer) {
   TuneStepOptions topts = options;
   topts.backends = search_backends(options.backends);
   TuneRunReport r;
   r.tuned = tune(graph, topts, db, observer);
+  if (options.accuracy.enabled()) r.tuned.placement.accuracy = options.accuracy.to_string();
   RunOptions run;
   run.backends = topts.backends;
   run.threads = options.threads;
   run.repeat = options.repeat;
+  run.accuracy = options.accuracy;
   r.run = verify_and_time(graph, r.tuned.placement, r.tuned.inputs, run);
+  if (options.accuracy.enabled()) back_off(graph, options.accuracy, run, r, observer);
   return r;
+}
+
+// Until the placement holds the budget: the reduced-precision kernel whose own output is
+// furthest from the native reference returns to fp32 (its nodes forbid its backend), the
+// search runs again on the measured costs, and the new placement is verified (and, once it
+// holds, timed). Each step is a notice to the observer as it happens.
+void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run, TuneRunReport& r,
+              ProgressObserver* observer) {
+  std::vector<Tensor> values;               // every value of the graph, computed once by the native kernels
+  std::map<std::string, double> own_error;  // "backend:nodes" -> the kernel's own max-rel error
+  auto error_of = [&](const PlacedKernel& k, const BackendSpec& b) {
+    std::string key = k.backend;
+    for (NodeId n : k.nodes) key += ":" + std::to_string(n);
+    if (auto it = own_error.find(key); it != own_error.end()) return it->second;
+    if (values.empty()) values = reference_values(graph, r.tuned.inputs, native::node_evaluator());
+    IndexSet nodes(graph.nodes.size());
+    for (NodeId n : k.nodes) nodes.add(static_cast<size_t>(n));
+    SubGraph sub = make_subgraph(graph, nodes);
+    double error = std::numeric_limits<double>::infinity();
+    try {
+      std::unique_ptr<Kernel> kernel = b.compile(graph, sub, compile_options(run.threads));
+      std::vector<const Tensor*> args;
+      for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+      HeapAllocator alloc;
+      std::vector<Tensor> got = kernel->run(args, alloc);
+      error = 0;
+      for (size_t o = 0; o < got.size(); ++o)
+        error = std::max(error, measure_accuracy(got[o], values[static_cast<size_t>(sub.outputs[o])], budget,
+                                                 graph.value(sub.outputs[o]).name, false)
+                                    .max_rel);
+    } catch (const Error&) {  // it cannot run here: the first to go back
+    }
+    return own_error[key] = error;
+  };
+  bool stepped = false;
+  while (!r.run.verify.ok() && reduced_precision(r.tuned.placement)) {
+    if (observer && observer->cancel_requested())
+      throw Error(ErrorKind::Cancelled, "accuracy back-off cancelled");
+    std::optional<PlacedKernel> worst;
+    double worst_error = -1;
+    for (const PlacedKernel& k : r.tuned.placement.kernels) {
+      const BackendSpec* b = find_backend(k.backend);
+      if (!b || b->precision == Precision::Float32) continue;
+      if (double error = error_of(k, *b); error > worst_error) worst = k, worst_error = error;
+    }
+    char step[320];
+    std::snprintf(step, sizeof step,
+                  "%s; %s (%s, %s) returns to fp32 (its own error %.3g of its output's peak)",
+                  r.run.verify.mismatch.c_str(), graph.node(worst->nodes.front()).name.c_str(),
+                  worst->backend.c_str(), worst->label.c_str(), worst_error);
+    r.backoff.push_back(step);
+    if (observer) observer->on_notice("accuracy back-off: " + r.backoff.back());
+    Pins pins = r.tuned.placement.pins;
+    for (NodeId n : worst->nodes) pins.forbidden[n].insert(worst->backend);
+    search_again(graph, pins, r.tuned, observer);
+    r.run.verify = verify(graph, r.tuned.placement, r.tuned.inputs, run);
+    stepped = true;
+  }
+  if (stepped) r.run.timing = time_placement(graph, r.tuned.placement, r.tuned.inputs, run);
 }
 
 RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
@@ -339,6 +444,7 @@ RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const 
   ropts.backends = search_backends(options.backends);
   RefineRunReport r;
   r.refine = refine(graph, op_level, inputs, ropts, db, observer);
+  r.refine.result.best.accuracy = op_level.accuracy;  // held to the budget the op-level one was tuned under
   RunOptions run;
   run.backends = ropts.backends;
   run.threads = options.threads;

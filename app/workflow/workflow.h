@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/import/onnx_import.h"
+#include "core/ir/accuracy.h"
 #include "core/ir/settings.h"
 #include "core/search/artifact_export.h"
 #include "core/search/placement_timing.h"
@@ -61,6 +62,11 @@ struct TuneStepOptions {
   double epsilon_ms = -1;  // < 0: measure the dispatch overhead
   double min_time_ms = MeasureOptions{}.min_time_ms;
   Tolerance tolerance = kSettings.kernel_tolerance;
+  // `tune --accuracy`: reduced-precision backends take part (all of them when `backends` is
+  // empty), each such kernel checked against the budget instead of `tolerance`; run_tune
+  // holds the placement to it end to end and backs off until it does. Not enabled: a
+  // reduced-precision backend among `backends` is InvalidInput.
+  AccuracyBudget accuracy;
   // Build and time candidates in worker processes (default_worker_command(), set by the
   // front ends' main) so a crashing or hanging library costs one candidate; false or no
   // worker command: in this process (`tune --in-process`).
@@ -90,12 +96,18 @@ struct RunOptions {
   int threads = 1;
   int repeat = kSettings.repeat;  // timed runs (time_placement, verify_and_time)
   Tolerance tolerance = kSettings.verify_tolerance;
+  // A placement with reduced-precision kernels is held to this budget; when not enabled, to
+  // the one it was tuned under (Placement::accuracy).
+  AccuracyBudget accuracy;
 };
+// Whether some kernel of `placement` runs on a reduced-precision backend.
+bool reduced_precision(const Placement& placement);
 
 struct VerifyReport {
   std::vector<Tensor> outputs;
-  double max_abs_error = 0;  // over all outputs; infinity when some difference is NaN
-  std::string mismatch;      // empty when the outputs agree: "<output>[i] = x, native reference y"
+  double max_abs_error = 0;           // over all outputs; infinity when some difference is NaN
+  std::string mismatch;               // empty when the outputs agree: "<output>[i] = x, native reference y"
+  std::vector<std::string> accuracy;  // under a budget: per output "name: max-rel .., cosine .., top-1 .."
   bool ok() const { return mismatch.empty(); }
 };
 
@@ -196,6 +208,9 @@ SideBySideReport compare_side_by_side(const Graph& graph, const Placement& op_le
 struct TuneRunReport {
   TuneResult tuned;        // the op-level placement, candidates, costs, inputs
   PlacementRunReport run;  // that placement verified against the native reference, then timed
+  // Under an accuracy budget: each back-off step ("why; which kernel returns to fp32"), in order;
+  // `tuned` and `run` are then the final placement's.
+  std::vector<std::string> backoff;
 };
 
 // tune -> verify -> time (options.repeat runs), over search_backends(options.backends).

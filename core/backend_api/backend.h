@@ -18,6 +18,11 @@ namespace collage {
 
 enum class BackendKind { OpLevel, GraphLevel };
 
+// The arithmetic a backend's kernels compute in. Reduced-precision backends take part in a
+// search only under the user's accuracy budget (core/ir/accuracy.h).
+enum class Precision { Float32, Int8 };
+inline const char* precision_name(Precision p) { return p == Precision::Int8 ? "int8" : "fp32"; }
+
 struct CompileOptions {
   int threads = 1;  // applied to every library's thread pool (see README: threads)
 };
@@ -34,6 +39,7 @@ struct BackendSpec {
   std::string version;
   std::string device = "cpu";
   BackendKind kind = BackendKind::OpLevel;
+  Precision precision = Precision::Float32;
   std::vector<PatternPtr> patterns;  // candidate labels come from the matched ops ("Conv+Add+Relu")
   std::vector<std::shared_ptr<const PatternRule>> rules;
   GroupLimits limits;

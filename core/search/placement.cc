@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/backend_api/kernel_signature.h"
+#include "core/ir/accuracy.h"
 #include "core/search/search.h"
 
 namespace collage {
@@ -51,6 +52,7 @@ std::string placement_to_json(const Placement& p, const Graph& graph) {
               {"predicted_ms", p.predicted_ms},
               {"kernels", kernels},
               {"pins", pins}};
+  if (!p.accuracy.empty()) doc["accuracy"] = p.accuracy;
   return doc.dump(1);
 }
 
@@ -89,6 +91,12 @@ Placement read_structure(const json& doc, const Graph* graph) {
     p.device = doc.value("device", "");
     p.epsilon_ms = doc.value("epsilon_ms", 0.0);
     p.predicted_ms = doc.value("predicted_ms", 0.0);
+    p.accuracy = doc.value("accuracy", "");
+    if (!p.accuracy.empty()) try {
+        p.accuracy = parse_accuracy(p.accuracy).to_string();
+      } catch (const Error& e) {
+        throw bad_placement(std::string("\"accuracy\": ") + e.what());
+      }
     std::set<int64_t> covered;
     auto describe = [graph](int64_t n) {
       std::string text = "node " + std::to_string(n);

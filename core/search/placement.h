@@ -36,6 +36,9 @@ struct Placement {
   double predicted_ms = 0;            // the search's estimate: the kernels' costs plus epsilon_ms each
   std::vector<PlacedKernel> kernels;  // execution order
   Pins pins;
+  // The accuracy budget (core/ir/accuracy.h) it was tuned and verified under: "" for an fp32
+  // placement. Every later check of it (export, explorer) holds it to the same budget.
+  std::string accuracy;
 };
 
 // Structure, ops, attributes and shapes of the imported graph (not weight values).

@@ -41,21 +41,29 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   r.measured_now = r.costs.size() - r.from_cache;
   SearchOptions sopts = options.search;
   if (sopts.epsilon_ms < 0) sopts.epsilon_ms = measure_dispatch_overhead_ms();
-  r.search = search_placement(graph, r.candidates, cost, options.pins, sopts, observer);
-
   Placement& p = r.placement;
   p.model_fingerprint = model_fingerprint(graph);
   for (const BackendSpec* b : backends) p.backend_versions[b->name] = b->version;
   p.threads = options.measure.threads;
   p.device = device_fingerprint();
   p.epsilon_ms = sopts.epsilon_ms;
+  search_again(graph, options.pins, r, observer);
+  return r;
+}
+
+void search_again(const Graph& graph, const Pins& pins, TuneResult& r, ProgressObserver* observer) {
+  std::vector<Cost> cost;
+  for (const MeasuredCandidate& m : r.costs) cost.push_back(m.cost);
+  SearchOptions sopts;
+  sopts.epsilon_ms = r.placement.epsilon_ms;
+  r.search = search_placement(graph, r.candidates, cost, pins, sopts, observer);
+  Placement& p = r.placement;
   p.predicted_ms = r.search.predicted_ms;
-  p.pins = options.pins;
-  for (size_t k : r.search.kernels) {
+  p.pins = pins;
+  p.kernels.clear();
+  for (size_t k : r.search.kernels)
     p.kernels.push_back(
         {r.candidates[k].group(), Cost::of_ms(cost[k].median_ms)});  // the search picks valid costs only
-  }
-  return r;
 }
 
 }  // namespace collage

@@ -30,6 +30,11 @@ struct TuneResult {
   double measure_ms = 0;
 };
 
+// The search again over `r`'s candidates and costs under `pins` (nothing is measured):
+// r.search and r.placement are replaced, the placement's other settings kept. Throws as
+// search_placement when the pins leave a node uncoverable.
+void search_again(const Graph& graph, const Pins& pins, TuneResult& r, ProgressObserver* observer = nullptr);
+
 // `evaluator` computes the reference values every candidate is checked against.
 TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
                 const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db,

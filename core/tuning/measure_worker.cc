@@ -240,6 +240,7 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
   arg("--atol", format_double(options.tolerance.atol));
   arg("--rtol", format_double(options.tolerance.rtol));
   arg("--peak-rtol", format_double(options.tolerance.peak_rtol));
+  if (options.accuracy.enabled()) arg("--accuracy", options.accuracy.to_string());
   arg("--memory-mb", std::to_string(worker_.memory_budget_mb));
 }
 

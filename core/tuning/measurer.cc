@@ -148,8 +148,19 @@ Cost Measurer::measure_in_process(const BackendSpec& backend, const SubGraph& su
     std::vector<const Tensor*> args;
     for (ValueId v : sub.inputs) args.push_back(&values_[static_cast<size_t>(v)]);
     HeapAllocator alloc;
-    std::string mismatch =
-        compare_outputs(graph_, sub, kernel->run(args, alloc), values_, options_.tolerance);
+    std::vector<Tensor> got = kernel->run(args, alloc);
+    std::string mismatch;
+    if (backend.precision == Precision::Float32) {
+      mismatch = compare_outputs(graph_, sub, got, values_, options_.tolerance);
+    } else if (!options_.accuracy.enabled()) {
+      mismatch =
+          std::string(precision_name(backend.precision)) + " kernel measured without an accuracy budget";
+    } else {
+      for (size_t o = 0; o < got.size() && mismatch.empty(); ++o)
+        mismatch = measure_accuracy(got[o], values_[static_cast<size_t>(sub.outputs[o])], options_.accuracy,
+                                    graph_.value(sub.outputs[o]).name, false)
+                       .failure;
+    }
     if (!mismatch.empty()) {
       Cost invalid = Cost::invalid("disagrees with the native reference: " + mismatch);
       invalid.build_ms = build_ms;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/backend_api/backend.h"
+#include "core/ir/accuracy.h"
 #include "core/ir/settings.h"
 #include "core/ir/tensor_compare.h"
 #include "core/tuning/candidates.h"
@@ -27,6 +28,9 @@ struct MeasureOptions {
   double max_time_ms =
       kSettings.measure_max_time_ms;                 // ...but slow kernels stop here once they have 3 samples
   Tolerance tolerance = kSettings.kernel_tolerance;  // agreement with the native reference
+  // Reduced-precision kernels: each output's own error must fit this budget's max-rel and
+  // cosine bounds instead of `tolerance` (core/ir/accuracy.h).
+  AccuracyBudget accuracy;
   // Look costs up only: a candidate the cost DB lacks gets Cost::not_measured(),
   // nothing is built or timed and no reference values are needed.
   bool cached_only = false;

@@ -9,7 +9,9 @@
 #   SAMPLE: a zoo model the C++ builder writes (collage-samples); MODEL.onnx: any model file;
 #   modern: the modern zoo, real PyTorch exports (tests/bench/export_modern_zoo.py, Debian's
 #   python3-torch/torchvision, written once into $build/bench-peer/modern/).
-# env: BUILD (build dir), REPEAT (default 30), BUDGET (default 60s), THREADS (default 1)
+# env: BUILD (build dir), REPEAT (default 30), BUDGET (default 60s), THREADS (default 1),
+#      ACCURACY (a budget, e.g. cosine=0.999,max-rel=5e-2: tune --accuracy, so int8 kernels take part;
+#      the artifact's outputs are then held to that budget against ORT's fp32 ones, and reported)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/bench/ort_setup.sh
@@ -48,7 +50,10 @@ for m in "${models[@]}"; do
   db="$bench/$m.costs.sqlite"
   rm -f "$db" "$db-wal" "$db-shm"
   t0=$(date +%s.%N)
-  out=$("$build/app/collage" tune "$model" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" -o "$bench/$m.json" 2>/dev/null)
+  accuracy_args=()
+  [ -n "${ACCURACY:-}" ] && accuracy_args=(--accuracy "$ACCURACY")
+  out=$("$build/app/collage" tune "$model" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" \
+          "${accuracy_args[@]}" -o "$bench/$m.json" 2>/dev/null)
   tune_s=$(echo "$(date +%s.%N) - $t0" | bc -l)
   echo "$out" | grep -q "verified against the native reference: ok" || { echo "$m: verification failed" >&2; exit 1; }
   chosen=refined
@@ -70,8 +75,15 @@ for m in "${models[@]}"; do
   # float16 outputs: both sides round at different points (we compute in fp32 inside each kernel), so
   # the check allows fp16's own resolution (2^-10 relative) accumulated over the model.
   read -r -a types <<< "$(echo "$ort_out" | sed -n 's/^output_types //p')"
-  k=0
+  k=0 reached=""
   for o in $(echo "$ort_out" | sed -n 's/^outputs //p'); do
+    if [ -n "${ACCURACY:-}" ]; then
+      cmp=$("$build/app/collage" compare "$bench/collage_$m/$o.pb" "$bench/ort_$m/ort_$o.pb" --accuracy "$ACCURACY") ||
+        { echo "$m: output $o is outside the budget against ONNX Runtime: $cmp" >&2; exit 1; }
+      reached+=" $o: $(echo "$cmp" | sed -n 's/.*\(max-rel [^,]*, cosine [^,]*\).*/\1/p')"
+      k=$((k + 1))
+      continue
+    fi
     tol=(--rtol 1e-3 --atol 1e-3)
     [ "${types[$k]:-}" = float16 ] && tol=(--rtol 2e-2 --atol 2e-2)
     "$build/app/collage" compare "$bench/collage_$m/$o.pb" "$bench/ort_$m/ort_$o.pb" "${tol[@]}" > /dev/null ||
@@ -90,12 +102,16 @@ for m in "${models[@]}"; do
   ca=$(printf "%s\n" "${a[@]}" | median) ob=$(printf "%s\n" "${b[@]}" | median)
   spread=$(printf "%s\n" "${a[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)
   log_sum=$(echo "$log_sum + l($ob / $ca)" | bc -l); n=$((n + 1))
-  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over 4 turns\n" "$m" "$ca" "$ob" \
-    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread"
+  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over 4 turns%s\n" "$m" "$ca" "$ob" \
+    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${reached:+; against ORT:$reached}"
 done
 printf "geomean speed-up over ONNX Runtime: %.2fx over %d models\n" "$(echo "e($log_sum / $n)" | bc -l)" "$n"
 echo "threads: $threads. collage_ms = the exported artifact run by collage-run (tuned and run at $threads thread(s));"
 echo "ort_ms = onnxruntime-node, $threads intra-op thread(s), 1 inter-op; both the median of 4 alternating turn medians"
 echo "of $repeat runs; speedup = ort / collage; placement = what tune --refine wrote; add_err = tune's additive error"
 echo "(measured - predicted) of the op-level placement; tune_s = the whole tune --refine (cold cost DB, budget ${BUDGET:-60s});"
-echo "outputs checked against ORT (rtol/atol 1e-3)."
+if [ -n "${ACCURACY:-}" ]; then
+  echo "tuned under --accuracy $ACCURACY (int8 kernels allowed); outputs held to that budget against ORT's fp32 ones."
+else
+  echo "outputs checked against ORT (rtol/atol 1e-3)."
+fi

@@ -12,11 +12,31 @@
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/import/onnx_import.h"
+#include "core/ir/accuracy.h"
 #include "resources/samples/zoo.h"
 #include "tests/unit/temp_dir.h"
 
 namespace collage {
 namespace {
+
+// A reduced-precision kernel's outputs against the fp32 reference under the budget int8
+// kernels are documented to meet on their own (README "Precision"); "" when they do.
+std::string reduced_precision_error(const Graph& g, const BackendSpec& backend, const IndexSet& nodes,
+                                    const std::vector<Tensor>& values) {
+  SubGraph sub = make_subgraph(g, nodes);
+  std::unique_ptr<Kernel> kernel = backend.compile(g, sub, CompileOptions{});
+  std::vector<const Tensor*> args;
+  for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+  HeapAllocator alloc;
+  std::vector<Tensor> got = kernel->run(args, alloc);
+  const AccuracyBudget budget = parse_accuracy("max-rel=5e-2,cosine=0.999");
+  for (size_t o = 0; o < got.size(); ++o) {
+    AccuracyMeasure m = measure_accuracy(got[o], values[static_cast<size_t>(sub.outputs[o])], budget,
+                                         g.value(sub.outputs[o]).name, false);
+    if (!m.ok()) return m.failure;
+  }
+  return "";
+}
 
 TEST(SampleCandidates, AllBackendsOnAllSmallSamples) {
   testing::ScopedTempDir dir("collage_sample_candidates");
@@ -34,7 +54,13 @@ TEST(SampleCandidates, AllBackendsOnAllSmallSamples) {
     auto values = testing::reference_values(g);
     for (const Candidate& c : candidates) {
       covered = covered | c.nodes;
-      auto r = testing::check_candidate(g, *find_backend(c.backend), c.nodes, values, 1e-3, 1e-4);
+      const BackendSpec& backend = *find_backend(c.backend);
+      if (backend.precision != Precision::Float32) {  // held to an accuracy budget, not the fp32 rule
+        per_backend[c.backend].first++;
+        EXPECT_EQ(reduced_precision_error(g, backend, c.nodes, values), "") << info.name << " " << c.label;
+        continue;
+      }
+      auto r = testing::check_candidate(g, backend, c.nodes, values, 1e-3, 1e-4);
       per_backend[c.backend].first++;
       if (!r.supported) {
         per_backend[c.backend].second++;

@@ -15,6 +15,8 @@ inline QColor backend_color(const QString& backend) {
   // Graph-level backends: a darker shade of their library's colour.
   if (backend == "onednn-region") return QColor(0x1a, 0x4f, 0xb0);
   if (backend == "xnnpack-graph") return QColor(0x0a, 0x6b, 0x3c);
+  // Reduced precision: a colour of its own (purple), whatever the library.
+  if (backend == "onednn-int8") return QColor(0x8e, 0x44, 0xad);
   return QColor::fromHsv(static_cast<int>(qHash(backend) % 360), 140, 220);
 }
 

@@ -72,7 +72,7 @@ ExplorerController::ExplorerController(QObject* parent)
   qRegisterMetaType<JobFailure>();
   qRegisterMetaType<ProfileReport>();
   qRegisterMetaType<QueueStatus>();
-  set_backends(all_backends());
+  set_backends(default_backends());  // fp32: the explorer has no accuracy budget yet
 }
 
 ExplorerController::~ExplorerController() {

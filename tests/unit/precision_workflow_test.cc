@@ -1,0 +1,115 @@
+// Precision as a placement dimension (app/workflow): reduced-precision backends take part only
+// under an accuracy budget, a placement is held to it end to end, and kernels back off to fp32
+// until it holds.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "app/workflow/workflow.h"
+#include "backend_test_models.h"
+#include "backends/native/native_spec.h"
+#include "backends/onednn/onednn_spec.h"
+#include "backends/onednn_int8/onednn_int8.h"
+#include "backends/registry.h"
+#include "temp_dir.h"
+
+namespace collage {
+namespace {
+
+using testing::dense_model;
+
+workflow::TuneStepOptions tune_options(const std::string& accuracy) {
+  workflow::TuneStepOptions o;
+  o.backends = {&onednn_backend(), &onednn_int8_backend(), &native_backend()};
+  o.min_time_ms = 0.1;
+  o.repeat = 2;
+  o.epsilon_ms = 0.002;
+  o.isolated = false;
+  if (!accuracy.empty()) o.accuracy = parse_accuracy(accuracy);
+  return o;
+}
+
+size_t int8_kernels(const Placement& p) {
+  return static_cast<size_t>(std::count_if(p.kernels.begin(), p.kernels.end(),
+                                           [](const PlacedKernel& k) { return k.backend == "onednn-int8"; }));
+}
+
+// The costs in `db` made deterministic: int8 kernels nearly free, every other kernel 1 ms per
+// op, so the search takes int8 wherever a candidate was valid when it was measured.
+void int8_made_cheap(CostDb& db) {
+  std::vector<CostRecord> records = db.list();
+  for (CostRecord& r : records) {
+    double ops = static_cast<double>(std::count(r.label.begin(), r.label.end(), '+') + 1);
+    if (r.cost.valid()) r.cost.median_ms = r.backend == "onednn-int8" ? 0.001 * ops : ops;
+  }
+  db.put_all(records);
+}
+
+TEST(PrecisionWorkflow, WithoutABudgetNoReducedPrecisionBackendTakesPart) {
+  for (const BackendSpec* b : default_backends()) EXPECT_EQ(b->precision, Precision::Float32) << b->name;
+  EXPECT_NE(std::find(all_backends().begin(), all_backends().end(), &onednn_int8_backend()),
+            all_backends().end());
+  for (const BackendSpec* b : workflow::search_backends({}))
+    EXPECT_EQ(b->precision, Precision::Float32) << b->name;
+  Graph g = dense_model(4, 64, 48);
+  workflow::TuneStepOptions o = tune_options("");
+  o.backends = {};  // the default selection
+  TuneResult tuned = workflow::tune(g, o, nullptr);
+  for (const Candidate& c : tuned.candidates) EXPECT_NE(c.backend, "onednn-int8");
+  EXPECT_TRUE(tuned.placement.accuracy.empty());
+  // Asked for by name without a budget: refused, naming what is missing.
+  try {
+    workflow::tune(g, tune_options(""), nullptr);
+    ADD_FAILURE() << "an int8 backend was searched without a budget";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+    EXPECT_NE(std::string(e.what()).find("onednn-int8 computes in int8"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PrecisionWorkflow, UnderABudgetInt8KernelsArePlacedAndTheBudgetTravelsWithThePlacement) {
+  testing::ScopedTempDir dir("collage_precision");
+  Graph g = dense_model(4, 64, 48);
+  CostDb db(dir.file("costs.sqlite"));
+  workflow::tune(g, tune_options("max-rel=5e-2"), &db);  // measures, each int8 kernel within the budget
+  int8_made_cheap(db);
+  workflow::TuneRunReport r = workflow::run_tune(g, tune_options("max-rel=5e-2"), &db);
+  EXPECT_GE(int8_kernels(r.tuned.placement), 2u);
+  EXPECT_TRUE(r.backoff.empty());
+  EXPECT_TRUE(r.run.verify.ok()) << r.run.verify.mismatch;
+  EXPECT_EQ(r.run.verify.accuracy.size(), g.outputs.size());
+  EXPECT_EQ(r.tuned.placement.accuracy, "max-rel=0.05");
+  // The budget is read back with the placement, and a later check holds it to it.
+  Placement back = placement_from_json(placement_to_json(r.tuned.placement, g), g, all_backends());
+  EXPECT_EQ(back.accuracy, "max-rel=0.05");
+  EXPECT_TRUE(workflow::verify(g, back, r.tuned.inputs, workflow::RunOptions{}).ok());
+  // Held to the fp32 tolerance instead, the int8 outputs would not pass.
+  workflow::RunOptions fp32_like;
+  fp32_like.accuracy = parse_accuracy("max-rel=1e-6");
+  EXPECT_FALSE(workflow::verify(g, back, r.tuned.inputs, fp32_like).ok());
+  // A budget the file cannot parse is refused when it is read.
+  std::string text = placement_to_json(r.tuned.placement, g);
+  text.replace(text.find("max-rel=0.05"), 12, "max-rel=lots");
+  EXPECT_THROW(placement_from_json(text, g, all_backends()), Error);
+}
+
+TEST(PrecisionWorkflow, KernelsBackOffToFp32UntilTheBudgetHolds) {
+  testing::ScopedTempDir dir("collage_precision");
+  Graph g = dense_model(4, 64, 48);
+  CostDb db(dir.file("costs.sqlite"));
+  workflow::tune(g, tune_options("max-rel=5e-2"), &db);
+  int8_made_cheap(db);
+  size_t placed = int8_kernels(workflow::run_tune(g, tune_options("max-rel=5e-2"), &db).tuned.placement);
+  ASSERT_GE(placed, 2u);
+  // The cached costs say int8 is valid, but no int8 kernel fits a budget this tight end to end:
+  // each backs off, worst first, one step each, until the placement is fp32 and verified.
+  workflow::TuneRunReport r = workflow::run_tune(g, tune_options("max-rel=1e-7"), &db);
+  EXPECT_EQ(r.backoff.size(), placed);
+  for (const std::string& step : r.backoff)
+    EXPECT_NE(step.find("returns to fp32"), std::string::npos) << step;
+  EXPECT_EQ(int8_kernels(r.tuned.placement), 0u);
+  EXPECT_TRUE(r.run.verify.ok()) << r.run.verify.mismatch;
+}
+
+}  // namespace
+}  // namespace collage
