@@ -11,7 +11,9 @@
 #   python3-torch/torchvision, written once into $build/bench-peer/modern/).
 # env: BUILD (build dir), REPEAT (default 30), BUDGET (default 60s), THREADS (default 1),
 #      ACCURACY (a budget, e.g. cosine=0.999,max-rel=5e-2: tune --accuracy, so int8 kernels take part;
-#      the artifact's outputs are then held to that budget against ORT's fp32 ones, and reported)
+#      the artifact's outputs are then held to that budget against ORT's fp32 ones, and reported;
+#      `export --qdq` writes the int8 MatMuls as ONNX integer ops, and ORT on that model is timed
+#      as a third side, the int8 peer)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/bench/ort_setup.sh
@@ -64,8 +66,10 @@ for m in "${models[@]}"; do
   # "prediction" sums op-level costs of kernels that now run inside regions, so it says little).
   add_err=$(echo "$out" | sed -n 's/^additive error (measured - predicted): .* ms (\([-+0-9.]*%\))$/\1/p' | head -1)
   [ -n "$add_err" ] || { echo "$m: no additive error in the tune output" >&2; exit 1; }
-  "$build/app/collage" export "$model" --placement "$bench/$m.json" -o "$bench/$m.collage" | grep -q "bitwise equal" ||
-    { echo "$m: export check failed" >&2; exit 1; }
+  qdq_args=()
+  [ -n "${ACCURACY:-}" ] && qdq_args=(--qdq "$bench/$m.qdq.onnx")
+  "$build/app/collage" export "$model" --placement "$bench/$m.json" -o "$bench/$m.collage" "${qdq_args[@]}" |
+    grep -q "bitwise equal" || { echo "$m: export check failed" >&2; exit 1; }
   ort_out=$(node tests/bench/ort_run.js "$model" "$bench/ort_$m" 3 "$threads")
   args=()
   for i in $(echo "$ort_out" | sed -n 's/^inputs //p'); do args+=(--input "$i"); done
@@ -90,9 +94,20 @@ for m in "${models[@]}"; do
       { echo "$m: output $o disagrees with ONNX Runtime" >&2; exit 1; }
     k=$((k + 1))
   done
-  a=() b=() turns=""
-  for turn in A B B A A B B A; do
-    if [ $turn = A ]; then
+  a=() b=() c=() turns="A B B A A B B A"
+  if [ -n "${ACCURACY:-}" ]; then
+    turns="A B C C B A A B C C B A"
+    qdq_out=$(node tests/bench/ort_run.js "$bench/$m.qdq.onnx" "$bench/ortqdq_$m" 3 "$threads")
+    for o in $(echo "$ort_out" | sed -n 's/^outputs //p'); do
+      cmp=$("$build/app/collage" compare "$bench/ortqdq_$m/ort_$o.pb" "$bench/ort_$m/ort_$o.pb" --accuracy "$ACCURACY") || true
+      reached+="; ORT on the QDQ model: $(echo "$cmp" | sed -n 's/.*\(max-rel [^,]*, cosine [^,]*\).*/\1/p')"
+    done
+  fi
+  for turn in $turns; do
+    if [ $turn = C ]; then
+      c+=("$(node tests/bench/ort_run.js "$bench/$m.qdq.onnx" "$bench/ortqdq_$m" "$repeat" "$threads" |
+               sed -n 's/^ort median \([0-9.]*\) ms.*/\1/p')")
+    elif [ $turn = A ]; then
       a+=("$("$build/app/runtime/collage-run" "$bench/$m.collage" "${args[@]}" --repeat "$repeat" |
                sed -n 's/.*: median \([0-9.]*\) ms.*/\1/p')")
     else
@@ -102,8 +117,13 @@ for m in "${models[@]}"; do
   ca=$(printf "%s\n" "${a[@]}" | median) ob=$(printf "%s\n" "${b[@]}" | median)
   spread=$(printf "%s\n" "${a[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)
   log_sum=$(echo "$log_sum + l($ob / $ca)" | bc -l); n=$((n + 1))
-  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over 4 turns%s\n" "$m" "$ca" "$ob" \
-    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${reached:+; against ORT:$reached}"
+  qdq=""
+  if [ ${#c[@]} -gt 0 ]; then
+    oc=$(printf "%s\n" "${c[@]}" | median)
+    qdq=$(printf "; ORT on the QDQ model %.3f ms (%.2fx)" "$oc" "$(echo "$oc / $ca" | bc -l)")
+  fi
+  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over 4 turns%s%s\n" "$m" "$ca" "$ob" \
+    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${reached:+; against ORT:$reached}" "$qdq"
 done
 printf "geomean speed-up over ONNX Runtime: %.2fx over %d models\n" "$(echo "e($log_sum / $n)" | bc -l)" "$n"
 echo "threads: $threads. collage_ms = the exported artifact run by collage-run (tuned and run at $threads thread(s));"

@@ -1,0 +1,28 @@
+// `collage export --qdq OUT.onnx`: the model with the placement's int8 fully connected layers
+// written as standard ONNX integer ops, so other runtimes run the same quantization (ONNX
+// Runtime fuses the pattern into its DynamicQuantizeMatMul). Each rewritten MatMul y = x W:
+//   DynamicQuantizeLinear(x) -> xq, xs, xzp      (per tensor, u8, range holding 0)
+//   MatMulInteger(xq, Wq, xzp) -> acc            (Wq int8, the kernel's own 7-bit weights)
+//   Cast(acc -> float) * (xs * Ws) -> y          (Ws the per-column weight scales)
+// Every other node is written as it was; initializers no node reads any more are dropped.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace collage {
+
+struct QdqMatmul {
+  std::string node;          // the MatMul's name in the ONNX file
+  int64_t k = 0, n = 0;      // weights [K, N]
+  std::vector<int8_t> q;     // [K, N] row-major
+  std::vector<float> scale;  // [N]: W ~= q * scale per column
+};
+
+// Reads `onnx_path`, rewrites each listed MatMul (InvalidInput naming a node the file lacks or
+// that is not a MatMul of [K, N] weights), writes `out_path`. Returns the nodes rewritten.
+size_t write_qdq_model(const std::string& onnx_path, const std::vector<QdqMatmul>& matmuls,
+                       const std::string& out_path);
+
+}  // namespace collage
