@@ -231,7 +231,14 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
     }
     CostKey key{sig, options_.threads, device};
     if (db_) {
-      if (auto record = db_->find(key)) {
+      // A reduced-precision kernel found outside an earlier, tighter budget is measured again
+      // under this one: whether it is valid depends on the budget, which the key does not hold.
+      // (A valid one is reused: the end-to-end check and back-off still hold the placement.)
+      auto record = db_->find(key);
+      if (record && !record->cost.valid() && backend.precision != Precision::Float32 &&
+          options_.accuracy.enabled() && !options_.cached_only)
+        record.reset();
+      if (record) {
         out[i].cost = record->cost;
         out[i].from_cache = true;
         measured_here[sig] = i;

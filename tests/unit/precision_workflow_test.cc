@@ -111,5 +111,25 @@ TEST(PrecisionWorkflow, KernelsBackOffToFp32UntilTheBudgetHolds) {
   EXPECT_TRUE(r.run.verify.ok()) << r.run.verify.mismatch;
 }
 
+TEST(PrecisionWorkflow, AKernelRefusedUnderATighterBudgetIsMeasuredAgainUnderALooserOne) {
+  testing::ScopedTempDir dir("collage_precision");
+  Graph g = dense_model(4, 64, 48);
+  CostDb db(dir.file("costs.sqlite"));
+  auto int8_valid = [](const TuneResult& r, bool& any_cached) {
+    size_t valid = 0;
+    for (size_t i = 0; i < r.candidates.size(); ++i)
+      if (r.candidates[i].backend == "onednn-int8") {
+        valid += r.costs[i].cost.valid();
+        any_cached = any_cached || r.costs[i].from_cache;
+      }
+    return valid;
+  };
+  bool cached = false;
+  EXPECT_EQ(int8_valid(workflow::tune(g, tune_options("max-rel=1e-7"), &db), cached), 0u);
+  cached = false;
+  EXPECT_GE(int8_valid(workflow::tune(g, tune_options("max-rel=5e-2"), &db), cached), 4u);
+  EXPECT_FALSE(cached) << "the refusals cached under max-rel=1e-7 must not decide under max-rel=5e-2";
+}
+
 }  // namespace
 }  // namespace collage
