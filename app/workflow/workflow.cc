@@ -401,12 +401,7 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
       std::vector<const Tensor*> args;
       for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
       HeapAllocator alloc;
-      std::vector<Tensor> got = kernel->run(args, alloc);
-      error = 0;
-      for (size_t o = 0; o < got.size(); ++o)
-        error = std::max(error, measure_accuracy(got[o], values[static_cast<size_t>(sub.outputs[o])], budget,
-                                                 graph.value(sub.outputs[o]).name, false)
-                                    .max_rel);
+      error = kernel_accuracy(graph, sub, kernel->run(args, alloc), values, budget).max_rel;
     } catch (const Error&) {  // it cannot run here: the first to go back
     }
     return own_error[key] = error;

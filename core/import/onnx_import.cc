@@ -23,9 +23,7 @@
 
 namespace collage {
 
-namespace {
-
-void parse_model(std::string_view bytes, onnx::ModelProto& model) {
+void parse_onnx_model(std::string_view bytes, onnx::ModelProto& model) {
   if (bytes.empty()) throw Error(ErrorKind::InvalidModel, "the model file is empty (0 bytes)");
   google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&raw);
@@ -35,6 +33,8 @@ void parse_model(std::string_view bytes, onnx::ModelProto& model) {
                 "not a valid ONNX model: the protobuf could not be parsed (truncated or not ONNX)");
   if (!model.has_graph()) throw Error(ErrorKind::InvalidModel, "not a valid ONNX model: it has no graph");
 }
+
+namespace {
 
 std::map<std::string, int> read_opsets(const onnx::ModelProto& model) {
   std::map<std::string, int> opsets;
@@ -559,7 +559,7 @@ Graph import_onnx_bytes(std::string_view bytes, const std::string& base_dir, con
   ImportReport local;
   ImportReport& report = report_out ? *report_out : local;
   onnx::ModelProto model;
-  parse_model(bytes, model);
+  parse_onnx_model(bytes, model);
   auto opsets = read_opsets(model);
   std::set<std::string> initializer_names;
   for (const auto& init : model.graph().initializer()) initializer_names.insert(init.name());

@@ -11,7 +11,15 @@
 #include "core/ir/kernel.h"
 #include "core/ir/settings.h"
 
+namespace onnx {
+class ModelProto;
+}
+
 namespace collage {
+
+// The protobuf of an ONNX file (any size: the 64 MiB default limit is lifted); InvalidModel when
+// it is empty, truncated, not ONNX or has no graph. The importer and the QDQ writer read with it.
+void parse_onnx_model(std::string_view bytes, onnx::ModelProto& model);
 
 constexpr int kMinOpset = 6;
 constexpr int kMaxOpset = 21;

@@ -1,6 +1,5 @@
 #include "core/import/qdq_writer.h"
 
-#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,9 +7,8 @@
 #include <set>
 
 #include "core/import/mapped_file.h"
+#include "core/import/onnx_import.h"
 #include "core/ir/error.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "onnx/onnx_pb.h"
 
 namespace collage {
@@ -36,11 +34,7 @@ size_t write_qdq_model(const std::string& onnx_path, const std::vector<QdqMatmul
   if (ec) throw Error(ErrorKind::Io, "cannot open model '" + onnx_path + "': " + ec.message());
   MappedFile file(onnx_path, static_cast<size_t>(size));
   onnx::ModelProto model;
-  google::protobuf::io::ArrayInputStream raw(file.bytes().data(), static_cast<int>(file.bytes().size()));
-  google::protobuf::io::CodedInputStream coded(&raw);
-  coded.SetTotalBytesLimit(INT_MAX);
-  if (!model.ParseFromCodedStream(&coded) || !model.has_graph())
-    throw Error(ErrorKind::InvalidModel, "'" + onnx_path + "' is not a valid ONNX model");
+  parse_onnx_model(file.bytes(), model);
   std::map<std::string, const QdqMatmul*> wanted;
   for (const QdqMatmul& m : matmuls) wanted[m.node] = &m;
 

@@ -52,6 +52,23 @@ std::string compare_outputs(const Graph& g, const SubGraph& sub, const std::vect
   return "";
 }
 
+AccuracyMeasure kernel_accuracy(const Graph& graph, const SubGraph& sub, const std::vector<Tensor>& got,
+                                const std::vector<Tensor>& values, const AccuracyBudget& budget) {
+  AccuracyMeasure worst;
+  if (got.size() != sub.outputs.size()) {
+    worst.failure = "kernel returned " + std::to_string(got.size()) + " outputs";
+    return worst;
+  }
+  for (size_t o = 0; o < got.size(); ++o) {
+    AccuracyMeasure m = measure_accuracy(got[o], values[static_cast<size_t>(sub.outputs[o])], budget,
+                                         graph.value(sub.outputs[o]).name, false);
+    worst.max_rel = std::max(worst.max_rel, m.max_rel);
+    worst.cosine = std::min(worst.cosine, m.cosine);
+    if (worst.failure.empty()) worst.failure = m.failure;
+  }
+  return worst;
+}
+
 std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tensor>& inputs,
                                      const NodeEvaluator& evaluator, std::vector<double>* node_ms) {
   std::vector<Tensor> values(graph.values.size());
@@ -156,10 +173,7 @@ Cost Measurer::measure_in_process(const BackendSpec& backend, const SubGraph& su
       mismatch =
           std::string(precision_name(backend.precision)) + " kernel measured without an accuracy budget";
     } else {
-      for (size_t o = 0; o < got.size() && mismatch.empty(); ++o)
-        mismatch = measure_accuracy(got[o], values_[static_cast<size_t>(sub.outputs[o])], options_.accuracy,
-                                    graph_.value(sub.outputs[o]).name, false)
-                       .failure;
+      mismatch = kernel_accuracy(graph_, sub, got, values_, options_.accuracy).failure;
     }
     if (!mismatch.empty()) {
       Cost invalid = Cost::invalid("disagrees with the native reference: " + mismatch);

@@ -60,6 +60,13 @@ std::vector<Tensor> reference_values(const Graph& graph, const std::vector<Tenso
 std::string compare_outputs(const Graph& graph, const SubGraph& sub, const std::vector<Tensor>& got,
                             const std::vector<Tensor>& values, const Tolerance& tolerance = kKernelTolerance);
 
+// A reduced-precision kernel's own error: the worst of its outputs `got` for `sub` against the
+// reference `values` under `budget` (largest max-rel, smallest cosine, the first failure; the
+// top1 bound is for a model's outputs, not one kernel's). The measurer's check and the
+// workflow's back-off ranking both use it.
+AccuracyMeasure kernel_accuracy(const Graph& graph, const SubGraph& sub, const std::vector<Tensor>& got,
+                                const std::vector<Tensor>& values, const AccuracyBudget& budget);
+
 // Median cost of dispatching an empty kernel through the executor's interface:
 // the default ε of the search (one kernel's fixed overhead).
 double measure_dispatch_overhead_ms();
