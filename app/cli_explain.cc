@@ -128,6 +128,15 @@ void print_detail(const Graph& graph, const NodeExplanation& e, const std::vecto
   }
 }
 
+std::vector<DimValues> bucket_dims(const std::vector<workflow::PlacedBucket>& buckets) {
+  std::vector<DimValues> out;
+  for (const workflow::PlacedBucket& b : buckets) out.push_back(b.dims);
+  return out;
+}
+
+int explain_bucket(const Args& args, const std::string& path, const std::string& placement_path,
+                   const Graph& graph, const Placement& placement);
+
 }  // namespace
 
 int command_explain(const std::vector<std::string>& argv) {
@@ -141,8 +150,24 @@ int command_explain(const std::vector<std::string>& argv) {
     throw Error(ErrorKind::InvalidInput, "--cost-db and --no-cost-db exclude each other");
   const std::string& path = args.positional[0];
   const std::string placement_path = args.get("--placement", "");
-  Graph graph = workflow::load_model(path, parse_load_options(args));
-  Placement placement = workflow::read_placement(placement_path, graph);
+  std::vector<workflow::PlacedBucket> buckets = workflow::read_placed_buckets(
+      path, placement_path, parse_load_options_for_buckets(args), parse_buckets(args));
+  if (buckets.size() > 1 && args.has("--json"))
+    throw Error(ErrorKind::InvalidInput,
+                "--json explains one shape bucket; name it with --dim (the placement's: " +
+                    bucket_list(bucket_dims(buckets)) + ")");
+  for (const workflow::PlacedBucket& bucket : buckets) {
+    if (buckets.size() > 1) std::printf("== bucket %s\n", bucket_label(bucket.dims).c_str());
+    if (int rc = explain_bucket(args, path, placement_path, bucket.graph, bucket.placement); rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+namespace {
+
+int explain_bucket(const Args& args, const std::string& path, const std::string& placement_path,
+                   const Graph& graph, const Placement& placement) {
   NodeId only = args.has("--node") ? node_by_ref(graph, args.get("--node", ""), "--node") : kNoNode;
 
   workflow::TuneStepOptions options;
@@ -226,5 +251,7 @@ int command_explain(const std::vector<std::string>& argv) {
       placement.kernels.size(), baseline_words(explainer.baseline()), explainer.baseline_ms());
   return 0;
 }
+
+}  // namespace
 
 }  // namespace collage::cli

@@ -45,30 +45,44 @@ int command_export(const std::vector<std::string>& argv) {
   if (args.positional.size() != 1 || !args.has("--placement") || out_path.empty())
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage export MODEL --placement P.json -o OUT.collage [--qdq OUT.onnx] [--dim "
-                "NAME=VALUE ...]");
+                "NAME=V1,V2,...]");
   const std::string& path = args.positional[0];
-  Graph graph = workflow::load_model(path, parse_load_options(args));
-  Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
+  std::vector<workflow::PlacedBucket> buckets = workflow::read_placed_buckets(
+      path, args.get("--placement", ""), parse_load_options_for_buckets(args), parse_buckets(args));
+  if (args.has("--qdq") && buckets.size() > 1)
+    throw Error(ErrorKind::InvalidInput, "--qdq writes one shape; name one bucket with --dim");
+  const Graph& first = buckets.front().graph;
   workflow::ExportStepOptions options;
-  options.model_name = graph.name.empty() ? std::filesystem::path(path).stem().string() : graph.name;
+  options.model_name = first.name.empty() ? std::filesystem::path(path).stem().string() : first.name;
   options.path = out_path;
-  ExportReport report = workflow::export_placement(graph, placement, options);
-  std::printf("artifact written to %s: %.2f MiB, %zu kernels, %d thread%s\n", out_path.c_str(),
-              static_cast<double>(report.file_bytes) / (1 << 20), placement.kernels.size(), placement.threads,
-              placement.threads == 1 ? "" : "s");
-  std::printf("memory plan: arena %.2f MiB for intermediates that take %.2f MiB without reuse\n",
-              static_cast<double>(report.arena_bytes) / (1 << 20),
-              static_cast<double>(report.unplanned_bytes) / (1 << 20));
-  if (!report.mismatch.empty()) {
-    std::printf("the artifact's outputs disagree with the in-process run: %s\n", report.mismatch.c_str());
-    return 1;
+  BucketedExportReport report = workflow::export_buckets(buckets, options);
+  size_t kernels = 0;
+  for (const workflow::PlacedBucket& b : buckets) kernels += b.placement.kernels.size();
+  const int threads = buckets.front().placement.threads;
+  std::printf("artifact written to %s: %.2f MiB, %zu kernels%s, %d thread%s\n", out_path.c_str(),
+              static_cast<double>(report.file_bytes) / (1 << 20), kernels,
+              buckets.size() > 1 ? (" in " + std::to_string(buckets.size()) + " shape buckets").c_str() : "",
+              threads, threads == 1 ? "" : "s");
+  bool agree = true;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const ExportReport& r = report.buckets[b];
+    std::string prefix = buckets.size() > 1 ? "bucket " + bucket_label(buckets[b].dims) + ": " : "";
+    std::printf("%smemory plan: arena %.2f MiB for intermediates that take %.2f MiB without reuse\n",
+                prefix.c_str(), static_cast<double>(r.arena_bytes) / (1 << 20),
+                static_cast<double>(r.unplanned_bytes) / (1 << 20));
+    if (!r.mismatch.empty()) {
+      std::printf("%sthe artifact's outputs disagree with the in-process run: %s\n", prefix.c_str(),
+                  r.mismatch.c_str());
+      agree = false;
+      continue;
+    }
+    std::printf(
+        "%sreloaded and run: outputs %s the in-process execution of the placement%s\n", prefix.c_str(),
+        r.bitwise_equal ? "bitwise equal to" : "within 1e-5 of",
+        r.bitwise_equal ? "" : (" (max abs difference " + std::to_string(r.max_abs_diff) + ")").c_str());
   }
-  std::printf("reloaded and run: outputs %s the in-process execution of the placement%s\n",
-              report.bitwise_equal ? "bitwise equal to" : "within 1e-5 of",
-              report.bitwise_equal
-                  ? ""
-                  : (" (max abs difference " + std::to_string(report.max_abs_diff) + ")").c_str());
-  if (args.has("--qdq")) write_qdq(graph, placement, path, args.get("--qdq", ""));
+  if (!agree) return 1;
+  if (args.has("--qdq")) write_qdq(first, buckets.front().placement, path, args.get("--qdq", ""));
   return 0;
 }
 

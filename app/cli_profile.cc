@@ -11,6 +11,10 @@
 
 namespace collage::cli {
 
+namespace {
+void profile_bucket(const Args& args, const Graph& graph, const Placement& placement, int repeat, int seed);
+}  // namespace
+
 int command_profile(const std::vector<std::string>& argv) {
   Args args = parse_args(
       argv, with_model_options({"--placement", "--repeat", "--threads", "--seed", "--trace"}), {"--json"});
@@ -20,8 +24,21 @@ int command_profile(const std::vector<std::string>& argv) {
                 "[--trace out.json]");
   int repeat = args.get_int("--repeat", kSettings.repeat, 1, 100000);
   int seed = args.get_int("--seed", 1, 0, 1 << 30);
-  Graph graph = workflow::load_model(args.positional[0], parse_load_options(args));
-  Placement placement = workflow::read_placement(args.get("--placement", ""), graph);
+  std::vector<workflow::PlacedBucket> buckets =
+      workflow::read_placed_buckets(args.positional[0], args.get("--placement", ""),
+                                    parse_load_options_for_buckets(args), parse_buckets(args));
+  if (buckets.size() > 1 && (args.has("--json") || args.has("--trace")))
+    throw Error(ErrorKind::InvalidInput, "--json and --trace profile one shape bucket; name it with --dim");
+  for (const workflow::PlacedBucket& bucket : buckets) {
+    if (buckets.size() > 1) std::printf("== bucket %s\n", bucket_label(bucket.dims).c_str());
+    profile_bucket(args, bucket.graph, bucket.placement, repeat, seed);
+  }
+  return 0;
+}
+
+namespace {
+
+void profile_bucket(const Args& args, const Graph& graph, const Placement& placement, int repeat, int seed) {
   workflow::RunOptions options;
   // Isolated costs were measured at the placement's thread count: run at it unless told otherwise.
   options.threads = args.get_int("--threads", placement.threads, 1, 1024);
@@ -38,7 +55,7 @@ int command_profile(const std::vector<std::string>& argv) {
   }
   if (args.has("--json")) {
     std::printf("%s\n", profile_to_json(r).c_str());
-    return 0;
+    return;
   }
   std::printf("%4s  %-14s %-32s %10s %12s %10s %6s\n", "#", "backend", "kernel", "in-run ms", "isolated ms",
               "delta ms", "share");
@@ -61,7 +78,8 @@ int command_profile(const std::vector<std::string>& argv) {
       r.isolated_sum_ms, r.additive_error_ms(),
       r.isolated_sum_ms > 0 ? 100 * r.additive_error_ms() / r.isolated_sum_ms : 0.0,
       r.kernel_sum_ms - r.isolated_sum_ms, r.outside_kernels_ms());
-  return 0;
 }
+
+}  // namespace
 
 }  // namespace collage::cli

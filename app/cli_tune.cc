@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "app/workflow/workflow.h"
 #include "backends/registry.h"
 #include "core/backend_api/kernel_signature.h"
+#include "core/search/placement_buckets.h"
 
 namespace collage::cli {
 
@@ -127,24 +129,8 @@ void print_verification(const workflow::VerifyReport& verify) {
   for (const std::string& line : verify.accuracy) std::printf("  accuracy %s\n", line.c_str());
 }
 
-}  // namespace
-
-int command_tune(const std::vector<std::string>& argv) {
-  Args args =
-      parse_args(argv,
-                 with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
-                                     "-o", "--output", "--repeat", "--min-time-ms", "--budget",
-                                     "--population", "--seed", "--generations", "--patience", "--accuracy"}),
-                 {"--no-cost-db", "--refine", "--in-process", "--log-costs", "--remote"});
-  if (args.positional.size() != 1)
-    throw Error(ErrorKind::InvalidInput,
-                "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
-  const std::string& path = args.positional[0];
-  std::string out_path = args.get("-o", args.get("--output", ""));
-  int threads = args.get_int("--threads", 1, 1, 1024);
-  std::vector<const BackendSpec*> backends = select_backends(args.get("--backends", ""));
-  Graph graph = workflow::load_model(path, parse_load_options(args));
-
+// --pin / --forbid against one bucket's graph (node names are the same in every bucket).
+Pins parse_pins(const Args& args, const Graph& graph) {
   Pins pins;
   for (const std::string& spec : args.all("--pin")) {
     auto [node, backend] = split_assignment(spec, "--pin");
@@ -156,42 +142,20 @@ int command_tune(const std::vector<std::string>& argv) {
     auto [node, backend] = split_assignment(spec, "--forbid");
     pins.forbidden[node_by_ref(graph, node, "--forbid")].insert(backend);
   }
+  return pins;
+}
 
-  std::unique_ptr<CostDb> db;
-  if (!args.has("--no-cost-db"))
-    db = std::make_unique<CostDb>(workflow::cost_db_path(args.get("--cost-db", "")));
-  workflow::TuneStepOptions topts;
-  topts.backends = backends;
-  topts.threads = threads;
-  topts.repeat = args.get_int("--repeat", topts.repeat, 1, 100000);
-  topts.min_time_ms = args.get_double("--min-time-ms", topts.min_time_ms, 0.1, 1e6);
-  topts.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
-  topts.pins = pins;
-  topts.isolated = !args.has("--in-process");
-  topts.remote = args.has("--remote");
-  if (args.has("--accuracy")) topts.accuracy = parse_accuracy(args.get("--accuracy", ""));
-  // Under a budget the default selection adds the reduced-precision backends.
-  if (topts.accuracy.enabled() && !args.has("--backends")) topts.backends = backends = all_backends();
-  workflow::RefineStepOptions ropts;
-  if (args.has("--refine")) {
-    if (workflow::graph_level_backends(backends).empty())
-      throw Error(ErrorKind::InvalidInput,
-                  "--refine needs a graph-level backend in --backends (onednn-region, xnnpack-graph)");
-    ropts.backends = backends;
-    ropts.threads = threads;
-    ropts.repeat = topts.repeat;
-    ropts.budget_s = args.get_seconds("--budget", ropts.budget_s, 1, 86400);
-    ropts.population = args.get_int("--population", ropts.population, 2, 1000);
-    ropts.generations = args.get_int("--generations", ropts.generations, 1, 100000);
-    ropts.seed = static_cast<uint64_t>(args.get_int("--seed", static_cast<int>(ropts.seed), 0, 1 << 30));
-    ropts.patience = args.get_int("--patience", ropts.patience, 1, 100000);
-    ropts.isolated = topts.isolated;
-    ropts.remote = topts.remote;
-  }
-  ConsoleProgress progress(args.has("--log-costs"), db != nullptr);
-  g_interrupted = 0;
-  std::signal(SIGINT, on_interrupt);
-  workflow::TuneRunReport tune = workflow::run_tune(graph, topts, db.get(), &progress);
+struct BucketOutcome {
+  std::string placement_json;  // the kept placement (refined or op-level)
+  bool verified = false;
+  bool mismatch_after_refine = false;  // the refined placement disagrees with the reference: exit 1
+};
+
+// tune (and refine) one shape: the workflow's chain with its reports printed.
+BucketOutcome tune_bucket(const Args& args, const Graph& graph, const workflow::TuneStepOptions& topts,
+                          const workflow::RefineStepOptions& ropts, CostDb* db, ConsoleProgress& progress) {
+  BucketOutcome outcome;
+  workflow::TuneRunReport tune = workflow::run_tune(graph, topts, db, &progress);
   const TuneResult& tuned = tune.tuned;
   const workflow::PlacementRunReport& run = tune.run;
   std::fprintf(
@@ -225,8 +189,7 @@ int command_tune(const std::vector<std::string>& argv) {
   print_verification(run.verify);
   Placement final_placement = placement;
   if (args.has("--refine")) {
-    workflow::RefineRunReport chain =
-        workflow::run_refine(graph, placement, inputs, ropts, db.get(), &progress);
+    workflow::RefineRunReport chain = workflow::run_refine(graph, placement, inputs, ropts, db, &progress);
     const workflow::RefineReport& report = chain.refine;
     const workflow::PlacementRunReport& after = chain.refined_run;
     for (const std::string& lost : report.lost_evaluations)
@@ -272,7 +235,10 @@ int command_tune(const std::vector<std::string>& argv) {
         100 * (run.timing.median_ms - placement.predicted_ms) / placement.predicted_ms,
         100 * (after.timing.median_ms - refined.best.predicted_ms) / refined.best.predicted_ms);
     print_verification(after.verify);
-    if (chain.kept_why == workflow::KeptPlacement::OpLevelMismatch) return 1;
+    if (chain.kept_why == workflow::KeptPlacement::OpLevelMismatch) {
+      outcome.mismatch_after_refine = true;
+      return outcome;
+    }
     const workflow::SideBySideReport& ab = chain.side_by_side;
     if (ab.compared) {
       std::printf("side by side over %d alternating runs each: op-level %.3f ms, refined %.3f ms (%.2fx)\n",
@@ -282,13 +248,109 @@ int command_tune(const std::vector<std::string>& argv) {
     }
     final_placement = chain.kept;
   }
+  outcome.placement_json = placement_to_json(final_placement, graph);
+  outcome.verified = run.verify.ok();
+  return outcome;
+}
+
+}  // namespace
+
+int command_tune(const std::vector<std::string>& argv) {
+  Args args =
+      parse_args(argv,
+                 with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
+                                     "-o", "--output", "--repeat", "--min-time-ms", "--budget",
+                                     "--population", "--seed", "--generations", "--patience", "--accuracy"}),
+                 {"--no-cost-db", "--refine", "--in-process", "--log-costs", "--remote"});
+  if (args.positional.size() != 1)
+    throw Error(ErrorKind::InvalidInput,
+                "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
+  const std::string& path = args.positional[0];
+  std::string out_path = args.get("-o", args.get("--output", ""));
+  int threads = args.get_int("--threads", 1, 1, 1024);
+  std::vector<const BackendSpec*> backends = select_backends(args.get("--backends", ""));
+  const std::vector<DimValues> buckets = parse_buckets(args);
+  workflow::LoadOptions load = parse_load_options_for_buckets(args);
+  Graph graph = [&] {
+    workflow::LoadOptions first = load;
+    first.dims = buckets.front();
+    return workflow::load_model(path, first);
+  }();
+  Pins pins = parse_pins(args, graph);
+
+  std::unique_ptr<CostDb> db;
+  if (!args.has("--no-cost-db"))
+    db = std::make_unique<CostDb>(workflow::cost_db_path(args.get("--cost-db", "")));
+  workflow::TuneStepOptions topts;
+  topts.backends = backends;
+  topts.threads = threads;
+  topts.repeat = args.get_int("--repeat", topts.repeat, 1, 100000);
+  topts.min_time_ms = args.get_double("--min-time-ms", topts.min_time_ms, 0.1, 1e6);
+  topts.epsilon_ms = args.get_double("--epsilon", -1.0, 0.0, 1e6);  // -1: measure the dispatch overhead
+  topts.pins = pins;
+  topts.isolated = !args.has("--in-process");
+  topts.remote = args.has("--remote");
+  if (args.has("--accuracy")) topts.accuracy = parse_accuracy(args.get("--accuracy", ""));
+  // Under a budget the default selection adds the reduced-precision backends.
+  if (topts.accuracy.enabled() && !args.has("--backends")) topts.backends = backends = all_backends();
+  workflow::RefineStepOptions ropts;
+  if (args.has("--refine")) {
+    if (workflow::graph_level_backends(backends).empty())
+      throw Error(ErrorKind::InvalidInput,
+                  "--refine needs a graph-level backend in --backends (onednn-region, xnnpack-graph)");
+    ropts.backends = backends;
+    ropts.threads = threads;
+    ropts.repeat = topts.repeat;
+    ropts.budget_s = args.get_seconds("--budget", ropts.budget_s, 1, 86400);
+    ropts.population = args.get_int("--population", ropts.population, 2, 1000);
+    ropts.generations = args.get_int("--generations", ropts.generations, 1, 100000);
+    ropts.seed = static_cast<uint64_t>(args.get_int("--seed", static_cast<int>(ropts.seed), 0, 1 << 30));
+    ropts.patience = args.get_int("--patience", ropts.patience, 1, 100000);
+    ropts.isolated = topts.isolated;
+    ropts.remote = topts.remote;
+  }
+  ConsoleProgress progress(args.has("--log-costs"), db != nullptr);
+  g_interrupted = 0;
+  std::signal(SIGINT, on_interrupt);
+  using Clock = std::chrono::steady_clock;
+  const auto t_all = Clock::now();
+  std::vector<PlacementFileBucket> written;
+  bool all_verified = true;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    if (buckets.size() > 1) {
+      std::printf("== bucket %s (%zu of %zu)\n", bucket_label(buckets[b]).c_str(), b + 1, buckets.size());
+      std::fflush(stdout);
+      if (b > 0) {
+        load.dims = buckets[b];
+        graph = workflow::load_model(path, load);
+        topts.pins = parse_pins(args, graph);
+      }
+    }
+    const auto t_bucket = Clock::now();
+    BucketOutcome outcome = tune_bucket(args, graph, topts, ropts, db.get(), progress);
+    if (outcome.mismatch_after_refine) return 1;
+    all_verified = all_verified && outcome.verified;
+    if (buckets.size() > 1) {
+      std::printf("bucket %s tuned in %.1f s\n", bucket_label(buckets[b]).c_str(),
+                  std::chrono::duration<double>(Clock::now() - t_bucket).count());
+      // The dispatch overhead does not depend on the shape: later buckets reuse the first's.
+      if (topts.epsilon_ms < 0)
+        topts.epsilon_ms = placement_structure_from_json(outcome.placement_json).epsilon_ms;
+    }
+    written.push_back({buckets.size() > 1 ? buckets[b] : DimValues{}, outcome.placement_json});
+  }
+  if (buckets.size() > 1)
+    std::printf("%zu shape buckets (%s) tuned in %.1f s\n", buckets.size(), bucket_list(buckets).c_str(),
+                std::chrono::duration<double>(Clock::now() - t_all).count());
   if (!out_path.empty()) {
     std::ofstream out(out_path, std::ios::trunc);
-    out << placement_to_json(final_placement, graph) << "\n";
+    out << write_placement_buckets(written) << "\n";
     if (!out) throw Error(ErrorKind::Io, "cannot write placement '" + out_path + "'");
-    std::printf("placement written to %s\n", out_path.c_str());
+    std::printf(
+        "placement written to %s%s\n", out_path.c_str(),
+        buckets.size() > 1 ? (" (" + std::to_string(buckets.size()) + " shape buckets)").c_str() : "");
   }
-  return run.verify.ok() ? 0 : 1;
+  return all_verified ? 0 : 1;
 }
 
 }  // namespace collage::cli

@@ -7,22 +7,26 @@
 
 namespace collage::cli {
 
-std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dim_options) {
-  std::map<std::string, int64_t> dims;
+DimChoices parse_dim_choices(const std::vector<std::string>& dim_options) {
+  DimChoices choices;
   for (const std::string& text : dim_options) {
-    auto [name, value] = split_assignment(text, "--dim");
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
+    auto [name, list] = split_assignment(text, "--dim");
+    std::vector<int64_t> values;
+    size_t at = 0;
+    while (true) {
+      size_t comma = list.find(',', at);
+      values.push_back(
+          parse_positive(list.substr(at, comma == std::string::npos ? comma : comma - at), "--dim " + text));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
     }
-    if (used != value.size() || v <= 0 || v > (int64_t{1} << 31))
-      throw Error(ErrorKind::InvalidInput, "--dim " + text + ": the value must be a positive integer");
-    dims[name] = v;
+    choices.emplace_back(name, std::move(values));
   }
-  return dims;
+  return choices;
+}
+
+std::vector<DimValues> parse_buckets(const Args& args) {
+  return expand_buckets(parse_dim_choices(args.all("--dim")));
 }
 
 std::set<std::string> with_model_options(std::set<std::string> value_options) {
@@ -51,8 +55,18 @@ int64_t parse_bytes(const std::string& text) {
 }
 
 workflow::LoadOptions parse_load_options(const Args& args) {
+  std::vector<DimValues> buckets = parse_buckets(args);
+  if (buckets.size() > 1)
+    throw Error(ErrorKind::InvalidInput,
+                "--dim lists " + std::to_string(buckets.size()) + " shapes (" + bucket_list(buckets) +
+                    "); this command takes one (tune, export, explain and profile take several)");
+  workflow::LoadOptions options = parse_load_options_for_buckets(args);
+  options.dims = buckets.front();
+  return options;
+}
+
+workflow::LoadOptions parse_load_options_for_buckets(const Args& args) {
   workflow::LoadOptions options;
-  options.dims = parse_dims(args.all("--dim"));
   for (const std::string& text : args.all("--bind")) {
     auto [name, file] = split_assignment(text, "--bind");
     if (options.bound_inputs.count(name))

@@ -88,9 +88,28 @@ int collage_input_info(const collage_model* model, int index, collage_tensor_inf
   return fill_info(list[static_cast<size_t>(index)], info);
 }
 
+int collage_num_buckets(const collage_model* model) {
+  return check_model(model) ? static_cast<int>(model->runtime->bucket_count()) : -1;
+}
+
+int collage_bucket_input_info(const collage_model* model, int bucket, int index, collage_tensor_info* info) {
+  if (!check_model(model)) return 1;
+  if (bucket < 0 || static_cast<size_t>(bucket) >= model->runtime->bucket_count()) {
+    last_error = "bucket " + std::to_string(bucket) + " is out of range";
+    return 1;
+  }
+  const auto& list = model->runtime->info(static_cast<size_t>(bucket)).inputs;
+  if (index < 0 || static_cast<size_t>(index) >= list.size()) {
+    last_error = "input index " + std::to_string(index) + " is out of range";
+    return 1;
+  }
+  return fill_info(list[static_cast<size_t>(index)], info);
+}
+
 int collage_output_info(const collage_model* model, int index, collage_tensor_info* info) {
   if (!check_model(model)) return 1;
-  const auto& list = model->runtime->info().outputs;
+  // The shapes of the plan that ran last: with shape buckets, outputs follow the inputs.
+  const auto& list = model->runtime->info(model->runtime->last_bucket()).outputs;
   if (index < 0 || static_cast<size_t>(index) >= list.size()) {
     last_error = "output index " + std::to_string(index) + " is out of range";
     return 1;
@@ -112,10 +131,17 @@ int collage_set_input(collage_model* model, const char* name, const void* data, 
     if (i == list.size())
       throw Error(ErrorKind::InvalidInput, std::string("the model has no input named '") + name + "'");
     collage::Shape given(shape, shape + rank);
-    if (given != list[i].shape)
-      throw Error(ErrorKind::InvalidInput, "input '" + list[i].name + "' must have shape " +
-                                               collage::shape_to_string(list[i].shape) + ", got " +
-                                               collage::shape_to_string(given));
+    // Any bucket's shape for this input; collage_run picks the bucket all inputs agree on.
+    std::string allowed;
+    bool known = false;
+    for (size_t b = 0; b < model->runtime->bucket_count(); ++b) {
+      const collage::Shape& s = model->runtime->info(b).inputs.at(i).shape;
+      known = known || s == given;
+      allowed += (allowed.empty() ? "" : " or ") + collage::shape_to_string(s);
+    }
+    if (!known)
+      throw Error(ErrorKind::InvalidInput, "input '" + list[i].name + "' must have shape " + allowed +
+                                               ", got " + collage::shape_to_string(given));
     collage::Tensor t(list[i].dtype, given);
     std::memcpy(t.raw(), data, t.bytes());
     model->inputs[i] = std::move(t);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "app/args/args.h"
 #include "app/runtime/runtime.h"
@@ -25,10 +26,47 @@ double ms_since(Clock::time_point t0) {
 double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 constexpr const char* kUsage =
-    "usage: collage-run ARTIFACT [--input NAME=FILE.pb ...] [--output-dir DIR] [--repeat N] [--seed S] "
-    "[--no-memory-plan]\n"
+    "usage: collage-run ARTIFACT [--input NAME=FILE.pb ...] [--dim NAME=V ...] [--output-dir DIR] [--repeat "
+    "N] "
+    "[--seed S] [--no-memory-plan]\n"
     "  loads a compiled artifact (collage export) and runs it; inputs not given are seeded random tensors;\n"
-    "  prints load time, outputs, memory and median/min latency; errors exit with code 2\n";
+    "  prints load time, outputs, memory and median/min latency; errors exit with code 2.\n"
+    "  An artifact with shape buckets runs the bucket --dim names, else the one the --input files' shapes\n"
+    "  fit, else every bucket in turn (a line each; outputs in DIR/BUCKET/).\n";
+
+// The buckets to run: the one --dim names, else the one the given input files fit, else all.
+std::vector<size_t> buckets_to_run(const Runtime& rt, const cli::Args& args,
+                                   const std::map<std::string, Tensor>& given) {
+  std::vector<DimValues> all;
+  for (size_t b = 0; b < rt.bucket_count(); ++b) all.push_back(rt.bucket_dims(b));
+  if (args.has("--dim")) {
+    DimValues dims;
+    for (const std::string& spec : args.all("--dim")) {
+      auto [name, value] = cli::split_assignment(spec, "--dim");
+      dims[name] = cli::parse_positive(value, "--dim " + spec);
+    }
+    for (size_t b = 0; b < all.size(); ++b)
+      if (all[b] == dims) return {b};
+    throw Error(ErrorKind::InvalidInput,
+                "the artifact has no plan for " + bucket_label(dims) + "; its buckets: " + bucket_list(all));
+  }
+  if (rt.bucket_count() == 1) return {0};
+  if (given.empty()) {
+    std::vector<size_t> every(rt.bucket_count());
+    for (size_t b = 0; b < every.size(); ++b) every[b] = b;
+    return every;
+  }
+  for (size_t b = 0; b < rt.bucket_count(); ++b) {
+    bool fits = true;
+    for (const ArtifactTensorInfo& t : rt.info(b).inputs)
+      if (auto it = given.find(t.name); it != given.end()) fits = fits && it->second.shape() == t.shape;
+    if (fits) return {b};
+  }
+  std::vector<Shape> shapes;  // the files' shapes, the others the first bucket's: select names the buckets
+  for (const ArtifactTensorInfo& t : rt.info(0).inputs)
+    shapes.push_back(given.count(t.name) ? given.at(t.name).shape() : t.shape);
+  return {rt.select(shapes)};
+}
 
 int run(const std::vector<std::string>& argv) {
   if (!argv.empty() && (argv[0] == "--help" || argv[0] == "-h")) {
@@ -36,7 +74,7 @@ int run(const std::vector<std::string>& argv) {
     return 0;
   }
   cli::Args args =
-      cli::parse_args(argv, {"--input", "--output-dir", "--repeat", "--seed"}, {"--no-memory-plan"});
+      cli::parse_args(argv, {"--input", "--output-dir", "--repeat", "--seed", "--dim"}, {"--no-memory-plan"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput, std::string(kUsage).substr(0, std::string(kUsage).find('\n')));
   int repeat = args.get_int("--repeat", 1, 1, 1000000);
@@ -46,47 +84,68 @@ int run(const std::vector<std::string>& argv) {
   std::unique_ptr<Runtime> rt = Runtime::load(args.positional[0], options);
   double load_ms = ms_since(t0);
   const ArtifactInfo& info = rt->info();
+  size_t kernels = 0;
+  for (size_t b = 0; b < rt->bucket_count(); ++b) kernels += rt->kernel_count(b);
+  std::string buckets;
+  if (rt->bucket_count() > 1) {
+    std::vector<DimValues> all;
+    for (size_t b = 0; b < rt->bucket_count(); ++b) all.push_back(rt->bucket_dims(b));
+    buckets = ", " + std::to_string(rt->bucket_count()) + " shape buckets (" + bucket_list(all) + ")";
+  }
   std::printf(
-      "artifact %s: model '%s', format %d.%d, %zu kernels, %d thread%s, loaded in %.1f ms "
+      "artifact %s: model '%s', format %d.%d, %zu kernels%s, %d thread%s, loaded in %.1f ms "
       "(read, verify, parse %.1f ms; build kernels %.1f ms)\n",
-      args.positional[0].c_str(), info.model_name.c_str(), info.major, info.minor, rt->kernel_count(),
+      args.positional[0].c_str(), info.model_name.c_str(), info.major, info.minor, kernels, buckets.c_str(),
       info.threads, info.threads == 1 ? "" : "s", load_ms, rt->parse_ms(), rt->compile_ms());
   for (const std::string& note : rt->notes()) std::printf("note: %s\n", note.c_str());
 
-  std::vector<Tensor> inputs =
-      random_inputs(rt->graph(), static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30)));
+  std::map<std::string, Tensor> given;
   for (const std::string& spec : args.all("--input")) {
     auto [name, file] = cli::split_assignment(spec, "--input");
     auto it = std::find_if(info.inputs.begin(), info.inputs.end(),
                            [&](const ArtifactTensorInfo& t) { return t.name == name; });
     if (it == info.inputs.end())
       throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
-    inputs[static_cast<size_t>(it - info.inputs.begin())] = read_tensor_file(file);
+    given[name] = read_tensor_file(file);
   }
-  std::vector<Tensor> outputs;
-  std::vector<double> ms;
-  for (int r = 0; r < repeat; ++r) {
-    auto t1 = Clock::now();
-    outputs = rt->run(inputs);
-    ms.push_back(ms_since(t1));
+  const std::vector<size_t> chosen = buckets_to_run(*rt, args, given);
+  const bool several = chosen.size() > 1;
+  for (size_t bucket : chosen) {
+    const ArtifactInfo& plan = rt->info(bucket);
+    std::vector<Tensor> inputs =
+        random_inputs(rt->graph(bucket), static_cast<uint64_t>(args.get_int("--seed", 1, 0, 1 << 30)));
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      if (auto it = given.find(plan.inputs[i].name); it != given.end()) inputs[i] = it->second;
+    std::vector<Tensor> outputs;
+    std::vector<double> ms;
+    for (int r = 0; r < repeat; ++r) {
+      auto t1 = Clock::now();
+      outputs = rt->run(inputs);
+      ms.push_back(ms_since(t1));
+    }
+    std::string prefix =
+        rt->bucket_count() > 1 ? "bucket " + bucket_label(rt->bucket_dims(bucket)) + ": " : "";
+    if (args.has("--output-dir")) {
+      std::vector<std::string> names;
+      for (const ArtifactTensorInfo& t : plan.outputs) names.push_back(t.name);
+      std::string dir = args.get("--output-dir", ".");
+      if (several) dir += "/" + bucket_label(rt->bucket_dims(bucket));
+      write_tensor_files(dir, names, outputs);
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      std::printf("%soutput %s: %s %s\n", prefix.c_str(), plan.outputs[i].name.c_str(),
+                  dtype_name(outputs[i].dtype()), shape_to_string(outputs[i].shape()).c_str());
+    MemoryStats mem = rt->last_memory_stats();
+    if (options.use_memory_plan)
+      std::printf(
+          "%smemory: static plan arena %.2f MiB (without reuse %.2f MiB), %zu unplanned allocations\n",
+          prefix.c_str(), mib(rt->arena_bytes(bucket)), mib(plan.unplanned_bytes), mem.unplanned_allocations);
+    else
+      std::printf("%smemory: dynamic pool peak %.2f MiB (without reuse %.2f MiB)\n", prefix.c_str(),
+                  mib(mem.peak_live_bytes), mib(plan.unplanned_bytes));
+    std::printf("%s%d repeat%s: median %.3f ms, min %.3f ms\n", prefix.c_str(), repeat,
+                repeat == 1 ? "" : "s", median(ms), *std::min_element(ms.begin(), ms.end()));
   }
-  if (args.has("--output-dir")) {
-    std::vector<std::string> names;
-    for (const ArtifactTensorInfo& t : info.outputs) names.push_back(t.name);
-    write_tensor_files(args.get("--output-dir", "."), names, outputs);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i)
-    std::printf("output %s: %s %s\n", info.outputs[i].name.c_str(), dtype_name(outputs[i].dtype()),
-                shape_to_string(outputs[i].shape()).c_str());
-  MemoryStats mem = rt->last_memory_stats();
-  if (options.use_memory_plan)
-    std::printf("memory: static plan arena %.2f MiB (without reuse %.2f MiB), %zu unplanned allocations\n",
-                mib(rt->arena_bytes()), mib(info.unplanned_bytes), mem.unplanned_allocations);
-  else
-    std::printf("memory: dynamic pool peak %.2f MiB (without reuse %.2f MiB)\n", mib(mem.peak_live_bytes),
-                mib(info.unplanned_bytes));
-  std::printf("%d repeat%s: median %.3f ms, min %.3f ms\n", repeat, repeat == 1 ? "" : "s", median(ms),
-              *std::min_element(ms.begin(), ms.end()));
   return 0;
 }
 

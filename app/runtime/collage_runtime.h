@@ -41,7 +41,15 @@ int collage_num_outputs(const collage_model* model);
 int collage_input_info(const collage_model* model, int index, collage_tensor_info* info);
 int collage_output_info(const collage_model* model, int index, collage_tensor_info* info);
 
-/* Copies `data` (dtype and shape must match the input's) into the model. */
+/* Shape buckets: an artifact exported from a placement tuned for several shapes
+ * (collage tune --dim seq=16,32,...) holds one plan per bucket. collage_input_info gives
+ * the first bucket's shapes; collage_bucket_input_info any bucket's. collage_run picks
+ * the bucket whose shapes the inputs set have, and fails naming the buckets when none
+ * has; collage_output_info then gives that bucket's output shapes. */
+int collage_num_buckets(const collage_model* model); /* 1 for a one-shape artifact; -1 for NULL */
+int collage_bucket_input_info(const collage_model* model, int bucket, int index, collage_tensor_info* info);
+
+/* Copies `data` (dtype and a shape of some bucket must match the input's) into the model. */
 int collage_set_input(collage_model* model, const char* name, const void* data, int rank,
                       const int64_t* shape);
 /* Runs on the inputs set; fails if one is missing. */

@@ -14,9 +14,9 @@ std::unique_ptr<Runtime> Runtime::load(const std::string& path, const RuntimeOpt
   };
   auto t0 = Clock::now();
   std::unique_ptr<Runtime> rt(new Runtime());  // private constructor: make_unique cannot reach it
-  rt->artifact_ = load_artifact(path);
+  rt->buckets_ = load_artifact_buckets(path);
   rt->parse_ms_ = ms_since(t0);
-  const ArtifactInfo& info = rt->artifact_.info;
+  const ArtifactInfo& info = rt->info();
   for (const auto& [name, version] : info.backend_versions) {
     const BackendSpec* b = find_backend(name);
     if (b && b->version != version)
@@ -30,26 +30,44 @@ std::unique_ptr<Runtime> Runtime::load(const std::string& path, const RuntimeOpt
   CompileOptions copts;
   copts.threads = info.threads;
   auto t1 = Clock::now();
-  rt->executor_ =
-      std::make_unique<Executor>(rt->artifact_.graph, artifact_steps(rt->artifact_, all_backends(), copts));
-  if (options.use_memory_plan) rt->executor_->use_memory_plan(rt->artifact_.memory_plan);
+  for (const ArtifactBucket& bucket : rt->buckets_) {
+    auto executor = std::make_unique<Executor>(bucket.artifact.graph,
+                                               artifact_steps(bucket.artifact, all_backends(), copts));
+    if (options.use_memory_plan) executor->use_memory_plan(bucket.artifact.memory_plan);
+    rt->executors_.push_back(std::move(executor));
+  }
   rt->compile_ms_ = ms_since(t1);
   return rt;
 }
 
 Runtime::~Runtime() = default;
 
+size_t Runtime::select(const std::vector<Shape>& shapes) const {
+  if (buckets_.size() == 1) return 0;  // the executor names a wrong shape itself
+  return select_bucket(buckets_, shapes);
+}
+
 std::vector<Tensor> Runtime::run(const std::vector<Tensor>& inputs) {
   std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  size_t bucket = select(shapes);
   // OpenMP's thread count belongs to the calling thread: a context loaded on one
   // thread and run on another still runs at the artifact's count.
-  set_backend_threads(artifact_.info.threads);
-  return executor_->run(inputs);
+  set_backend_threads(info().threads);
+  std::vector<Tensor> outputs = executors_[bucket]->run(inputs);
+  last_bucket_ = bucket;
+  return outputs;
+}
+
+size_t Runtime::last_bucket() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_bucket_;
 }
 
 MemoryStats Runtime::last_memory_stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return executor_->memory_stats();
+  return executors_[last_bucket_]->memory_stats();
 }
 
 }  // namespace collage

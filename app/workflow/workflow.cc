@@ -15,6 +15,7 @@
 #include "backends/registry.h"
 #include "core/ir/statistics.h"
 #include "core/runtime/executor.h"
+#include "core/search/placement_buckets.h"
 #include "core/tuning/measure_worker.h"
 #include "core/tuning/measurer.h"
 
@@ -141,6 +142,46 @@ Placement read_placement(const std::string& path, const Graph& graph) {
   std::stringstream text;
   text << in.rdbuf();
   return placement_from_json(text.str(), graph, all_backends());
+}
+
+std::vector<PlacedBucket> read_placed_buckets(const std::string& model_path,
+                                              const std::string& placement_path, const LoadOptions& base,
+                                              const std::vector<DimValues>& wanted) {
+  std::ifstream in(placement_path);
+  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + placement_path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<PlacementFileBucket> file = read_placement_buckets(text.str());
+  const bool one_shape_file = file.size() == 1 && file.front().dims.empty();
+  const bool all = wanted.empty() || (wanted.size() == 1 && wanted.front().empty());
+  if (one_shape_file && wanted.size() > 1)
+    throw Error(ErrorKind::InvalidInput,
+                "placement '" + placement_path + "' holds one shape; tune with --dim " +
+                    "NAME=V1,V2,... for a placement per bucket (asked for: " + bucket_list(wanted) + ")");
+  std::vector<std::pair<DimValues, const PlacementFileBucket*>> chosen;
+  if (one_shape_file)
+    chosen.emplace_back(all ? DimValues{} : wanted.front(), &file.front());
+  else if (all)
+    for (const PlacementFileBucket& b : file) chosen.emplace_back(b.dims, &b);
+  else
+    for (const DimValues& dims : wanted)
+      chosen.emplace_back(dims, &find_bucket(file, dims, "placement '" + placement_path + "'"));
+  std::vector<PlacedBucket> out;
+  for (const auto& [dims, bucket] : chosen) {
+    LoadOptions load = base;
+    load.dims = dims;
+    PlacedBucket placed;
+    placed.dims = one_shape_file ? DimValues{} : dims;
+    placed.graph = load_model(model_path, load);
+    try {
+      placed.placement = placement_from_json(bucket->placement_json, placed.graph, all_backends());
+    } catch (const Error& e) {
+      if (one_shape_file) throw;
+      throw Error(e.kind(), "bucket " + bucket_label(dims) + ": " + e.what());
+    }
+    out.push_back(std::move(placed));
+  }
+  return out;
 }
 
 std::vector<const BackendSpec*> graph_level_backends(const std::vector<const BackendSpec*>& backends) {
@@ -490,6 +531,14 @@ ExportReport export_placement(const Graph& graph, const Placement& placement,
                               const ExportStepOptions& options) {
   set_backend_threads(placement.threads);
   return export_artifact(graph, placement, or_all(options.backends), options.model_name, options.path);
+}
+
+BucketedExportReport export_buckets(const std::vector<PlacedBucket>& buckets,
+                                    const ExportStepOptions& options) {
+  std::vector<ExportBucket> list;
+  for (const PlacedBucket& b : buckets) list.push_back({b.dims, &b.graph, &b.placement});
+  if (!buckets.empty()) set_backend_threads(buckets.front().placement.threads);
+  return export_artifact_buckets(list, or_all(options.backends), options.model_name, options.path);
 }
 
 }  // namespace collage::workflow

@@ -14,6 +14,7 @@
 #include "core/import/onnx_import.h"
 #include "core/ir/accuracy.h"
 #include "core/ir/settings.h"
+#include "core/ir/shape_buckets.h"
 #include "core/search/artifact_export.h"
 #include "core/search/placement_timing.h"
 #include "core/search/profile_report.h"
@@ -45,6 +46,22 @@ std::string cost_db_path(const std::string& given = "");
 
 // A placement JSON file (docs/placement-format.md) for `graph`, over every backend compiled in.
 Placement read_placement(const std::string& path, const Graph& graph);
+
+// ---- shape buckets: a placement file with one placement per shape (core/ir/shape_buckets.h) ----
+struct PlacedBucket {
+  DimValues dims;  // empty for a one-shape (version-1) placement file
+  Graph graph;     // the model imported with `base` plus these dims
+  Placement placement;
+};
+
+// The buckets of placement file `placement_path` that `wanted` names (--dim; one empty bucket
+// means every bucket of the file), each with the model imported for it and validated as
+// read_placement validates. A one-shape file is read onto the model imported with the one
+// wanted bucket's dims (several are InvalidInput: that file holds one shape); a bucket the
+// file lacks is InvalidInput listing the file's buckets.
+std::vector<PlacedBucket> read_placed_buckets(const std::string& model_path,
+                                              const std::string& placement_path, const LoadOptions& base,
+                                              const std::vector<DimValues>& wanted);
 
 // The graph-level backends among `backends`, in order.
 std::vector<const BackendSpec*> graph_level_backends(const std::vector<const BackendSpec*>& backends);
@@ -253,5 +270,8 @@ struct ExportStepOptions {
 
 ExportReport export_placement(const Graph& graph, const Placement& placement,
                               const ExportStepOptions& options);
+// Every bucket's placement in one artifact (core/search/artifact_export.h).
+BucketedExportReport export_buckets(const std::vector<PlacedBucket>& buckets,
+                                    const ExportStepOptions& options);
 
 }  // namespace collage::workflow

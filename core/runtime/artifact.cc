@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "core/ir/subgraph.h"
 
@@ -68,19 +69,37 @@ json float_json(float f) {
   return std::isnan(f) ? "nan" : (f > 0 ? "inf" : "-inf");
 }
 
+// Appends constants to the weights section. Equal bytes are stored once: the buckets of one
+// model share their weights (each bucket's graph is imported separately, so the tensors are
+// distinct objects with the same contents).
 class WeightsWriter {
  public:
   json add(const Tensor& t) {
     if (t.dtype() == DType::String || dtype_size(t.dtype()) == 0)
       throw Error(ErrorKind::Unsupported,
                   "artifacts cannot hold tensors of type " + std::string(dtype_name(t.dtype())));
-    size_t at = align_up(blob.size());
-    blob.resize(at + t.bytes());
-    if (t.bytes()) std::memcpy(blob.data() + at, t.raw(), t.bytes());
+    const std::byte* data = static_cast<const std::byte*>(t.raw());
+    uint64_t key = checksum(data, t.bytes()) ^ (uint64_t{t.bytes()} << 1);
+    size_t at = SIZE_MAX;
+    for (size_t earlier : stored_[key])
+      if (bytes_at_[earlier] == t.bytes() &&
+          (t.bytes() == 0 || std::memcmp(blob.data() + earlier, data, t.bytes()) == 0))
+        at = earlier;
+    if (at == SIZE_MAX) {
+      at = align_up(blob.size());
+      blob.resize(at + t.bytes());
+      if (t.bytes()) std::memcpy(blob.data() + at, data, t.bytes());
+      stored_[key].push_back(at);
+      bytes_at_[at] = t.bytes();
+    }
     return {
         {"dtype", static_cast<int>(t.dtype())}, {"shape", t.shape()}, {"offset", at}, {"bytes", t.bytes()}};
   }
   std::string blob;
+
+ private:
+  std::unordered_map<uint64_t, std::vector<size_t>> stored_;  // content hash -> offsets
+  std::unordered_map<size_t, size_t> bytes_at_;               // offset -> bytes
 };
 
 json attribute_json(const Attribute& a, WeightsWriter& weights) {
@@ -126,10 +145,12 @@ Artifact native_artifact(const Graph& graph) {
   return a;
 }
 
-std::string serialize_artifact(const Artifact& artifact) {
+namespace {
+
+// One plan's part of the manifest: its tensors, placement, graph, kernels and memory plan.
+json plan_json(const Artifact& artifact, WeightsWriter& weights) {
   const Graph& g = artifact.graph;
   const ArtifactInfo& info = artifact.info;
-  WeightsWriter weights;
   json values = json::array();
   for (const Value& v : g.values) {
     json jv = {{"name", v.name},
@@ -156,17 +177,10 @@ std::string serialize_artifact(const Artifact& artifact) {
     plan.push_back({{"backend", k.backend}, {"label", k.label}, {"nodes", k.nodes}});
   json buffers = json::array();
   for (const MemoryPlan::Buffer& b : artifact.memory_plan.buffers) buffers.push_back({b.bytes, b.offset});
-  json placement = json::parse(info.placement_json.empty() ? "null" : info.placement_json);
-  json manifest = {
-      {"format", "collage-artifact"},
-      {"version", std::to_string(kArtifactMajor) + "." + std::to_string(kArtifactMinor)},
-      {"model", {{"name", info.model_name}, {"fingerprint", info.model_fingerprint}}},
-      {"device", info.device},
-      {"threads", info.threads},
-      {"backends", info.backend_versions},
+  return {
       {"inputs", tensor_info_json(info.inputs)},
       {"outputs", tensor_info_json(info.outputs)},
-      {"placement", placement},
+      {"placement", json::parse(info.placement_json.empty() ? "null" : info.placement_json)},
       {"graph",
        {{"name", g.name},
         {"opsets", g.opsets},
@@ -180,12 +194,50 @@ std::string serialize_artifact(const Artifact& artifact) {
         {"unplanned_bytes", info.unplanned_bytes},
         {"buffers", buffers}}},
   };
+}
+
+}  // namespace
+
+std::string serialize_artifact(const Artifact& artifact) {
+  return serialize_artifact({{DimValues{}, artifact}});
+}
+
+std::string serialize_artifact(const std::vector<ArtifactBucket>& buckets) {
+  if (buckets.empty()) throw Error(ErrorKind::InvalidInput, "an artifact needs at least one plan");
+  const ArtifactInfo& info = buckets.front().artifact.info;
+  const bool bucketed = buckets.size() > 1;
+  const int major = bucketed ? kArtifactMajor : 1;
+  std::map<std::string, std::string> backend_versions;
+  for (const ArtifactBucket& b : buckets)
+    backend_versions.insert(b.artifact.info.backend_versions.begin(), b.artifact.info.backend_versions.end());
+  WeightsWriter weights;
+  json manifest = {
+      {"format", "collage-artifact"},
+      {"version", std::to_string(major) + "." + std::to_string(kArtifactMinor)},
+      {"device", info.device},
+      {"threads", info.threads},
+      {"backends", backend_versions},
+  };
+  if (!bucketed) {
+    manifest["model"] = {{"name", info.model_name}, {"fingerprint", info.model_fingerprint}};
+    manifest.update(plan_json(buckets.front().artifact, weights));
+  } else {
+    manifest["model"] = {{"name", info.model_name}};
+    json list = json::array();
+    for (const ArtifactBucket& b : buckets) {
+      if (b.dims.empty()) throw Error(ErrorKind::InvalidInput, "a plan among several needs its dims");
+      json jb = {{"dims", b.dims}, {"fingerprint", b.artifact.info.model_fingerprint}};
+      jb.update(plan_json(b.artifact, weights));
+      list.push_back(std::move(jb));
+    }
+    manifest["buckets"] = std::move(list);
+  }
   std::string text = manifest.dump();
   size_t manifest_at = artifact_detail::kHeaderBytes;
   size_t weights_at = align_up(manifest_at + text.size());
   std::string out(weights_at + weights.blob.size(), '\0');
   std::memcpy(out.data(), kMagic, sizeof kMagic);
-  put_u32(out, 8, kArtifactMajor);
+  put_u32(out, 8, static_cast<uint32_t>(major));
   put_u32(out, 12, kArtifactMinor);
   put_u64(out, 16, manifest_at);
   put_u64(out, 24, text.size());
@@ -198,7 +250,11 @@ std::string serialize_artifact(const Artifact& artifact) {
 }
 
 void write_artifact(const Artifact& artifact, const std::string& path) {
-  std::string bytes = serialize_artifact(artifact);
+  write_artifact(std::vector<ArtifactBucket>{{DimValues{}, artifact}}, path);
+}
+
+void write_artifact(const std::vector<ArtifactBucket>& buckets, const std::string& path) {
+  std::string bytes = serialize_artifact(buckets);
   // Write next to the target and rename, so a failed export never leaves half a file.
   std::string tmp = path + ".partial";
   {
@@ -348,18 +404,55 @@ class ManifestParser {
     return a;
   }
 
-  Artifact parse(const json& m) {
+  std::vector<ArtifactBucket> parse(const json& m) {
     if (m.at("format").get<std::string>() != "collage-artifact")
       throw Error(ErrorKind::InvalidInput, "the manifest is not a collage-artifact manifest");
+    ArtifactInfo common;
+    common.major = static_cast<int>(h_.major);
+    common.minor = static_cast<int>(h_.minor);
+    common.model_name = m.at("model").at("name").get<std::string>();
+    common.device = m.at("device").get<std::string>();
+    common.threads = static_cast<int>(int_in(m.at("threads"), 1, 1024, "thread count"));
+    common.backend_versions = m.at("backends").get<std::map<std::string, std::string>>();
+    std::vector<ArtifactBucket> out;
+    if (h_.major == 1) {  // one plan, its fields beside the common ones
+      common.model_fingerprint = m.at("model").at("fingerprint").get<std::string>();
+      out.push_back({DimValues{}, plan(m, common)});
+      return out;
+    }
+    const json& buckets = m.at("buckets");
+    if (!buckets.is_array() || buckets.empty())
+      throw Error(ErrorKind::InvalidInput, "the manifest's \"buckets\" must be a non-empty list");
+    for (const json& jb : buckets) {
+      ArtifactBucket b;
+      for (const auto& [name, value] : jb.at("dims").items())
+        b.dims[name] = int_in(value, 1, int64_t{1} << 31, "bucket dim");
+      if (b.dims.empty()) throw Error(ErrorKind::InvalidInput, "a bucket has no dims");
+      for (const ArtifactBucket& earlier : out)
+        if (earlier.dims == b.dims)
+          throw Error(ErrorKind::InvalidInput, "bucket " + bucket_label(b.dims) + " is listed twice");
+      ArtifactInfo info = common;
+      info.model_fingerprint = jb.at("fingerprint").get<std::string>();
+      b.artifact = plan(jb, info);
+      for (const ArtifactBucket& earlier : out)
+        if (earlier.artifact.info.inputs.size() == b.artifact.info.inputs.size() &&
+            std::equal(earlier.artifact.info.inputs.begin(), earlier.artifact.info.inputs.end(),
+                       b.artifact.info.inputs.begin(),
+                       [](const ArtifactTensorInfo& x, const ArtifactTensorInfo& y) {
+                         return x.name == y.name && x.shape == y.shape;
+                       }))
+          throw Error(ErrorKind::InvalidInput, "buckets " + bucket_label(earlier.dims) + " and " +
+                                                   bucket_label(b.dims) + " take the same input shapes");
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+
+  // One plan from `m` (the manifest for version 1, a bucket for version 2).
+  Artifact plan(const json& m, const ArtifactInfo& common) {
     Artifact art;
     ArtifactInfo& info = art.info;
-    info.major = static_cast<int>(h_.major);
-    info.minor = static_cast<int>(h_.minor);
-    info.model_name = m.at("model").at("name").get<std::string>();
-    info.model_fingerprint = m.at("model").at("fingerprint").get<std::string>();
-    info.device = m.at("device").get<std::string>();
-    info.threads = static_cast<int>(int_in(m.at("threads"), 1, 1024, "thread count"));
-    info.backend_versions = m.at("backends").get<std::map<std::string, std::string>>();
+    info = common;
     info.placement_json = m.at("placement").dump(2);
     info.unplanned_bytes = m.at("memory_plan").at("unplanned_bytes").get<size_t>();
 
@@ -448,8 +541,8 @@ class ManifestParser {
   Header h_;
 };
 
-Artifact parse_file(std::byte* data, size_t size, std::shared_ptr<const void> owner,
-                    const std::string& origin) {
+std::vector<ArtifactBucket> parse_file(std::byte* data, size_t size, std::shared_ptr<const void> owner,
+                                       const std::string& origin) {
   Reader reader(data, size, std::move(owner), origin);
   Header h = reader.header();
   const char* text = reinterpret_cast<const char*>(reader.data() + h.manifest_offset);
@@ -486,14 +579,34 @@ class MappedFile {
 
 }  // namespace
 
+namespace {
+
+Artifact only_plan(std::vector<ArtifactBucket> buckets, const std::string& origin) {
+  if (buckets.size() != 1) {
+    std::vector<DimValues> dims;
+    for (const ArtifactBucket& b : buckets) dims.push_back(b.dims);
+    throw Error(ErrorKind::InvalidInput, "artifact '" + origin + "' holds a plan per shape bucket (" +
+                                             bucket_list(dims) + "); read it as buckets");
+  }
+  return std::move(buckets.front().artifact);
+}
+
+}  // namespace
+
 Artifact parse_artifact(const std::string& bytes, const std::string& origin) {
+  return only_plan(parse_artifact_buckets(bytes, origin), origin);
+}
+
+Artifact load_artifact(const std::string& path) { return only_plan(load_artifact_buckets(path), path); }
+
+std::vector<ArtifactBucket> parse_artifact_buckets(const std::string& bytes, const std::string& origin) {
   auto file = std::make_shared<Storage>(bytes.size());
   if (!bytes.empty()) std::memcpy(file->data(), bytes.data(), bytes.size());
   std::byte* data = file->data();
   return parse_file(data, bytes.size(), std::move(file), origin);
 }
 
-Artifact load_artifact(const std::string& path) {
+std::vector<ArtifactBucket> load_artifact_buckets(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(ErrorKind::Io, "cannot open artifact '" + path + "': " + std::strerror(errno));
   struct stat st {};
@@ -504,7 +617,7 @@ Artifact load_artifact(const std::string& path) {
   size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) {
     ::close(fd);
-    return parse_artifact(std::string(), path);  // reports "bad magic"
+    return parse_artifact_buckets(std::string(), path);  // reports "bad magic"
   }
   auto mapped = std::make_shared<MappedFile>(fd, size);
   ::close(fd);  // the mapping keeps the file
@@ -548,6 +661,27 @@ std::vector<ExecStep> artifact_steps(const Artifact& artifact,
     if (!available[static_cast<size_t>(out)])
       throw Error(ErrorKind::InvalidInput, "graph output '" + g.value(out).name + "' is never computed");
   return steps;
+}
+
+size_t select_bucket(const std::vector<ArtifactBucket>& buckets, const std::vector<Shape>& shapes) {
+  std::string there;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const std::vector<ArtifactTensorInfo>& inputs = buckets[b].artifact.info.inputs;
+    bool match = inputs.size() == shapes.size();
+    std::string described;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      match = match && inputs[i].shape == shapes[i];
+      described += (i ? ", " : "") + inputs[i].name + " " + shape_to_string(inputs[i].shape);
+    }
+    if (match) return b;
+    there += "\n  " + bucket_label(buckets[b].dims) + ": " + described;
+  }
+  std::string given;
+  for (const Shape& s : shapes) given += (given.empty() ? "" : ", ") + shape_to_string(s);
+  throw Error(ErrorKind::InvalidInput, "no plan of the artifact takes inputs of shape " + given +
+                                           " (it holds " + std::to_string(buckets.size()) +
+                                           (buckets.size() == 1 ? " plan" : " shape buckets") +
+                                           "; inputs are neither padded nor cut):" + there);
 }
 
 }  // namespace collage

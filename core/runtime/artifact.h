@@ -12,12 +12,15 @@
 #include "core/backend_api/backend.h"
 #include "core/ir/graph.h"
 #include "core/ir/kernel_group.h"
+#include "core/ir/shape_buckets.h"
 #include "core/runtime/executor.h"
 #include "core/runtime/memory_plan.h"
 
 namespace collage {
 
-constexpr int kArtifactMajor = 1;  // a loader refuses a newer major version
+// A loader refuses a newer major version. 1: one plan; 2: a plan per shape bucket (written
+// only when there are several, so one-shape artifacts stay readable by 1.x runtimes).
+constexpr int kArtifactMajor = 2;
 constexpr int kArtifactMinor = 0;  // minor versions only add optional fields
 
 struct ArtifactTensorInfo {
@@ -51,14 +54,33 @@ struct Artifact {
 // a graph travels to a measure worker, locally (a session file) or through the queue.
 Artifact native_artifact(const Graph& graph);
 
+// One plan of a multi-shape artifact: the graph imported with `dims`, its kernels and memory
+// plan. Plans share the weights section: equal constants are stored once.
+struct ArtifactBucket {
+  DimValues dims;  // empty for a one-plan (version 1) file
+  Artifact artifact;
+};
+
 // The file's bytes. Throws Unsupported for constants the format cannot hold (strings).
+// One bucket: a version-1 file; several (each with dims): version 2, the device, threads and
+// model name taken from the first.
 std::string serialize_artifact(const Artifact& artifact);
+std::string serialize_artifact(const std::vector<ArtifactBucket>& buckets);
 void write_artifact(const Artifact& artifact, const std::string& path);
+void write_artifact(const std::vector<ArtifactBucket>& buckets, const std::string& path);
 
 // Verifies magic, version, size and checksum, then the manifest's structure; every
-// problem is an InvalidInput error naming the artifact and what is wrong.
+// problem is an InvalidInput error naming the artifact and what is wrong. The `_buckets`
+// forms read both versions (a version-1 file is one bucket without dims); the others refuse
+// a file with several plans, naming its buckets.
 Artifact load_artifact(const std::string& path);
 Artifact parse_artifact(const std::string& bytes, const std::string& origin);
+std::vector<ArtifactBucket> load_artifact_buckets(const std::string& path);
+std::vector<ArtifactBucket> parse_artifact_buckets(const std::string& bytes, const std::string& origin);
+
+// The bucket whose graph inputs have exactly `shapes` (graph input order); InvalidInput
+// listing every bucket's input shapes when none has (no padding, no rounding).
+size_t select_bucket(const std::vector<ArtifactBucket>& buckets, const std::vector<Shape>& shapes);
 
 // Compiles the kernels with `backends` (found by name) into executor steps. Throws
 // InvalidInput if a kernel reads a value no earlier kernel computes or names a

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include "core/ir/random_inputs.h"
 #include "core/ir/tensor_compare.h"
@@ -55,20 +56,17 @@ Artifact build_artifact(const Graph& graph, const Placement& placement,
   return art;
 }
 
-ExportReport export_artifact(const Graph& graph, const Placement& placement,
-                             const std::vector<const BackendSpec*>& backends, const std::string& model_name,
-                             const std::string& path) {
-  Artifact art = build_artifact(graph, placement, backends, model_name);
-  write_artifact(art, path);
-  ExportReport report;
-  report.arena_bytes = art.memory_plan.arena_bytes;
-  report.unplanned_bytes = art.info.unplanned_bytes;
+namespace {
 
+// The reloaded plan against the in-process execution of the same placement: outputs bitwise
+// equal or within kArtifactTolerance, and no allocation outside the memory plan.
+void check_plan(const Graph& graph, const Placement& placement,
+                const std::vector<const BackendSpec*>& backends, const Artifact& loaded,
+                ExportReport& report) {
   std::vector<Tensor> inputs = random_inputs(graph, 2);
   Executor in_process(graph,
                       placement_steps(graph, placement, backends, compile_options(placement, backends)));
   std::vector<Tensor> want = in_process.run(inputs);
-  Artifact loaded = load_artifact(path);
   Executor from_file(loaded.graph, artifact_steps(loaded, backends, compile_options(placement, backends)));
   from_file.use_memory_plan(loaded.memory_plan);
   from_file.run(inputs);  // twice: the second run reuses the arena the first one dirtied
@@ -93,11 +91,48 @@ ExportReport export_artifact(const Graph& graph, const Placement& placement,
                         std::to_string(c.got_value) + " from the artifact, " + std::to_string(c.want_value) +
                         " in process";
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f) {
-    std::fseek(f, 0, SEEK_END);
-    report.file_bytes = static_cast<size_t>(std::ftell(f));
-    std::fclose(f);
+}
+
+size_t file_size(const std::string& path) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<size_t>(size);
+}
+
+}  // namespace
+
+ExportReport export_artifact(const Graph& graph, const Placement& placement,
+                             const std::vector<const BackendSpec*>& backends, const std::string& model_name,
+                             const std::string& path) {
+  return export_artifact_buckets({{DimValues{}, &graph, &placement}}, backends, model_name, path)
+      .buckets.front();
+}
+
+BucketedExportReport export_artifact_buckets(const std::vector<ExportBucket>& buckets,
+                                             const std::vector<const BackendSpec*>& backends,
+                                             const std::string& model_name, const std::string& path) {
+  if (buckets.empty()) throw Error(ErrorKind::InvalidInput, "nothing to export: no placement");
+  for (const ExportBucket& b : buckets)
+    if (b.placement->threads != buckets.front().placement->threads)
+      throw Error(ErrorKind::InvalidInput,
+                  "the buckets were tuned at different thread counts (" + bucket_label(buckets.front().dims) +
+                      ": " + std::to_string(buckets.front().placement->threads) + ", " +
+                      bucket_label(b.dims) + ": " + std::to_string(b.placement->threads) +
+                      "); an artifact runs at one");
+  std::vector<ArtifactBucket> built;
+  for (const ExportBucket& b : buckets)
+    built.push_back({b.dims, build_artifact(*b.graph, *b.placement, backends, model_name)});
+  write_artifact(built, path);
+  BucketedExportReport report;
+  report.file_bytes = file_size(path);
+  std::vector<ArtifactBucket> loaded = load_artifact_buckets(path);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    ExportReport r;
+    r.file_bytes = report.file_bytes;
+    r.arena_bytes = built[i].artifact.memory_plan.arena_bytes;
+    r.unplanned_bytes = built[i].artifact.info.unplanned_bytes;
+    check_plan(*buckets[i].graph, *buckets[i].placement, backends, loaded.at(i).artifact, r);
+    report.buckets.push_back(std::move(r));
   }
   return report;
 }

@@ -69,6 +69,10 @@ json parse_placement_document(const std::string& text) {
   }
   if (!doc.is_object() || !doc.contains("format") || doc["format"] != "collage-placement")
     throw bad_placement("not a placement file (missing \"format\": \"collage-placement\")");
+  if (doc.contains("buckets"))  // version 2 (core/search/placement_buckets.h): pick one first
+    throw bad_placement("the file holds a placement per shape bucket (" +
+                        std::to_string(doc["buckets"].is_array() ? doc["buckets"].size() : 0) +
+                        "); name one with --dim");
   return doc;
 }
 

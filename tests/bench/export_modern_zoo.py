@@ -7,6 +7,7 @@ a user's exporter writes them: torchvision's own EfficientNet-B0, MobileNetV3-La
 ConvNeXt-Tiny, DenseNet-121 and ViT-B/16, plus a BERT-base-shaped encoder (HF BertModel's layout:
 post-LN, erf-GELU, additive attention mask from an int64 mask input) and a GPT-2-small-shaped decoder
 (pre-LN, tanh-GELU, fused c_attn split in three, causal mask by masked_fill(-inf), tied lm_head).
+bert_base_dynseq is bert_base exported with a symbolic sequence dimension "seq" (batch stays 1).
 
 usage: /usr/bin/python3 tests/bench/export_modern_zoo.py OUT_DIR [NAME ...]
 Writes OUT_DIR/NAME.onnx, skipping files that already exist.
@@ -109,6 +110,11 @@ def image(name, make, size=224):
     return model, (torch.randn(1, 3, size, size),), ["input"], ["logits"]
 
 
+def bert(dynamic_axes=None):
+    return (BertEncoder(), (torch.randint(0, 30522, (1, 128)), torch.ones(1, 128, dtype=torch.int64)),
+            ["input_ids", "attention_mask"], ["last_hidden_state"], dynamic_axes)
+
+
 MODELS = {
     "efficientnet_b0": lambda: image("efficientnet_b0", torchvision.models.efficientnet_b0),
     "mobilenet_v3_large": lambda: image("mobilenet_v3_large", torchvision.models.mobilenet_v3_large),
@@ -116,8 +122,9 @@ MODELS = {
     "convnext_tiny": lambda: image("convnext_tiny", torchvision.models.convnext_tiny),
     "densenet121": lambda: image("densenet121", torchvision.models.densenet121),
     "vit_b_16": lambda: image("vit_b_16", torchvision.models.vit_b_16),
-    "bert_base": lambda: (BertEncoder(), (torch.randint(0, 30522, (1, 128)), torch.ones(1, 128, dtype=torch.int64)),
-                          ["input_ids", "attention_mask"], ["last_hidden_state"]),
+    "bert_base": bert,
+    "bert_base_dynseq": lambda: bert({"input_ids": {1: "seq"}, "attention_mask": {1: "seq"},
+                                      "last_hidden_state": {1: "seq"}}),
     "gpt2_small": lambda: (Gpt2Decoder(), (torch.randint(0, 50257, (1, 128)),), ["input_ids"], ["logits"]),
 }
 
@@ -135,11 +142,13 @@ def main():
         path = os.path.join(out_dir, name + ".onnx")
         if os.path.exists(path):
             continue
-        model, args, inputs, outputs = MODELS[name]()
+        # (model, args, input names, output names[, dynamic_axes]): dims are static unless named there.
+        model, args, inputs, outputs, *rest = MODELS[name]()
+        dynamic_axes = rest[0] if rest else None
         # Not under no_grad: nn.MultiheadAttention (ViT) would take its fused fast path, which has no
         # ONNX export; with gradients on it exports as the MatMul/Softmax graph users get.
         torch.onnx.export(model.eval(), args, path + ".tmp", opset_version=17, input_names=inputs,
-                          output_names=outputs, do_constant_folding=True)
+                          output_names=outputs, dynamic_axes=dynamic_axes, do_constant_folding=True)
         os.replace(path + ".tmp", path)
         print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB")
 

@@ -2,7 +2,11 @@
 // inputs written as TensorProto files (so collage runs the very same data),
 // THREADS intra-op threads (default 1) and one inter-op thread, median latency
 // over repeats, outputs written as .pb.
-// usage: node ort_run.js MODEL OUT_DIR REPEATS [THREADS]
+// usage: [DIMS=NAME=VALUE[,NAME=VALUE...]] node ort_run.js MODEL OUT_DIR REPEATS [THREADS]
+// Input shapes come from the model: fixed dims as declared, symbolic dims 1
+// unless DIMS names them (e.g. DIMS=seq=64 or DIMS=seq=64,batch=2; VALUE a
+// positive integer). Every NAME must be a symbolic dim (dim_param) of some
+// input; an empty or unset DIMS leaves all symbolic dims at 1.
 const ort = require('onnxruntime-node');
 const fs = require('fs');
 const path = require('path');
@@ -22,6 +26,20 @@ function tensorProto(name, type, dims, raw) {
   parts.push(field(8, 2, Buffer.concat([varint(Buffer.byteLength(name)), Buffer.from(name)])));
   parts.push(field(9, 2, Buffer.concat([varint(raw.length), raw])));
   return Buffer.concat(parts);
+}
+// DIMS: 'NAME=VALUE,...' -> Map(NAME -> VALUE); anything else throws.
+function parseDims(spec) {
+  const dims = new Map();
+  for (const item of spec.split(',')) {
+    const m = /^\s*([^=,\s]+)\s*=\s*([0-9]+)\s*$/.exec(item);
+    const value = m ? parseInt(m[2], 10) : NaN;
+    if (!(value >= 1)) {
+      throw new Error(`DIMS='${spec}': '${item}' is not NAME=VALUE with VALUE a positive integer`);
+    }
+    if (dims.has(m[1])) throw new Error(`DIMS='${spec}': '${m[1]}' is given twice`);
+    dims.set(m[1], value);
+  }
+  return dims;
 }
 function safe(name) { return name.replace(/[^A-Za-z0-9_.-]/g, '_'); }
 // ONNX element types of the tensors the zoo's models take and give.
@@ -46,17 +64,33 @@ async function main() {
   const repeats = parseInt(repeatsArg || '20', 10);
   const threads = parseInt(threadsArg || '1', 10);
   if (!(threads >= 1)) throw new Error(`THREADS must be a positive integer, not '${threadsArg}'`);
+  const dimValues = process.env.DIMS ? parseDims(process.env.DIMS) : new Map();
   fs.mkdirSync(outDir, { recursive: true });
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' });
-  // Shapes come from the model's inputs: symbolic dims are 1, as collage's default.
+  // Shapes come from the model's inputs: symbolic dims are 1, as collage's default, unless DIMS
+  // sets them by name.
   const meta = session.inputMetadata || {};
+  const inputMeta = name => (Array.isArray(meta) ? meta.find(x => x.name === name) : meta[name]);
+  if (dimValues.size) {
+    const symbolic = new Set();
+    for (const name of session.inputNames) {
+      const m = inputMeta(name);
+      for (const d of (m && m.shape ? m.shape : [])) if (typeof d === 'string' && d) symbolic.add(d);
+    }
+    const unknown = [...dimValues.keys()].filter(n => !symbolic.has(n));
+    if (unknown.length) {
+      const what = unknown.length > 1 ? 'are no symbolic dims' : 'is no symbolic dim';
+      throw new Error(`DIMS='${process.env.DIMS}': ${unknown.map(n => `'${n}'`).join(', ')} ${what} of ` +
+                      `${model}'s inputs (symbolic dims: ${[...symbolic].join(', ') || 'none'})`);
+    }
+  }
   const feeds = {};
   let seed = 12345;
   const rand = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648 * 2 - 1; };
   for (const name of session.inputNames) {
-    const m = Array.isArray(meta) ? meta.find(x => x.name === name) : meta[name];
-    const dims = (m && m.shape ? m.shape : []).map(d => (typeof d === 'number' ? d : 1));
+    const m = inputMeta(name);
+    const dims = (m && m.shape ? m.shape : []).map(d => (typeof d === 'number' ? d : dimValues.get(d) || 1));
     const count = dims.reduce((a, b) => a * b, 1);
     const isInt = m && m.type === 'int64';
     if (m && m.type === 'float16') {

@@ -1,0 +1,53 @@
+#include "core/ir/shape_buckets.h"
+
+#include <set>
+
+#include "core/ir/error.h"
+
+namespace collage {
+
+std::vector<DimValues> expand_buckets(const DimChoices& choices, size_t max_buckets) {
+  std::set<std::string> names;
+  size_t count = 1;
+  for (const auto& [name, values] : choices) {
+    if (!names.insert(name).second)
+      throw Error(ErrorKind::InvalidInput,
+                  "--dim " + name + " is given twice; list its values once: " + name + "=V1,V2,...");
+    if (values.empty()) throw Error(ErrorKind::InvalidInput, "--dim " + name + " has no value");
+    std::set<int64_t> seen;
+    for (int64_t v : values)
+      if (!seen.insert(v).second)
+        throw Error(ErrorKind::InvalidInput, "--dim " + name + " lists " + std::to_string(v) + " twice");
+    count *= values.size();
+    if (count > max_buckets)
+      throw Error(ErrorKind::InvalidInput, "--dim values make more than " + std::to_string(max_buckets) +
+                                               " shape buckets; each bucket is a whole tune, so list fewer");
+  }
+  std::vector<DimValues> out(1);
+  for (const auto& [name, values] : choices) {
+    std::vector<DimValues> next;
+    for (const DimValues& partial : out)
+      for (int64_t v : values) {
+        DimValues b = partial;
+        b[name] = v;
+        next.push_back(std::move(b));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+std::string bucket_label(const DimValues& dims) {
+  if (dims.empty()) return "static shapes";
+  std::string text;
+  for (const auto& [name, v] : dims) text += (text.empty() ? "" : ",") + name + "=" + std::to_string(v);
+  return text;
+}
+
+std::string bucket_list(const std::vector<DimValues>& buckets) {
+  std::string text;
+  for (const DimValues& b : buckets) text += (text.empty() ? "" : "; ") + bucket_label(b);
+  return text;
+}
+
+}  // namespace collage
