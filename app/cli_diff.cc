@@ -1,6 +1,8 @@
 // `collage diff A.json B.json [--model MODEL] [--json]`: what changed between two placements of
 // one model (core/search/placement_diff.h). Without --model the files are read structurally;
-// with it both are validated against the model and nodes are printed by name.
+// with it both are validated against the model and nodes are printed by name. Placement files
+// with shape buckets: --dim picks the bucket of both, --bucket-a / --bucket-b one each (two
+// different buckets, also of one file, need --model: where the placement changes with the shape).
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
 #include "backends/registry.h"
+#include "core/search/placement_buckets.h"
 #include "core/search/placement_diff.h"
 
 namespace collage::cli {
@@ -52,6 +55,16 @@ std::string nodes_text(const std::vector<NodeId>& nodes, const Graph* graph) {
   return text;
 }
 
+// A placement file's buckets (one without dims for a one-shape file); errors name the file.
+std::vector<PlacementFileBucket> read_named_buckets(const std::string& path) {
+  try {
+    return read_placement_buckets(read_text(path));
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Io) throw;
+    throw Error(e.kind(), path + ": " + e.what());
+  }
+}
+
 void print_side(const char* side, const std::string& path, const Placement& p) {
   std::printf("%s: %s: %zu kernels, predicted %.3f ms, %d thread%s\n", side, path.c_str(), p.kernels.size(),
               p.predicted_ms, p.threads, p.threads == 1 ? "" : "s");
@@ -60,24 +73,65 @@ void print_side(const char* side, const std::string& path, const Placement& p) {
 }  // namespace
 
 int command_diff(const std::vector<std::string>& argv) {
-  Args args = parse_args(argv, with_model_options({"--model"}), {"--json"});
+  Args args = parse_args(argv, with_model_options({"--model", "--bucket-a", "--bucket-b"}), {"--json"});
   if (args.positional.size() != 2)
-    throw Error(ErrorKind::InvalidInput, "usage: collage diff A.json B.json [--model MODEL] [--json]");
-  const std::string& path_a = args.positional[0];
-  const std::string& path_b = args.positional[1];
-  std::string text_a = read_text(path_a), text_b = read_text(path_b);
+    throw Error(
+        ErrorKind::InvalidInput,
+        "usage: collage diff A.json B.json [--model MODEL] [--dim NAME=V | --bucket-a NAME=V --bucket-b "
+        "NAME=V] [--json]");
+  std::string path_a = args.positional[0];
+  std::string path_b = args.positional[1];
+  // Files with a placement per shape bucket: --dim picks one bucket of both, --bucket-a/-b one each.
+  auto one_bucket = [&](const char* option) {
+    std::vector<DimValues> buckets = expand_buckets(parse_dim_choices(args.all(option)));
+    if (buckets.size() != 1)
+      throw Error(ErrorKind::InvalidInput,
+                  std::string(option) + " names one bucket, not " + bucket_list(buckets));
+    return buckets.front();
+  };
+  const DimValues dims = one_bucket("--dim");
+  const DimValues dims_a = args.has("--bucket-a") ? one_bucket("--bucket-a") : dims;
+  const DimValues dims_b = args.has("--bucket-b") ? one_bucket("--bucket-b") : dims;
+  auto bucket_text = [](const std::string& path, const DimValues& wanted) {
+    std::vector<PlacementFileBucket> file = read_named_buckets(path);
+    if (file.size() == 1 && file.front().dims.empty()) return file.front().placement_json;
+    if (wanted.empty()) {
+      std::vector<DimValues> there;
+      for (const PlacementFileBucket& b : file) there.push_back(b.dims);
+      throw Error(ErrorKind::InvalidInput, path + " holds a placement per shape bucket (" +
+                                               bucket_list(there) +
+                                               "); name one with --dim or --bucket-a/--bucket-b");
+    }
+    return find_bucket(file, wanted, path).placement_json;
+  };
+  std::string text_a = bucket_text(path_a, dims_a), text_b = bucket_text(path_b, dims_b);
+  if (!dims_a.empty() && dims_a != dims) path_a += " [" + bucket_label(dims_a) + "]";
+  if (!dims_b.empty() && dims_b != dims) path_b += " [" + bucket_label(dims_b) + "]";
+  const bool across_buckets = dims_a != dims_b;
+  if (across_buckets && !args.has("--model"))
+    throw Error(ErrorKind::InvalidInput,
+                "comparing two shape buckets needs --model: their graphs are checked to have the same nodes");
   Placement a = read_named(path_a, text_a, placement_structure_from_json);
   Placement b = read_named(path_b, text_b, placement_structure_from_json);
-  PlacementDiff diff = diff_placements(a, b, path_a, path_b);  // different models: refused here
-  std::optional<Graph> graph;
+  PlacementDiff diff;
+  if (!across_buckets) diff = diff_placements(a, b, path_a, path_b);  // different models: refused here
+  std::optional<Graph> graph, graph_b;
   if (args.has("--model")) {
-    graph = workflow::load_model(args.get("--model", ""), parse_load_options(args));
-    auto validated = [&](const std::string& text) {
+    workflow::LoadOptions load = parse_load_options_for_buckets(args);
+    load.dims = dims_a;
+    graph = workflow::load_model(args.get("--model", ""), load);
+    a = read_named(path_a, text_a, [&](const std::string& text) {
       return placement_from_json(text, *graph, all_backends());
-    };
-    a = read_named(path_a, text_a, validated);
-    b = read_named(path_b, text_b, validated);
-    diff = diff_placements(a, b, path_a, path_b);
+    });
+    if (across_buckets) {
+      load.dims = dims_b;
+      graph_b = workflow::load_model(args.get("--model", ""), load);
+    }
+    const Graph& gb = across_buckets ? *graph_b : *graph;
+    b = read_named(path_b, text_b,
+                   [&](const std::string& text) { return placement_from_json(text, gb, all_backends()); });
+    diff = across_buckets ? diff_buckets(*graph, a, gb, b, path_a, path_b)
+                          : diff_placements(a, b, path_a, path_b);
   }
   const Graph* g = graph ? &*graph : nullptr;
   if (args.has("--json")) {

@@ -172,4 +172,23 @@ std::string placement_diff_to_json(const PlacementDiff& d, const Graph* graph) {
   return doc.dump(1);
 }
 
+PlacementDiff diff_buckets(const Graph& graph_a, const Placement& a, const Graph& graph_b, const Placement& b,
+                           const std::string& name_a, const std::string& name_b) {
+  for (NodeId n = 0; n < std::max(graph_a.num_nodes(), graph_b.num_nodes()); ++n) {
+    if (n < graph_a.num_nodes() && n < graph_b.num_nodes() && graph_a.node(n).name == graph_b.node(n).name &&
+        graph_a.node(n).op_type == graph_b.node(n).op_type)
+      continue;
+    auto describe = [n](const Graph& g) {
+      return n < g.num_nodes() ? "'" + g.node(n).name + "' (" + g.node(n).op_type + ")" : std::string("none");
+    };
+    throw Error(ErrorKind::InvalidInput,
+                "the graphs of " + name_a + " and " + name_b +
+                    " differ in structure (the import folded them differently): node " + std::to_string(n) +
+                    " is " + describe(graph_a) + " in one, " + describe(graph_b) + " in the other");
+  }
+  Placement b_as_a = b;
+  b_as_a.model_fingerprint = a.model_fingerprint;  // the same model at another shape
+  return diff_placements(a, b_as_a, name_a, name_b);
+}
+
 }  // namespace collage

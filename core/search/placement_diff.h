@@ -47,6 +47,13 @@ struct PlacementDiff {
 PlacementDiff diff_placements(const Placement& a, const Placement& b, const std::string& name_a = "A",
                               const std::string& name_b = "B");
 
+// Two shape buckets of one model (core/ir/shape_buckets.h): graphs imported with different dims,
+// so their fingerprints differ, but node ids name the same nodes when the graphs have the same
+// nodes (names and ops, in order) — then the placements are diffed as above; InvalidInput
+// naming the first differing node otherwise.
+PlacementDiff diff_buckets(const Graph& graph_a, const Placement& a, const Graph& graph_b, const Placement& b,
+                           const std::string& name_a, const std::string& name_b);
+
 // "onednn x2, native": the backends of some kernels, most kernels first (ties by name).
 std::string backend_summary(const std::vector<PlacedKernel>& kernels);
 
