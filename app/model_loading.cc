@@ -7,24 +7,6 @@
 
 namespace collage::cli {
 
-DimChoices parse_dim_choices(const std::vector<std::string>& dim_options) {
-  DimChoices choices;
-  for (const std::string& text : dim_options) {
-    auto [name, list] = split_assignment(text, "--dim");
-    std::vector<int64_t> values;
-    size_t at = 0;
-    while (true) {
-      size_t comma = list.find(',', at);
-      values.push_back(
-          parse_positive(list.substr(at, comma == std::string::npos ? comma : comma - at), "--dim " + text));
-      if (comma == std::string::npos) break;
-      at = comma + 1;
-    }
-    choices.emplace_back(name, std::move(values));
-  }
-  return choices;
-}
-
 std::vector<DimValues> parse_buckets(const Args& args) {
   return expand_buckets(parse_dim_choices(args.all("--dim")));
 }

@@ -16,8 +16,6 @@ namespace collage::cli {
 
 // `value_options` plus the model options (--dim, --bind), for parse_args.
 std::set<std::string> with_model_options(std::set<std::string> value_options);
-// Parses repeated "--dim NAME=V1,V2,..." options (values positive integers).
-DimChoices parse_dim_choices(const std::vector<std::string>& dim_options);
 // The shape buckets --dim asks for: every combination (core/ir/shape_buckets.h); one empty
 // bucket without --dim.
 std::vector<DimValues> parse_buckets(const Args& args);

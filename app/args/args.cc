@@ -114,17 +114,4 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
-int64_t parse_positive(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || v <= 0 || v > (int64_t{1} << 31))
-    throw Error(ErrorKind::InvalidInput, what + ": the value must be a positive integer");
-  return v;
-}
-
 }  // namespace collage::cli

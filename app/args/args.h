@@ -2,7 +2,6 @@
 // `--flag value` / `--flag=value` options, some repeatable.
 #pragma once
 
-#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -30,8 +29,5 @@ Args parse_args(const std::vector<std::string>& argv, const std::set<std::string
 
 // "name=value" -> {name, value}; throws InvalidInput naming `option`.
 std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& option);
-
-// A positive integer up to 2^31 (a dim value); InvalidInput "`what`: the value must be ..." otherwise.
-int64_t parse_positive(const std::string& text, const std::string& what);
 
 }  // namespace collage::cli

@@ -24,6 +24,8 @@ BatchScreenshot::BatchScreenshot(MainWindow* window, BatchOptions options)
 void BatchScreenshot::on_finished(const JobReport& report) {
   switch (report.job) {
     case Job::Load:
+      // A bucket's graph, re-imported by load_placement: that bucket's costs are loading.
+      if (window_->controller()->busy()) return;
       if (options_.placement.isEmpty()) return after_costs();
       // Its costs follow as a PlacementCosts job.
       if (!window_->load_placement(options_.placement)) shoot("cannot load placement " + options_.placement);
@@ -55,6 +57,16 @@ void BatchScreenshot::after_placement() {
 void BatchScreenshot::after_profile() {
   if (!options_.diff.isEmpty() && !window_->compare_with_placement(options_.diff))
     return shoot("cannot compare with " + options_.diff);
+  if (!options_.diff_bucket.isEmpty()) {
+    const std::vector<DimValues>& buckets = window_->controller()->bucket_dims();
+    size_t i = 0;
+    while (i < buckets.size() && QString::fromStdString(bucket_label(buckets[i])) != options_.diff_bucket)
+      ++i;
+    if (i == buckets.size())
+      return shoot("no shape bucket " + options_.diff_bucket +
+                   " in the placement (its buckets: " + QString::fromStdString(bucket_list(buckets)) + ")");
+    if (!window_->compare_with_bucket(i)) return shoot("cannot compare with bucket " + options_.diff_bucket);
+  }
   shoot(QString());
 }
 

@@ -26,6 +26,7 @@ struct BatchOptions {
   bool refine = false;  // implies tune
   bool profile = false;
   QString diff;             // compare the final placement with this file (empty: none)
+  QString diff_bucket;      // or with this shape bucket of the loaded placement file ("seq=128")
   QString select;           // node name to select last, so the inspector shows it (empty: none)
   int collapse_depth = -1;  // >= 1: scopes of this depth collapsed; 0: expanded; < 0: as opened
   bool heatmap = false;     // colour by kernel time (with its legend) instead of by backend

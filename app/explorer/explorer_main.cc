@@ -1,6 +1,6 @@
-// collage-explorer [MODEL] [--tune [--refine]] [--placement FILE]
-//                  [--screenshot PATH [--profile] [--diff OTHER.json] [--select NODE] [--collapse-depth N]
-//                  [--heatmap]]
+// collage-explorer [MODEL] [--dim NAME=V ...] [--tune [--refine]] [--placement FILE]
+//                  [--screenshot PATH [--profile] [--diff OTHER.json | --diff-bucket NAME=V] [--select NODE]
+//                  [--collapse-depth N] [--heatmap]]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <clocale>
@@ -10,6 +10,7 @@
 #include "app/explorer/batch_screenshot.h"
 #include "app/explorer/main_window.h"
 #include "app/workflow/measure_worker_main.h"
+#include "core/ir/shape_buckets.h"
 
 int main(int argc, char** argv) {
   // The explorer measures in copies of itself: a crashing library takes a worker, not the window.
@@ -41,13 +42,34 @@ int main(int argc, char** argv) {
       "With --screenshot: collapse the name scopes of this depth (1 = top level; 0 = every scope expanded).",
       "N");
   QCommandLineOption heatmap("heatmap", "With --screenshot: colour the graph by kernel time.");
+  QCommandLineOption dim(
+      "dim",
+      "A symbolic input dim's value (repeatable; unlisted ones are 1). With a placement of "
+      "shape buckets: the bucket to show (default its first).",
+      "NAME=V");
+  QCommandLineOption diff_bucket(
+      "diff-bucket",
+      "With --screenshot: show the diff of the placement against this shape bucket of its file.", "NAME=V");
   QCommandLineOption cost_db("cost-db", "Cost database: an SQLite file or postgresql://user@host:port/db.",
                              "location");
   QCommandLineOption remote("remote",
                             "Measure on the team's collage workers (with a postgresql:// cost DB).");
-  parser.addOptions(
-      {tune, refine, placement, screenshot, profile, diff, select, collapse_depth, heatmap, cost_db, remote});
+  parser.addOptions({tune, refine, placement, screenshot, profile, diff, select, collapse_depth, heatmap,
+                     cost_db, remote, dim, diff_bucket});
   parser.process(app);
+  collage::DimValues dims;
+  try {
+    std::vector<std::string> specs;
+    for (const QString& v : parser.values(dim)) specs.push_back(v.toStdString());
+    std::vector<collage::DimValues> buckets = collage::expand_buckets(collage::parse_dim_choices(specs));
+    if (buckets.size() != 1)
+      throw collage::Error(collage::ErrorKind::InvalidInput,
+                           "--dim: the explorer opens one shape, not " + collage::bucket_list(buckets));
+    dims = buckets.front();
+  } catch (const collage::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
   collage::MainWindow window;
   if (parser.isSet(cost_db)) window.set_cost_db(parser.value(cost_db), false);
   if (parser.isSet(remote)) window.set_remote(true, false);
@@ -64,6 +86,7 @@ int main(int argc, char** argv) {
     options.diff = parser.value(diff);
     options.select = parser.value(select);
     options.heatmap = parser.isSet(heatmap);
+    options.diff_bucket = parser.value(diff_bucket);
     if (parser.isSet(collapse_depth)) {
       bool ok = false;
       options.collapse_depth = parser.value(collapse_depth).toInt(&ok);
@@ -77,7 +100,7 @@ int main(int argc, char** argv) {
     new collage::BatchScreenshot(&window, options);  // it loads the placement in order
   }
   if (!args.isEmpty()) {
-    window.open_model(args[0]);
+    window.open_model(args[0], dims);
     const bool tune_now = parser.isSet(tune) && !batch;
     const QString placement_path = parser.isSet(placement) && !batch ? parser.value(placement) : QString();
     // Once, for the model given on the command line: its placement (whose costs load as a

@@ -2,10 +2,12 @@
 
 #include <QApplication>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
@@ -163,6 +165,23 @@ void MainWindow::build_menus_and_toolbar() {
     QString path = QFileDialog::getOpenFileName(this, "Compare with placement", QString(), "JSON (*.json)");
     if (!path.isEmpty()) compare_with_placement(path);
   });
+  compare_bucket_action_ = file->addAction("Compare with shape &bucket…", this, [this] {
+    const std::vector<DimValues>& buckets = controller_->bucket_dims();
+    QStringList others;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < buckets.size(); ++i)
+      if (static_cast<int>(i) != controller_->current_bucket()) {
+        others << QString::fromStdString(bucket_label(buckets[i]));
+        index.push_back(i);
+      }
+    bool ok = false;
+    QString chosen =
+        QInputDialog::getItem(this, "Compare with shape bucket",
+                              "Where does the placement change at another shape?", others, 0, false, &ok);
+    if (ok && others.contains(chosen))
+      compare_with_bucket(index[static_cast<size_t>(others.indexOf(chosen))]);
+  });
+  compare_bucket_action_->setEnabled(false);
   file->addAction("&Export placement…", this, &MainWindow::export_placement);
   file->addAction("Export &artifact…", this, &MainWindow::export_artifact_dialog);
   file->addAction("Save &view as PNG or SVG…", this, [this] {
@@ -277,6 +296,19 @@ void MainWindow::build_menus_and_toolbar() {
     find_box_->selectAll();
   });
   bar->addSeparator();
+  // A placement file with shape buckets: which bucket's graph and placement are shown.
+  auto* bucket_widget = new QWidget(this);
+  auto* bucket_layout = new QHBoxLayout(bucket_widget);
+  bucket_layout->setContentsMargins(0, 0, 0, 0);
+  bucket_layout->addWidget(new QLabel(" shape ", bucket_widget));
+  bucket_box_ = new QComboBox(bucket_widget);
+  bucket_box_->setToolTip("the placement file's shape buckets (collage tune --dim NAME=V1,V2,...)");
+  bucket_layout->addWidget(bucket_box_);
+  bucket_box_action_ = bar->addWidget(bucket_widget);
+  bucket_box_action_->setVisible(false);
+  connect(bucket_box_, QOverload<int>::of(&QComboBox::activated), this, [this](int index) {
+    if (index >= 0 && index != controller_->current_bucket()) switch_bucket(static_cast<size_t>(index));
+  });
   bar->addWidget(new QLabel(" threads ", this));
   threads_ = new QSpinBox(this);
   threads_->setRange(1, 256);
@@ -308,8 +340,36 @@ void MainWindow::set_busy(bool busy, bool stoppable) {
   stop_action_->setEnabled(busy && stoppable);
 }
 
-void MainWindow::open_model(const QString& path) {
-  if (!controller_->open_model(path)) return;
+void MainWindow::update_bucket_box() {
+  const std::vector<DimValues>& buckets = controller_->bucket_dims();
+  bucket_box_->clear();
+  for (const DimValues& b : buckets) bucket_box_->addItem(QString::fromStdString(bucket_label(b)));
+  bucket_box_->setCurrentIndex(controller_->current_bucket());
+  bucket_box_action_->setVisible(!buckets.empty());
+  compare_bucket_action_->setEnabled(buckets.size() > 1 && controller_->current_bucket() >= 0);
+}
+
+void MainWindow::switch_bucket(size_t index) {
+  if (!controller_->switch_bucket(index)) return;
+  status_->setText("Importing the model at " +
+                   QString::fromStdString(bucket_label(controller_->bucket_dims().at(index))) + "…");
+  progress_->setRange(0, 0);
+  set_busy(true, false);
+}
+
+bool MainWindow::compare_with_bucket(size_t index) {
+  try {
+    show_comparison(controller_->compare_with_bucket(index));
+    return true;
+  } catch (const std::exception& e) {
+    log(QString("compare failed: ") + e.what());
+    notify(QMessageBox::Critical, "Cannot compare shape buckets", e.what());
+    return false;
+  }
+}
+
+void MainWindow::open_model(const QString& path, const DimValues& dims) {
+  if (!controller_->open_model(path, dims)) return;
   status_->setText("Importing " + path + "…");
   progress_->setRange(0, 0);
   set_busy(true, false);
@@ -412,8 +472,19 @@ void MainWindow::on_finished(const JobReport& report) {
       profile_panel_->clear();
       status += QString(", shown in %1 s").arg(report.seconds, 0, 'f', 2);
       log(status);
-      setWindowTitle("Collage Explorer — " + controller_->model_path());
+      setWindowTitle("Collage Explorer — " + controller_->model_path() +
+                     (controller_->dims().empty()
+                          ? QString()
+                          : " at " + QString::fromStdString(bucket_label(controller_->dims()))));
       add_recent(controller_->model_path());
+      update_bucket_box();
+      if (controller_->busy()) {  // switching bucket: its placement is in force, its costs loading
+        view_->set_placement(&*controller_->placement());
+        status_->setText("Reading the candidates' costs from the cost DB…");
+        progress_->setRange(0, 0);
+        set_busy(true, false);
+        return;
+      }
       break;
     case Job::Tune: {
       const TuneResult& tuned = *controller_->tuned();
@@ -434,6 +505,7 @@ void MainWindow::on_finished(const JobReport& report) {
       break;
     case Job::PlacementCosts:
       progress_->setRange(0, 1);
+      update_bucket_box();
       cost_table_->finish(controller_->tuned()->candidates, controller_->tuned()->costs);
       view_->set_placement(&*controller_->placement());
       chart_->clear();
@@ -532,6 +604,12 @@ void MainWindow::start_export_artifact(const QString& path) {
 bool MainWindow::load_placement(const QString& path) {
   try {
     controller_->load_placement(path);  // then the candidates' costs from the cost DB, as a job
+    if (!controller_->placement()) {    // shape buckets: the model is re-imported for the first one
+      status_->setText("Importing the model for the placement's first shape bucket…");
+      progress_->setRange(0, 0);
+      set_busy(true, false);
+      return true;
+    }
     view_->set_placement(&*controller_->placement());
     cost_table_->clear();
     status_->setText("Reading the candidates' costs from the cost DB…");

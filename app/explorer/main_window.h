@@ -14,6 +14,7 @@ class QPlainTextEdit;
 class QProgressBar;
 class QAction;
 class QSpinBox;
+class QComboBox;
 class QLineEdit;
 class QMenu;
 class QDockWidget;
@@ -34,8 +35,12 @@ class MainWindow : public QMainWindow {
   MainWindow();
 
   // The user's actions; errors become dialogs (none in batch mode).
-  void open_model(const QString& path);
-  bool load_placement(const QString& path);  // false (and a dialog) on failure
+  void open_model(const QString& path, const DimValues& dims = {});  // dims: symbolic input dims
+  bool load_placement(const QString& path);                          // false (and a dialog) on failure
+  // With a placement file of shape buckets loaded: show bucket `index` (the toolbar's shape
+  // box does this), or diff the current bucket against it (false and a dialog on failure).
+  void switch_bucket(size_t index);
+  bool compare_with_bucket(size_t index);
   void start_tune();
   void start_refine();  // graph-level search from the current placement (fitness measured)
   bool save_placement(const QString& path);  // false (and a logged reason) on failure
@@ -88,6 +93,7 @@ class MainWindow : public QMainWindow {
   void add_recent(const QString& path);
   void rebuild_recent_menu();
   void update_backends();
+  void update_bucket_box();  // the shape box lists the controller's buckets, the current one chosen
   void closeEvent(QCloseEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
@@ -105,6 +111,9 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QLabel* status_;
   QSpinBox* threads_;
+  QComboBox* bucket_box_;       // the shape buckets of the loaded placement file
+  QAction* bucket_box_action_;  // its toolbar slot: hidden without buckets
+  QAction* compare_bucket_action_;
   QAction* tune_action_;
   QAction* remote_action_ = nullptr;
   QAction* stop_action_;

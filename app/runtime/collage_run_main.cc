@@ -40,11 +40,10 @@ std::vector<size_t> buckets_to_run(const Runtime& rt, const cli::Args& args,
   std::vector<DimValues> all;
   for (size_t b = 0; b < rt.bucket_count(); ++b) all.push_back(rt.bucket_dims(b));
   if (args.has("--dim")) {
-    DimValues dims;
-    for (const std::string& spec : args.all("--dim")) {
-      auto [name, value] = cli::split_assignment(spec, "--dim");
-      dims[name] = cli::parse_positive(value, "--dim " + spec);
-    }
+    std::vector<DimValues> wanted = expand_buckets(parse_dim_choices(args.all("--dim")));
+    if (wanted.size() != 1)
+      throw Error(ErrorKind::InvalidInput, "--dim names one bucket to run, not " + bucket_list(wanted));
+    const DimValues& dims = wanted.front();
     for (size_t b = 0; b < all.size(); ++b)
       if (all[b] == dims) return {b};
     throw Error(ErrorKind::InvalidInput,

@@ -1,10 +1,39 @@
 #include "core/ir/shape_buckets.h"
 
 #include <set>
+#include <stdexcept>
 
 #include "core/ir/error.h"
 
 namespace collage {
+
+DimChoices parse_dim_choices(const std::vector<std::string>& specs, const std::string& option) {
+  DimChoices choices;
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw Error(ErrorKind::InvalidInput, option + " " + spec + ": expected NAME=VALUE[,VALUE...]");
+    std::vector<int64_t> values;
+    for (size_t at = eq + 1;;) {
+      size_t comma = spec.find(',', at);
+      std::string text = spec.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (text.empty() || used != text.size() || v <= 0 || v > (int64_t{1} << 31))
+        throw Error(ErrorKind::InvalidInput, option + " " + spec + ": the value must be a positive integer");
+      values.push_back(v);
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    choices.emplace_back(spec.substr(0, eq), std::move(values));
+  }
+  return choices;
+}
 
 std::vector<DimValues> expand_buckets(const DimChoices& choices, size_t max_buckets) {
   std::set<std::string> names;

@@ -18,6 +18,10 @@ using DimValues = std::map<std::string, int64_t>;
 // Several values per dim name, in the order the user named the dims.
 using DimChoices = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 
+// "seq=16,32" per spec (repeated --dim options): a name and positive integer values (at most
+// 2^31). InvalidInput naming `option` and the spec otherwise.
+DimChoices parse_dim_choices(const std::vector<std::string>& specs, const std::string& option = "--dim");
+
 // Every combination, the first-named dim varying slowest; values in the order given. A dim
 // named twice, or a value listed twice for one dim, is InvalidInput; more than `max_buckets`
 // combinations too (a typo such as seq=1..512 written out must not start hundreds of tunes).

@@ -14,6 +14,7 @@
 #include "app/explorer/model/explorer_controller.h"
 #include "app/workflow/workflow.h"
 #include "backends/registry.h"
+#include "core/search/placement_buckets.h"
 #include "core/search/search.h"
 #include "job_wait.h"
 #include "widgets/inspector.h"
@@ -303,6 +304,65 @@ class ControllerTest : public QObject {
 
   // Loading a placement fills the candidates and their costs from the cost DB, measuring
   // nothing: what the tune stored comes back, a backend the tune did not use is "not measured".
+  // A placement file with a placement per shape bucket: the controller shows one bucket's graph
+  // and placement at a time, switches by re-importing, and diffs two buckets node by node.
+  void shape_buckets_switch_graph_and_placement() {
+    std::vector<collage::PlacementFileBucket> buckets;
+    for (int64_t batch : {1, 2}) {
+      collage::workflow::LoadOptions load;
+      load.dims = {{"batch", batch}};
+      collage::Graph g = collage::workflow::load_model(COLLAGE_SAMPLE_MODEL, load);
+      collage::Placement p;
+      p.model_fingerprint = collage::model_fingerprint(g);
+      for (collage::NodeId n = 0; n < g.num_nodes(); ++n)
+        p.kernels.push_back({{{n}, "native", g.node(n).op_type}});
+      if (batch == 2) p.kernels[0].backend = "onednn";  // the stem Conv: batch 2 places it elsewhere
+      buckets.push_back({load.dims, collage::placement_to_json(p, g)});
+    }
+    const QString file = tmp("buckets.json");
+    std::ofstream(file.toStdString()) << collage::write_placement_buckets(buckets);
+
+    ExplorerController c;
+    c.set_cost_db_path(tmp("buckets.sqlite"));
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    auto next_job = [&](Job want) {
+      QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 60000));
+      QCOMPARE(failed.count(), 0);
+      QCOMPARE(finished.takeFirst().at(0).value<collage::JobReport>().job, want);
+    };
+    c.open_model(COLLAGE_SAMPLE_MODEL);
+    next_job(Job::Load);
+    QVERIFY(c.bucket_dims().empty());
+    c.load_placement(file);  // the open graph (batch 1 by default, no dims) is no bucket: re-imported
+    next_job(Job::Load);
+    QCOMPARE(c.bucket_dims().size(), size_t{2});
+    QCOMPARE(c.current_bucket(), 0);
+    QCOMPARE(c.graph()->value(c.graph()->inputs[0]).shape[0], int64_t{1});
+    QCOMPARE(c.placement()->kernels[0].backend, std::string("native"));
+    next_job(Job::PlacementCosts);
+
+    QVERIFY(c.switch_bucket(1));
+    QVERIFY(!c.switch_bucket(0));  // one job at a time
+    next_job(Job::Load);
+    QCOMPARE(c.current_bucket(), 1);
+    QCOMPARE(c.graph()->value(c.graph()->inputs[0]).shape[0], int64_t{2});
+    QCOMPARE(c.placement()->kernels[0].backend, std::string("onednn"));
+    next_job(Job::PlacementCosts);
+    QCOMPARE(c.tuned()->placement.kernels.size(), c.placement()->kernels.size());
+
+    collage::PlacementComparison cmp = c.compare_with_bucket(0);
+    QCOMPARE(cmp.a_name, QString("batch=2"));
+    QCOMPARE(cmp.b_name, QString("batch=1"));
+    QCOMPARE(cmp.diff.changed_nodes, size_t{1});  // only the stem Conv moved
+    QVERIFY_EXCEPTION_THROWN(c.compare_with_bucket(7), collage::Error);
+
+    c.open_model(COLLAGE_SAMPLE_MODEL);  // another model (or the same anew): the buckets are gone
+    next_job(Job::Load);
+    QVERIFY(c.bucket_dims().empty());
+    QCOMPARE(c.current_bucket(), -1);
+  }
+
   void load_placement_reads_costs_from_the_cost_db() {
     QString db = tmp("load.sqlite");
     QString saved = tmp("load.json");

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
@@ -15,6 +16,7 @@
 #include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
 #include "core/ir/settings.h"
+#include "core/search/placement_buckets.h"
 #include "core/tuning/cost_store.h"
 #include "core/tuning/measure_worker.h"
 
@@ -137,13 +139,19 @@ void ExplorerController::job_ended(Job job, Apply apply, QString error, double s
   emit job_finished(report);
 }
 
-bool ExplorerController::open_model(const QString& path) {
+bool ExplorerController::open_model(const QString& path, const DimValues& dims) {
   wait_for_job();
-  return run(Job::Load, [path](ProgressObserver&) -> Apply {
-    auto graph = std::make_shared<const Graph>(workflow::load_model(path.toStdString(), {}));
+  bucket_dims_.clear();
+  bucket_placements_.clear();
+  buckets_file_.clear();
+  return run(Job::Load, [path, dims](ProgressObserver&) -> Apply {
+    workflow::LoadOptions load;
+    load.dims = dims;
+    auto graph = std::make_shared<const Graph>(workflow::load_model(path.toStdString(), load));
     auto layout = std::make_shared<GraphLayout>(layout_graph(*graph));
-    return [path, graph, layout](ExplorerController& c) {
+    return [path, dims, graph, layout](ExplorerController& c) {
       c.model_path_ = path;
+      c.dims_ = dims;
       c.graph_ = graph;
       c.layout_ = std::move(*layout);
       c.tuned_.reset();
@@ -153,10 +161,11 @@ bool ExplorerController::open_model(const QString& path) {
       c.profile_.reset();
       c.pins_ = Pins{};
       JobReport r;
-      r.summary = QString("%1: %2 nodes (%3 layout)")
+      r.summary = QString("%1%4: %2 nodes (%3 layout)")
                       .arg(path)
                       .arg(graph->num_nodes())
-                      .arg(QString::fromStdString(c.layout_.engine));
+                      .arg(QString::fromStdString(c.layout_.engine))
+                      .arg(dims.empty() ? QString() : " at " + QString::fromStdString(bucket_label(dims)));
       return r;
     };
   });
@@ -498,8 +507,95 @@ QString ExplorerController::delta_baseline() const {
 
 void ExplorerController::load_placement(const QString& path) {
   if (!graph_) throw Error(ErrorKind::InvalidInput, "open a model first");
-  Placement loaded = workflow::read_placement(path.toStdString(), *graph_);
+  std::ifstream in(path.toStdString());
+  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + path.toStdString() + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<PlacementFileBucket> buckets = read_placement_buckets(text.str());
+  if (buckets.size() == 1 && buckets.front().dims.empty()) {
+    Placement loaded = placement_from_json(buckets.front().placement_json, *graph_, all_backends());
+    wait_for_job();
+    bucket_dims_.clear();
+    bucket_placements_.clear();
+    buckets_file_.clear();
+    adopt_placement(std::move(loaded), path);
+    return;
+  }
   wait_for_job();
+  bucket_dims_.clear();
+  bucket_placements_.clear();
+  for (const PlacementFileBucket& b : buckets) {
+    bucket_dims_.push_back(b.dims);
+    bucket_placements_.push_back(b.placement_json);
+  }
+  buckets_file_ = path;
+  emit message(QString("%1 holds %2 shape buckets (%3)")
+                   .arg(path)
+                   .arg(buckets.size())
+                   .arg(QString::fromStdString(bucket_list(bucket_dims_))));
+  int current = current_bucket();
+  if (current >= 0) {  // the open graph is one of them: adopt its placement now
+    adopt_placement(
+        placement_from_json(bucket_placements_[static_cast<size_t>(current)], *graph_, all_backends()),
+        path + " [" + QString::fromStdString(bucket_label(dims_)) + "]");
+    return;
+  }
+  switch_bucket(0);
+}
+
+int ExplorerController::current_bucket() const {
+  for (size_t i = 0; i < bucket_dims_.size(); ++i)
+    if (bucket_dims_[i] == dims_) return static_cast<int>(i);
+  return -1;
+}
+
+bool ExplorerController::switch_bucket(size_t index) {
+  if (thread_ || index >= bucket_dims_.size() || model_path_.isEmpty()) return false;
+  const QString path = model_path_;
+  const DimValues dims = bucket_dims_[index];
+  const std::string text = bucket_placements_[index];
+  const QString origin = buckets_file_ + " [" + QString::fromStdString(bucket_label(dims)) + "]";
+  return run(Job::Load, [path, dims, text, origin](ProgressObserver&) -> Apply {
+    workflow::LoadOptions load;
+    load.dims = dims;
+    auto graph = std::make_shared<const Graph>(workflow::load_model(path.toStdString(), load));
+    auto placement = std::make_shared<Placement>(placement_from_json(text, *graph, all_backends()));
+    auto layout = std::make_shared<GraphLayout>(layout_graph(*graph));
+    return [path, dims, graph, layout, placement, origin](ExplorerController& c) {
+      c.dims_ = dims;
+      c.graph_ = graph;
+      c.layout_ = std::move(*layout);
+      c.placement_.reset();
+      c.op_level_.reset();
+      c.refined_.reset();
+      c.profile_.reset();
+      c.tuned_.reset();
+      JobReport r;
+      r.summary = QString("%1 at %2: %3 nodes (%4 layout)")
+                      .arg(path, QString::fromStdString(bucket_label(dims)))
+                      .arg(graph->num_nodes())
+                      .arg(QString::fromStdString(c.layout_.engine));
+      // No job runs now (this is its end): the bucket's placement and its costs follow.
+      c.adopt_placement(std::move(*placement), origin);
+      return r;
+    };
+  });
+}
+
+PlacementComparison ExplorerController::compare_with_bucket(size_t index) const {
+  if (!graph_ || !placement_ || current_bucket() < 0)
+    throw Error(ErrorKind::InvalidInput, "load a placement file with shape buckets first");
+  if (index >= bucket_dims_.size()) throw Error(ErrorKind::InvalidInput, "no such bucket");
+  workflow::LoadOptions load;
+  load.dims = bucket_dims_[index];
+  Graph other_graph = workflow::load_model(model_path_.toStdString(), load);
+  Placement other = placement_from_json(bucket_placements_[index], other_graph, all_backends());
+  std::string a = bucket_label(dims_), b = bucket_label(bucket_dims_[index]);
+  return {QString::fromStdString(a), QString::fromStdString(b),
+          diff_buckets(*graph_, *placement_, other_graph, other, a, b)};
+}
+
+void ExplorerController::adopt_placement(Placement loaded, const QString& path) {
   placement_ = std::move(loaded);
   pins_ = placement_->pins;  // pins persist with the placement
   op_level_.reset();

@@ -20,6 +20,7 @@
 #include "app/explorer/model/node_details.h"
 #include "app/workflow/workflow.h"
 #include "core/ir/graph.h"
+#include "core/ir/shape_buckets.h"
 #include "core/search/explain.h"
 #include "core/search/placement_diff.h"
 #include "core/search/tuner.h"
@@ -88,8 +89,9 @@ class ExplorerController : public QObject {
   ~ExplorerController() override;  // cancels and waits for a running job
 
   // ---- jobs (each refuses to start while another runs: false) ----
-  // Import and lay out; a running job is cancelled first.
-  bool open_model(const QString& path);
+  // Import (symbolic dims at `dims`, unlisted ones 1) and lay out; a running job is cancelled
+  // first. Forgets the shape buckets of an earlier placement file.
+  bool open_model(const QString& path, const DimValues& dims = {});
   bool start_tune();    // measure + search with the settings and pins, then verify and time
   bool start_refine();  // graph-level search from the current placement, then side by side
   // Times every kernel of the current placement inside the real run (workflow::profile, the
@@ -163,6 +165,20 @@ class ExplorerController : public QObject {
   bool start_export_artifact(const QString& path);
   // The current placement (A) against a placement file (B), validated against the model. Throws Error.
   PlacementComparison compare_with_file(const QString& path) const;
+
+  // ---- shape buckets (a placement file with a placement per shape: core/ir/shape_buckets.h) ----
+  // load_placement of such a file keeps its buckets; the graph in view is the one imported for
+  // one of them (the bucket matching the open model's dims, else the file's first: then the
+  // model is re-imported for it, as a Load job, before the placement is adopted).
+  const std::vector<DimValues>& bucket_dims() const { return bucket_dims_; }  // empty: none
+  int current_bucket() const;                      // index into bucket_dims() of the graph in view; -1: none
+  const DimValues& dims() const { return dims_; }  // of the graph in view
+  // Re-imports the model for bucket `index` (a Load job) and adopts its placement, whose costs
+  // then load as load_placement's do. False while a job runs or for a bad index.
+  bool switch_bucket(size_t index);
+  // The current bucket's placement (A) against bucket `index`'s (B): where the placement changes
+  // with the shape. Imports the model for B's dims (synchronously). Throws Error.
+  PlacementComparison compare_with_bucket(size_t index) const;
   // The last refine's op-level placement (A) against its refined one (B). Throws Error when none ran.
   PlacementComparison compare_op_level_with_refined() const;
 
@@ -193,7 +209,15 @@ class ExplorerController : public QObject {
   QString cost_db_path_;
   bool remote_ = false;
 
+  // Adopts `placement` (already validated against graph_) and its pins, then loads the costs
+  // of its candidates from the cost DB (a PlacementCosts job); `origin` names it in messages.
+  void adopt_placement(Placement placement, const QString& origin);
+
   QString model_path_;
+  DimValues dims_;  // of graph_
+  std::vector<DimValues> bucket_dims_;
+  std::vector<std::string> bucket_placements_;  // each bucket's placement JSON, as bucket_dims_
+  QString buckets_file_;
   std::shared_ptr<const Graph> graph_;
   GraphLayout layout_;
   // The last tune's result, or after load_placement the cost DB's candidates and costs
