@@ -44,8 +44,8 @@ tune() {  # tune DB OUT.json DIM_SPEC -> prints seconds
   t1=$(now)
   echo "$t1 - $t0" | bc -l
 }
-export_checked() {  # export PLACEMENT OUT.collage
-  "$collage" export "$model" --placement "$1" -o "$2" > "$2.log" 2>&1 ||
+export_checked() {  # export PLACEMENT OUT.collage [--dim ...] (a one-shape placement's own dims)
+  "$collage" export "$model" --placement "$1" -o "$2" "${@:3}" > "$2.log" 2>&1 ||
     { echo "export $1 failed: $(tail -3 "$2.log")" >&2; exit 1; }
   if grep -q "disagree" "$2.log"; then echo "export $1: the artifact disagrees with the in-process run" >&2; exit 1; fi
 }
@@ -60,7 +60,7 @@ for v in ${values//,/ }; do
   fresh_db "$out/one_$v.sqlite"
   t_one[$v]=$(tune "$out/one_$v.sqlite" "$out/one_$v.json" "$dim=$v")
   sum=$(echo "$sum + ${t_one[$v]}" | bc -l)
-  export_checked "$out/one_$v.json" "$out/one_$v.collage"
+  export_checked "$out/one_$v.json" "$out/one_$v.collage" --dim "$dim=$v"
 done
 size_all=$(stat -c %s "$out/all.collage")
 
