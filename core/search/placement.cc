@@ -88,8 +88,9 @@ Placement read_structure(const json& doc, const Graph* graph) {
                           std::to_string(Placement::kFormatVersion) + ")");
     p.model_fingerprint = doc.at("model_fingerprint").get<std::string>();
     if (graph && p.model_fingerprint != model_fingerprint(*graph))
-      throw bad_placement("it was made for a different model, or the same at other --dim values (fingerprint " +
-                          p.model_fingerprint + ", this model " + model_fingerprint(*graph) + ")");
+      throw bad_placement(
+          "it was made for a different model, or the same at other --dim values (fingerprint " +
+          p.model_fingerprint + ", this model " + model_fingerprint(*graph) + ")");
     p.backend_versions = doc.value("backend_versions", std::map<std::string, std::string>{});
     p.threads = doc.value("threads", 1);
     p.device = doc.value("device", "");
