@@ -39,6 +39,11 @@ std::vector<size_t> buckets_to_run(const Runtime& rt, const cli::Args& args,
                                    const std::map<std::string, Tensor>& given) {
   std::vector<DimValues> all;
   for (size_t b = 0; b < rt.bucket_count(); ++b) all.push_back(rt.bucket_dims(b));
+  if (args.has("--dim") && rt.bucket_count() == 1 && rt.bucket_dims(0).empty())
+    throw Error(
+        ErrorKind::InvalidInput,
+        "--dim: the artifact holds one plan, no shape buckets (its inputs are its shapes); --dim picks a "
+        "bucket of an artifact exported from a placement tuned with several --dim values");
   if (args.has("--dim")) {
     std::vector<DimValues> wanted = expand_buckets(parse_dim_choices(args.all("--dim")));
     if (wanted.size() != 1)
@@ -89,7 +94,8 @@ int run(const std::vector<std::string>& argv) {
   if (rt->bucket_count() > 1) {
     std::vector<DimValues> all;
     for (size_t b = 0; b < rt->bucket_count(); ++b) all.push_back(rt->bucket_dims(b));
-    buckets = ", " + std::to_string(rt->bucket_count()) + " shape buckets (" + bucket_list(all) + ")";
+    buckets = ", " + std::to_string(rt->bucket_count()) + " shape buckets (" + bucket_list(all) + "; " +
+              std::to_string(rt->shared_weights()) + " converted weights shared between them)";
   }
   std::printf(
       "artifact %s: model '%s', format %d.%d, %zu kernels%s, %d thread%s, loaded in %.1f ms "

@@ -4,6 +4,7 @@
 
 #include "backends/registry.h"
 #include "core/backend_api/kernel_signature.h"
+#include "core/backend_api/shared_constants.h"
 
 namespace collage {
 
@@ -30,6 +31,9 @@ std::unique_ptr<Runtime> Runtime::load(const std::string& path, const RuntimeOpt
   CompileOptions copts;
   copts.threads = info.threads;
   auto t1 = Clock::now();
+  // The buckets' kernels share their converted weights (packed once per layout, not per bucket).
+  SharedConstants shared;
+  SharedConstantsScope scope(&shared);
   for (const ArtifactBucket& bucket : rt->buckets_) {
     auto executor = std::make_unique<Executor>(bucket.artifact.graph,
                                                artifact_steps(bucket.artifact, all_backends(), copts));
@@ -37,6 +41,7 @@ std::unique_ptr<Runtime> Runtime::load(const std::string& path, const RuntimeOpt
     rt->executors_.push_back(std::move(executor));
   }
   rt->compile_ms_ = ms_since(t1);
+  rt->shared_weights_ = shared.hits();
   return rt;
 }
 

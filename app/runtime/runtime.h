@@ -37,6 +37,9 @@ class Runtime {
   // Where load time went: reading, verifying and parsing the file vs building the kernels.
   double parse_ms() const { return parse_ms_; }
   double compile_ms() const { return compile_ms_; }
+  // Converted weights (packed, reordered) a kernel took from an earlier kernel instead of
+  // converting its own: across buckets, the same weight in the same layout (SharedConstants).
+  size_t shared_weights() const { return shared_weights_; }
 
   // Plans, in file order; each with its dims (empty for a one-plan artifact).
   size_t bucket_count() const { return buckets_.size(); }
@@ -62,6 +65,7 @@ class Runtime {
   std::vector<std::unique_ptr<Executor>> executors_;  // one per bucket, referring to its graph
   std::vector<std::string> notes_;
   double parse_ms_ = 0, compile_ms_ = 0;
+  size_t shared_weights_ = 0;
   size_t last_bucket_ = 0;
   mutable std::mutex mutex_;
 };

@@ -10,7 +10,8 @@
 #   MODEL: default the BERT-base encoder exported with a symbolic sequence dim
 #          (export_modern_zoo.py bert_base_dynseq)
 # env: BUILD (build dir), DIM (default seq), VALUES (default 16,32,64,128,256), THREADS (default 1),
-#      REPEAT (runs per turn, default 10), REFINE (1: tune --refine --budget $BUDGET, default off)
+#      REPEAT (runs per turn, default 10), REFINE (1: tune --refine --budget $BUDGET, default off),
+#      REUSE (1: keep the last run's tunes, exports and tune times; time the artifacts again)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/bench/ort_setup.sh
@@ -51,17 +52,24 @@ export_checked() {  # export PLACEMENT OUT.collage [--dim ...] (a one-shape plac
 }
 
 echo "model $model, --dim $dim=$values, $threads thread(s)${refine:+, tune ${refine[*]}}" >&2
-fresh_db "$out/all.sqlite"
-t_all=$(tune "$out/all.sqlite" "$out/all.json" "$dim=$values")
-export_checked "$out/all.json" "$out/all.collage"
 declare -A t_one
+# REUSE=1: the tunes and exports of the last run (and their times, tune_times.txt), to time again.
+if [ "${REUSE:-0}" = 1 ]; then
+  source "$out/tune_times.txt"
+else
+  fresh_db "$out/all.sqlite"
+  t_all=$(tune "$out/all.sqlite" "$out/all.json" "$dim=$values")
+  export_checked "$out/all.json" "$out/all.collage"
+  echo "t_all=$t_all" > "$out/tune_times.txt"
+  for v in ${values//,/ }; do
+    fresh_db "$out/one_$v.sqlite"
+    t_one[$v]=$(tune "$out/one_$v.sqlite" "$out/one_$v.json" "$dim=$v")
+    echo "t_one[$v]=${t_one[$v]}" >> "$out/tune_times.txt"
+    export_checked "$out/one_$v.json" "$out/one_$v.collage" --dim "$dim=$v"
+  done
+fi
 sum=0
-for v in ${values//,/ }; do
-  fresh_db "$out/one_$v.sqlite"
-  t_one[$v]=$(tune "$out/one_$v.sqlite" "$out/one_$v.json" "$dim=$v")
-  sum=$(echo "$sum + ${t_one[$v]}" | bc -l)
-  export_checked "$out/one_$v.json" "$out/one_$v.collage" --dim "$dim=$v"
-done
+for v in ${values//,/ }; do sum=$(echo "$sum + ${t_one[$v]}" | bc -l); done
 size_all=$(stat -c %s "$out/all.collage")
 
 printf "%-10s %10s %10s %10s %9s %9s %11s %11s %10s\n" bucket bucketed_ms one_ms ort_ms vs_one vs_ort \
@@ -72,15 +80,15 @@ for v in ${values//,/ }; do
   args=()
   for i in $(echo "$ort_out" | sed -n 's/^inputs //p'); do args+=(--input "$i"); done
   for side in all one; do
+    pick=(--dim "$dim=$v")  # the one-shape artifact has one plan, its shapes its own
     artifact=$out/all.collage
-    [ $side = one ] && artifact=$out/one_$v.collage
-    "$run" "$artifact" --dim "$dim=$v" "${args[@]}" --output-dir "$out/${side}_out_$v" > /dev/null
+    [ $side = one ] && artifact=$out/one_$v.collage pick=()
+    "$run" "$artifact" "${pick[@]}" "${args[@]}" --output-dir "$out/${side}_out_$v" > /dev/null
     for o in $(echo "$ort_out" | sed -n 's/^outputs //p'); do
       "$collage" compare "$out/${side}_out_$v/$o.pb" "$ort_dir/ort_$o.pb" --rtol 1e-3 --atol 1e-3 > /dev/null ||
         { echo "$dim=$v: the $side artifact's output $o disagrees with ONNX Runtime" >&2; exit 1; }
     done
   done
-  # The one-shape artifact has one plan: collage-run takes no --dim for it (its shapes are its own).
   a=() b=() c=()
   for turn in A B C C B A A B C C B A; do
     case $turn in
