@@ -146,35 +146,45 @@ Pins parse_pins(const Args& args, const Graph& graph) {
 }
 
 struct BucketOutcome {
-  std::string placement_json;  // the kept placement (refined or op-level)
+  std::string placement_json;                  // the kept placement (refined or op-level)
+  std::optional<workflow::BucketPrior> prior;  // its costs, for the next bucket's pruning
   bool verified = false;
   bool mismatch_after_refine = false;  // the refined placement disagrees with the reference: exit 1
 };
 
 // tune (and refine) one shape: the workflow's chain with its reports printed.
-BucketOutcome tune_bucket(const Args& args, const Graph& graph, const workflow::TuneStepOptions& topts,
-                          const workflow::RefineStepOptions& ropts, CostDb* db, ConsoleProgress& progress) {
+BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& graph,
+                          const workflow::TuneStepOptions& topts, const workflow::RefineStepOptions& ropts,
+                          CostDb* db, ConsoleProgress& progress) {
   BucketOutcome outcome;
   workflow::TuneRunReport tune = workflow::run_tune(graph, topts, db, &progress);
   const TuneResult& tuned = tune.tuned;
   const workflow::PlacementRunReport& run = tune.run;
-  std::fprintf(
-      stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid (%.1f s%s)\n",
-      tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
-      tuned.workers_started ? (", " + std::to_string(tuned.workers_started) + " measure worker(s)").c_str()
-      : topts.isolated      ? ""
-                            : ", in-process");
+  std::fprintf(stderr, "%zu candidates: %zu measured now, %zu from the cost DB, %zu invalid%s (%.1f s%s)\n",
+               tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid - tuned.skipped,
+               tuned.skipped ? (", " + std::to_string(tuned.skipped) + " skipped").c_str() : "",
+               tuned.measure_ms / 1000,
+               tuned.workers_started
+                   ? (", " + std::to_string(tuned.workers_started) + " measure worker(s)").c_str()
+               : topts.isolated ? ""
+                                : ", in-process");
   std::fprintf(stderr, "\rsearch: %zu states expanded in %.1f ms%s\n", tuned.search.states_expanded,
                tuned.search.elapsed_ms, tuned.search.exact ? "" : " (beam fallback: not guaranteed optimal)");
   for (const std::string& step : tune.backoff) std::printf("accuracy back-off: %s\n", step.c_str());
+  if (tuned.skipped)
+    std::printf(
+        "%zu candidates not measured: slower by over %gx than another kernel of the same nodes at %s\n",
+        tuned.skipped, topts.prune_ratio, bucket_label(topts.prior->dims).c_str());
+  if (!dims.empty()) outcome.prior = workflow::bucket_prior(dims, graph, tuned);
   const Placement& placement = tuned.placement;
   const std::vector<Tensor>& inputs = tuned.inputs;
   const int repeat = topts.repeat;
 
   std::printf(
-      "tune: %zu candidates (%zu measured, %zu from the cost DB, %zu invalid) in %.2f s; search %.2f ms\n",
-      tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid, tuned.measure_ms / 1000,
-      tuned.search.elapsed_ms);
+      "tune: %zu candidates (%zu measured, %zu from the cost DB, %zu invalid%s) in %.2f s; search %.2f ms\n",
+      tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid - tuned.skipped,
+      tuned.skipped ? (", " + std::to_string(tuned.skipped) + " skipped").c_str() : "",
+      tuned.measure_ms / 1000, tuned.search.elapsed_ms);
   std::printf("%-10s %8s %12s\n", "backend", "kernels", "predicted ms");
   for (const auto& [name, share] : time_per_backend(placement))
     std::printf("%-10s %8d %12.3f\n", name.c_str(), share.kernels, share.predicted_ms);
@@ -256,12 +266,12 @@ BucketOutcome tune_bucket(const Args& args, const Graph& graph, const workflow::
 }  // namespace
 
 int command_tune(const std::vector<std::string>& argv) {
-  Args args =
-      parse_args(argv,
-                 with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon",
-                                     "-o", "--output", "--repeat", "--min-time-ms", "--budget",
-                                     "--population", "--seed", "--generations", "--patience", "--accuracy"}),
-                 {"--no-cost-db", "--refine", "--in-process", "--log-costs", "--remote"});
+  Args args = parse_args(
+      argv,
+      with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon", "-o",
+                          "--output", "--repeat", "--min-time-ms", "--budget", "--population", "--seed",
+                          "--generations", "--patience", "--accuracy", "--prune-ratio"}),
+      {"--no-cost-db", "--refine", "--in-process", "--log-costs", "--remote"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage tune MODEL [--backends ...] [--pin NODE=BACKEND] -o placement.json");
@@ -290,6 +300,7 @@ int command_tune(const std::vector<std::string>& argv) {
   topts.pins = pins;
   topts.isolated = !args.has("--in-process");
   topts.remote = args.has("--remote");
+  topts.prune_ratio = args.get_double("--prune-ratio", topts.prune_ratio, 0, 1e6);
   if (args.has("--accuracy")) topts.accuracy = parse_accuracy(args.get("--accuracy", ""));
   // Under a budget the default selection adds the reduced-precision backends.
   if (topts.accuracy.enabled() && !args.has("--backends")) topts.backends = backends = all_backends();
@@ -327,7 +338,9 @@ int command_tune(const std::vector<std::string>& argv) {
       }
     }
     const auto t_bucket = Clock::now();
-    BucketOutcome outcome = tune_bucket(args, graph, topts, ropts, db.get(), progress);
+    BucketOutcome outcome = tune_bucket(args, buckets.size() > 1 ? buckets[b] : DimValues{}, graph, topts,
+                                        ropts, db.get(), progress);
+    topts.prior = std::move(outcome.prior);
     if (outcome.mismatch_after_refine) return 1;
     all_verified = all_verified && outcome.verified;
     if (buckets.size() > 1) {

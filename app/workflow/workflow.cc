@@ -204,6 +204,50 @@ std::vector<const BackendSpec*> search_backends(const std::vector<const BackendS
   return out;
 }
 
+BucketPrior bucket_prior(const DimValues& dims, const Graph& graph, const TuneResult& tuned) {
+  BucketPrior prior;
+  prior.dims = dims;
+  for (const Node& n : graph.nodes) prior.nodes.push_back(n.name + "|" + n.op_type);
+  prior.candidates = tuned.candidates;
+  prior.costs = tuned.costs;
+  return prior;
+}
+
+namespace {
+
+// TuneOptions::skip from the previous bucket: "backend|nodes" -> its cost there, and per node
+// set the best; a candidate over `ratio` x the best of its node set is skipped, saying why.
+std::function<std::string(const Candidate&)> prune_by_prior(const Graph& graph, const BucketPrior& prior,
+                                                            double ratio) {
+  if (ratio <= 0 || prior.nodes.size() != graph.nodes.size()) return nullptr;
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    if (prior.nodes[n] != graph.nodes[n].name + "|" + graph.nodes[n].op_type) return nullptr;
+  auto cost_of = std::make_shared<std::map<std::string, double>>();
+  auto best_of = std::make_shared<std::map<std::string, double>>();
+  for (size_t i = 0; i < prior.candidates.size(); ++i) {
+    const Cost& c = prior.costs.at(i).cost;
+    if (!c.valid()) continue;
+    std::string nodes = prior.candidates[i].nodes.to_string();
+    (*cost_of)[prior.candidates[i].backend + "|" + nodes] = c.median_ms;
+    auto [it, fresh] = best_of->emplace(nodes, c.median_ms);
+    if (!fresh) it->second = std::min(it->second, c.median_ms);
+  }
+  std::string where = bucket_label(prior.dims);
+  return [cost_of, best_of, ratio, where](const Candidate& c) -> std::string {
+    std::string nodes = c.nodes.to_string();
+    auto cost = cost_of->find(c.backend + "|" + nodes);
+    if (cost == cost_of->end()) return {};
+    double best = best_of->at(nodes);
+    if (cost->second <= ratio * best) return {};
+    char why[160];
+    std::snprintf(why, sizeof why, "not measured: %.1fx slower than the best kernel of these nodes at %s",
+                  cost->second / best, where.c_str());
+    return why;
+  };
+}
+
+}  // namespace
+
 TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, ProgressObserver* observer) {
   set_backend_threads(options.threads);
   TuneOptions topts;
@@ -229,6 +273,7 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
                   b->name + " computes in " + precision_name(b->precision) +
                       ": it needs an accuracy budget (--accuracy, e.g. top1,max-rel=5e-2)");
   topts.measure.accuracy = options.accuracy;
+  if (options.prior) topts.skip = prune_by_prior(graph, *options.prior, options.prune_ratio);
   return collage::tune(graph, backends, native::node_evaluator(), topts, db, observer);
 }
 

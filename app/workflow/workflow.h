@@ -72,6 +72,20 @@ std::vector<const BackendSpec*> graph_level_backends(const std::vector<const Bac
 std::vector<const BackendSpec*> search_backends(const std::vector<const BackendSpec*>& selected);
 
 // ---- tune: candidates, measured costs (cost DB), op-level search ----
+
+// `tune --dim` with several shape buckets: what the bucket before measured. A candidate that was
+// more than `TuneStepOptions::prune_ratio` times slower there than the best kernel of exactly the
+// same nodes is not measured again (a shape step rarely reverses such a margin; the placement's
+// end-to-end check still holds). Used only when both graphs have the same nodes (names and ops,
+// in order), so node ids name the same nodes.
+struct BucketPrior {
+  DimValues dims;
+  std::vector<std::string> nodes;  // "name|op" per node of that bucket's graph
+  std::vector<Candidate> candidates;
+  std::vector<MeasuredCandidate> costs;  // aligned with candidates
+};
+BucketPrior bucket_prior(const DimValues& dims, const Graph& graph, const TuneResult& tuned);
+
 struct TuneStepOptions {
   std::vector<const BackendSpec*> backends;
   int threads = 1;
@@ -95,6 +109,9 @@ struct TuneStepOptions {
   double worker_lease_s = kSettings.worker_lease_s;
   // run_tune: timed end-to-end runs of the placement after its verified warm-up.
   int repeat = kSettings.repeat;
+  // The previous shape bucket's costs (BucketPrior) and the margin that skips a candidate here.
+  std::optional<BucketPrior> prior;
+  double prune_ratio = kSettings.bucket_prune_ratio;
 };
 
 // The TuneResult (placement, candidates and their costs, the inputs measured on, counts).

@@ -19,6 +19,10 @@ struct Settings {
   double import_evaluation_budget_s = 60;
   // End to end: timed runs of a placement after one verified warm-up run (`--repeat`).
   int repeat = 20;
+  // `tune --dim` with several shape buckets: a bucket skips the candidates that were more than
+  // this many times slower than the best kernel of exactly the same nodes in the bucket before
+  // it (`--prune-ratio`; 0 measures everything).
+  double bucket_prune_ratio = 4;
   // Each candidate kernel: warm-up runs, then samples until `measure_min_time_ms` was spent
   // timing and at least `measure_min_samples` were taken (README "tune").
   int measure_warmup_runs = 2;

@@ -29,7 +29,28 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   std::vector<double> node_ms;
   Measurer measurer(graph, reference_values(graph, r.inputs, evaluator, &node_ms), db, options.measure);
   measurer.set_node_ms(std::move(node_ms));
-  r.costs = measurer.measure(r.candidates, backends, observer);
+  if (options.skip) {
+    std::vector<Candidate> kept;
+    std::vector<size_t> kept_at;
+    std::vector<std::string> why(r.candidates.size());
+    for (size_t i = 0; i < r.candidates.size(); ++i) {
+      why[i] = options.skip(r.candidates[i]);
+      if (why[i].empty()) {
+        kept.push_back(r.candidates[i]);
+        kept_at.push_back(i);
+      }
+    }
+    std::vector<MeasuredCandidate> measured = measurer.measure(kept, backends, observer);
+    r.costs.resize(r.candidates.size());
+    for (size_t i = 0; i < r.candidates.size(); ++i)
+      if (!why[i].empty()) {
+        r.costs[i].cost = Cost::invalid(why[i], CostStatus::NotMeasured);
+        ++r.skipped;
+      }
+    for (size_t k = 0; k < kept.size(); ++k) r.costs[kept_at[k]] = std::move(measured[k]);
+  } else {
+    r.costs = measurer.measure(r.candidates, backends, observer);
+  }
   r.workers_started = measurer.workers_started();
   r.measure_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::vector<Cost> cost;
@@ -38,7 +59,7 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
     r.invalid += !m.cost.valid();
     cost.push_back(m.cost);
   }
-  r.measured_now = r.costs.size() - r.from_cache;
+  r.measured_now = r.costs.size() - r.from_cache - r.skipped;
   SearchOptions sopts = options.search;
   if (sopts.epsilon_ms < 0) sopts.epsilon_ms = measure_dispatch_overhead_ms();
   Placement& p = r.placement;

@@ -2,6 +2,7 @@
 // candidates -> measured costs (cost DB) -> search -> Placement.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/search/placement.h"
@@ -17,6 +18,9 @@ struct TuneOptions {
   SearchOptions search;  // epsilon_ms < 0: measure the dispatch overhead
   Pins pins;
   uint64_t input_seed = 1;
+  // Candidates not to measure: a non-empty reason skips one (its cost is NotMeasured with that
+  // reason, so the search leaves it out and the cost DB stores nothing for it).
+  std::function<std::string(const Candidate&)> skip;
 };
 
 struct TuneResult {
@@ -27,6 +31,7 @@ struct TuneResult {
   std::vector<Tensor> inputs;  // the random inputs measured on
   int workers_started = 0;     // measure worker processes (more than 1: some were replaced)
   size_t measured_now = 0, from_cache = 0, invalid = 0;
+  size_t skipped = 0;  // by TuneOptions::skip (counted in `invalid` too)
   double measure_ms = 0;
 };
 

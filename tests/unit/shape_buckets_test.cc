@@ -13,6 +13,7 @@
 
 #include "app/runtime/collage_runtime.h"
 #include "app/runtime/runtime.h"
+#include "app/workflow/workflow.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/import/onnx_import.h"
@@ -22,6 +23,7 @@
 #include "core/search/placement.h"
 #include "core/search/placement_buckets.h"
 #include "core/search/placement_diff.h"
+#include "core/tuning/candidates.h"
 #include "resources/samples/zoo.h"
 #include "tests/unit/mixed_placement.h"
 #include "tests/unit/temp_dir.h"
@@ -180,6 +182,52 @@ TEST_F(BucketFiles, DiffAcrossBucketsLinesUpNodesOnlyWhenTheGraphsHaveTheSameNod
   other.nodes.back().name = "renamed";
   EXPECT_NE(error_of([&] { diff_buckets(*g1_, *p1_, other, *p3_, "a", "b"); }).find("differ in structure"),
             std::string::npos);
+}
+
+// ---- a later bucket skips what clearly lost in the bucket before ----
+
+workflow::TuneStepOptions quick_tune(std::optional<workflow::BucketPrior> prior, double ratio) {
+  workflow::TuneStepOptions o;
+  o.backends = {find_backend("onednn"), find_backend("native")};
+  o.isolated = false;
+  o.min_time_ms = 0.5;
+  o.epsilon_ms = 0;
+  o.prior = std::move(prior);
+  o.prune_ratio = ratio;
+  return o;
+}
+
+TEST_F(BucketFiles, ALaterBucketSkipsCandidatesThatLostByTheRatio) {
+  // The prior bucket (batch 1): every native kernel 10 ms, every oneDNN one 1 ms.
+  TuneResult before;
+  before.candidates = enumerate_candidates(*g1_, {find_backend("onednn"), find_backend("native")});
+  for (const Candidate& c : before.candidates)
+    before.costs.push_back({"", Cost::of_ms(c.backend == "native" ? 10.0 : 1.0), false});
+  workflow::BucketPrior prior = workflow::bucket_prior({{"batch", 1}}, *g1_, before);
+  std::set<std::string> onednn_nodes;
+  for (const Candidate& c : before.candidates)
+    if (c.backend == "onednn") onednn_nodes.insert(c.nodes.to_string());
+
+  TuneResult r = workflow::tune(*g3_, quick_tune(prior, 4), nullptr);
+  ASSERT_GT(r.skipped, 0u);
+  std::set<std::pair<std::string, std::vector<NodeId>>> skipped;
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const Cost& cost = r.costs[i].cost;
+    if (cost.status != CostStatus::NotMeasured) continue;
+    skipped.insert({r.candidates[i].backend, r.candidates[i].group().nodes});
+    EXPECT_EQ(r.candidates[i].backend, "native");  // only the 10x losers
+    EXPECT_TRUE(onednn_nodes.count(r.candidates[i].nodes.to_string()));
+    EXPECT_NE(cost.invalid_reason.find("10.0x slower than the best kernel of these nodes at batch=1"),
+              std::string::npos)
+        << cost.invalid_reason;
+  }
+  EXPECT_EQ(skipped.size(), r.skipped);
+  for (const PlacedKernel& k : r.placement.kernels) EXPECT_FALSE(skipped.count({k.backend, k.nodes}));
+
+  EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 11), nullptr).skipped, 0u);  // within the ratio
+  EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 0), nullptr).skipped, 0u);   // pruning off
+  prior.nodes.back() += "-renamed";  // another structure: node ids would not name the same nodes
+  EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 4), nullptr).skipped, 0u);
 }
 
 // ---- the artifact ----
