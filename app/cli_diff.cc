@@ -4,9 +4,7 @@
 // with shape buckets: --dim picks the bucket of both, --bucket-a / --bucket-b one each (two
 // different buckets, also of one file, need --model: where the placement changes with the shape).
 #include <cstdio>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "app/args/args.h"
 #include "app/cli_commands.h"
@@ -17,14 +15,6 @@
 
 namespace collage::cli {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Errors name the file: "b.json: placement: malformed JSON ...".
 template <class Read>
@@ -58,7 +48,7 @@ std::string nodes_text(const std::vector<NodeId>& nodes, const Graph* graph) {
 // A placement file's buckets (one without dims for a one-shape file); errors name the file.
 std::vector<PlacementFileBucket> read_named_buckets(const std::string& path) {
   try {
-    return read_placement_buckets(read_text(path));
+    return read_placement_buckets(workflow::read_placement_text(path));
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::Io) throw;
     throw Error(e.kind(), path + ": " + e.what());

@@ -148,6 +148,7 @@ Pins parse_pins(const Args& args, const Graph& graph) {
 struct BucketOutcome {
   std::string placement_json;                  // the kept placement (refined or op-level)
   std::optional<workflow::BucketPrior> prior;  // its costs, for the next bucket's pruning
+  double epsilon_ms = 0;                       // the dispatch overhead it was searched with
   bool verified = false;
   bool mismatch_after_refine = false;  // the refined placement disagrees with the reference: exit 1
 };
@@ -259,6 +260,7 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
     final_placement = chain.kept;
   }
   outcome.placement_json = placement_to_json(final_placement, graph);
+  outcome.epsilon_ms = final_placement.epsilon_ms;
   outcome.verified = run.verify.ok();
   return outcome;
 }
@@ -347,8 +349,7 @@ int command_tune(const std::vector<std::string>& argv) {
       std::printf("bucket %s tuned in %.1f s\n", bucket_label(buckets[b]).c_str(),
                   std::chrono::duration<double>(Clock::now() - t_bucket).count());
       // The dispatch overhead does not depend on the shape: later buckets reuse the first's.
-      if (topts.epsilon_ms < 0)
-        topts.epsilon_ms = placement_structure_from_json(outcome.placement_json).epsilon_ms;
+      if (topts.epsilon_ms < 0) topts.epsilon_ms = outcome.epsilon_ms;
     }
     written.push_back({buckets.size() > 1 ? buckets[b] : DimValues{}, outcome.placement_json});
   }

@@ -136,22 +136,22 @@ Graph load_model(const std::string& path, const LoadOptions& options, ImportRepo
 
 std::string cost_db_path(const std::string& given) { return given.empty() ? CostDb::default_path() : given; }
 
-Placement read_placement(const std::string& path, const Graph& graph) {
+std::string read_placement_text(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + path + "'");
   std::stringstream text;
   text << in.rdbuf();
-  return placement_from_json(text.str(), graph, all_backends());
+  return text.str();
+}
+
+Placement read_placement(const std::string& path, const Graph& graph) {
+  return placement_from_json(read_placement_text(path), graph, all_backends());
 }
 
 std::vector<PlacedBucket> read_placed_buckets(const std::string& model_path,
                                               const std::string& placement_path, const LoadOptions& base,
                                               const std::vector<DimValues>& wanted) {
-  std::ifstream in(placement_path);
-  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + placement_path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::vector<PlacementFileBucket> file = read_placement_buckets(text.str());
+  std::vector<PlacementFileBucket> file = read_placement_buckets(read_placement_text(placement_path));
   const bool one_shape_file = file.size() == 1 && file.front().dims.empty();
   const bool all = wanted.empty() || (wanted.size() == 1 && wanted.front().empty());
   if (one_shape_file && wanted.size() > 1)

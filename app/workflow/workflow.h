@@ -44,6 +44,8 @@ Graph load_model(const std::string& path, const LoadOptions& options, ImportRepo
 // ($COLLAGE_COST_DB, else $XDG_DATA_HOME/collage-explorer/costs.sqlite).
 std::string cost_db_path(const std::string& given = "");
 
+// A placement file's text; Io naming the file when it cannot be read.
+std::string read_placement_text(const std::string& path);
 // A placement JSON file (docs/placement-format.md) for `graph`, over every backend compiled in.
 Placement read_placement(const std::string& path, const Graph& graph);
 

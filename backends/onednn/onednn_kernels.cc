@@ -15,7 +15,6 @@
 #include "backends/onednn/onednn_resize.h"
 #include "backends/onednn/onednn_rnn.h"
 #include "core/backend_api/conv_folding.h"
-#include "core/backend_api/shared_constants.h"
 #include "core/backend_api/transformer_fusion.h"
 #include "core/ir/conv_geometry.h"
 
@@ -165,42 +164,6 @@ class PrimitiveKernel : public Kernel {
 };
 
 }  // namespace
-
-namespace {
-
-memory convert_constant(const Tensor& t, const memory::desc& md, const std::optional<memory::desc>& want) {
-  memory user(md, cpu());
-  std::memcpy(user.get_data_handle(), t.raw(), t.bytes());
-  if (!want || *want == md) return user;
-  memory packed(*want, cpu());
-  dnnl::stream s(cpu());
-  dnnl::reorder(user, packed).execute(s, user, packed);
-  s.wait();
-  return packed;
-}
-
-// The descriptors' bytes: equal bytes are equal layouts (unequal padding only costs a share).
-std::string layout_key(const memory::desc& md, const std::optional<memory::desc>& want) {
-  std::string key = "onednn:";
-  key.append(reinterpret_cast<const char*>(&md.data), sizeof md.data);
-  if (want) key.append(reinterpret_cast<const char*>(&want->data), sizeof want->data);
-  return key;
-}
-
-}  // namespace
-
-// Constant tensor copied into a oneDNN memory of `md` (plain), optionally reordered to `want`;
-// under a SharedConstantsScope (the runtime loading a multi-shape artifact) once per tensor and layout.
-memory constant_memory(const Tensor& t, const memory::desc& md, const std::optional<memory::desc>& want) {
-  SharedConstants* shared = SharedConstants::current();
-  if (!shared) return convert_constant(t, md, want);
-  const std::string key = layout_key(md, want);
-  if (std::shared_ptr<const void> hit = shared->find(t, key))
-    return *std::static_pointer_cast<const memory>(hit);
-  memory converted = convert_constant(t, md, want);
-  shared->add(t, key, std::make_shared<const memory>(converted));
-  return converted;
-}
 
 Tensor conv_weights(const Tensor& w, int64_t group, bool transposed, Shape& dims) {
   // oneDNN grouped weights: [g, oc/g, ic/g, k...] (conv) / [g, oc/g, ic/g, k...] from ONNX's [ic, oc/g, k...]

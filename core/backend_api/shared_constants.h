@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,10 +22,11 @@ namespace collage {
 
 class SharedConstants {
  public:
-  // The value stored for `source` converted to `layout` (a backend's own key), or null.
-  std::shared_ptr<const void> find(const Tensor& source, const std::string& layout) const;
-  void add(const Tensor& source, const std::string& layout, std::shared_ptr<const void> value);
-  size_t hits() const;
+  // The value stored for `source` converted to `layout` (a backend's own key); made by `make`
+  // and stored when there is none yet.
+  std::shared_ptr<const void> find_or_add(const Tensor& source, const std::string& layout,
+                                          const std::function<std::shared_ptr<const void>()>& make);
+  size_t hits() const;  // find_or_add calls answered from the store
 
   // The store of the innermost SharedConstantsScope on this thread; null outside one.
   static SharedConstants* current();
@@ -38,7 +40,7 @@ class SharedConstants {
   };
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
-  mutable size_t hits_ = 0;
+  size_t hits_ = 0;
 };
 
 // While alive, SharedConstants::current() on this thread is `store` (scopes nest).

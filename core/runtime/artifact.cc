@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "core/ir/byte_hash.h"
 #include "core/ir/subgraph.h"
 
 namespace collage {
@@ -79,7 +80,7 @@ class WeightsWriter {
       throw Error(ErrorKind::Unsupported,
                   "artifacts cannot hold tensors of type " + std::string(dtype_name(t.dtype())));
     const std::byte* data = static_cast<const std::byte*>(t.raw());
-    uint64_t key = checksum(data, t.bytes()) ^ (uint64_t{t.bytes()} << 1);
+    uint64_t key = hash_bytes(data, t.bytes());
     size_t at = SIZE_MAX;
     for (size_t earlier : stored_[key])
       if (bytes_at_[earlier] == t.bytes() &&

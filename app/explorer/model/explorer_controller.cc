@@ -507,11 +507,8 @@ QString ExplorerController::delta_baseline() const {
 
 void ExplorerController::load_placement(const QString& path) {
   if (!graph_) throw Error(ErrorKind::InvalidInput, "open a model first");
-  std::ifstream in(path.toStdString());
-  if (!in) throw Error(ErrorKind::Io, "cannot open placement '" + path.toStdString() + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::vector<PlacementFileBucket> buckets = read_placement_buckets(text.str());
+  std::vector<PlacementFileBucket> buckets =
+      read_placement_buckets(workflow::read_placement_text(path.toStdString()));
   if (buckets.size() == 1 && buckets.front().dims.empty()) {
     Placement loaded = placement_from_json(buckets.front().placement_json, *graph_, all_backends());
     wait_for_job();
