@@ -174,9 +174,11 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
   for (const std::string& step : tune.backoff) std::printf("accuracy back-off: %s\n", step.c_str());
   if (tuned.skipped)
     std::printf(
-        "%zu candidates not measured: slower by over %gx than another kernel of the same nodes at %s\n",
-        tuned.skipped, topts.prune_ratio, bucket_label(topts.prior->dims).c_str());
-  if (!dims.empty()) outcome.prior = workflow::bucket_prior(dims, graph, tuned);
+        "%zu candidates not measured: slower by over %gx than another kernel of the same nodes in the "
+        "last bucket that measured them\n",
+        tuned.skipped, topts.prune_ratio);
+  if (!dims.empty())
+    outcome.prior = workflow::bucket_prior(dims, graph, tuned, topts.prior ? &*topts.prior : nullptr);
   const Placement& placement = tuned.placement;
   const std::vector<Tensor>& inputs = tuned.inputs;
   const int repeat = topts.repeat;

@@ -204,44 +204,53 @@ std::vector<const BackendSpec*> search_backends(const std::vector<const BackendS
   return out;
 }
 
-BucketPrior bucket_prior(const DimValues& dims, const Graph& graph, const TuneResult& tuned) {
+namespace {
+
+std::string margin_key(const Candidate& c) { return c.backend + "|" + c.nodes.to_string(); }
+
+}  // namespace
+
+BucketPrior bucket_prior(const DimValues& dims, const Graph& graph, const TuneResult& tuned,
+                         const BucketPrior* previous) {
   BucketPrior prior;
   prior.dims = dims;
   for (const Node& n : graph.nodes) prior.nodes.push_back(n.name + "|" + n.op_type);
-  prior.candidates = tuned.candidates;
-  prior.costs = tuned.costs;
+  std::map<std::string, double> best_of;  // nodes -> the best valid cost here
+  for (size_t i = 0; i < tuned.candidates.size(); ++i) {
+    const Cost& c = tuned.costs.at(i).cost;
+    if (!c.valid()) continue;
+    auto [it, fresh] = best_of.emplace(tuned.candidates[i].nodes.to_string(), c.median_ms);
+    if (!fresh) it->second = std::min(it->second, c.median_ms);
+  }
+  for (size_t i = 0; i < tuned.candidates.size(); ++i) {
+    const Candidate& cand = tuned.candidates[i];
+    const Cost& c = tuned.costs.at(i).cost;
+    std::string key = margin_key(cand);
+    if (c.valid()) {
+      prior.margins[key] = {c.median_ms / best_of.at(cand.nodes.to_string()), dims};
+    } else if (c.status == CostStatus::NotMeasured && previous) {
+      if (auto was = previous->margins.find(key); was != previous->margins.end()) prior.margins[key] = was->second;
+    }
+  }
   return prior;
 }
 
 namespace {
 
-// TuneOptions::skip from the previous bucket: "backend|nodes" -> its cost there, and per node
-// set the best; a candidate over `ratio` x the best of its node set is skipped, saying why.
+// TuneOptions::skip from the buckets before: a candidate whose margin is over `ratio` is
+// skipped, saying why and where it was measured.
 std::function<std::string(const Candidate&)> prune_by_prior(const Graph& graph, const BucketPrior& prior,
                                                             double ratio) {
   if (ratio <= 0 || prior.nodes.size() != graph.nodes.size()) return nullptr;
   for (size_t n = 0; n < graph.nodes.size(); ++n)
     if (prior.nodes[n] != graph.nodes[n].name + "|" + graph.nodes[n].op_type) return nullptr;
-  auto cost_of = std::make_shared<std::map<std::string, double>>();
-  auto best_of = std::make_shared<std::map<std::string, double>>();
-  for (size_t i = 0; i < prior.candidates.size(); ++i) {
-    const Cost& c = prior.costs.at(i).cost;
-    if (!c.valid()) continue;
-    std::string nodes = prior.candidates[i].nodes.to_string();
-    (*cost_of)[prior.candidates[i].backend + "|" + nodes] = c.median_ms;
-    auto [it, fresh] = best_of->emplace(nodes, c.median_ms);
-    if (!fresh) it->second = std::min(it->second, c.median_ms);
-  }
-  std::string where = bucket_label(prior.dims);
-  return [cost_of, best_of, ratio, where](const Candidate& c) -> std::string {
-    std::string nodes = c.nodes.to_string();
-    auto cost = cost_of->find(c.backend + "|" + nodes);
-    if (cost == cost_of->end()) return {};
-    double best = best_of->at(nodes);
-    if (cost->second <= ratio * best) return {};
+  auto margins = std::make_shared<std::map<std::string, BucketPrior::Margin>>(prior.margins);
+  return [margins, ratio](const Candidate& c) -> std::string {
+    auto m = margins->find(margin_key(c));
+    if (m == margins->end() || m->second.ratio <= ratio) return {};
     char why[160];
     std::snprintf(why, sizeof why, "not measured: %.1fx slower than the best kernel of these nodes at %s",
-                  cost->second / best, where.c_str());
+                  m->second.ratio, bucket_label(m->second.where).c_str());
     return why;
   };
 }

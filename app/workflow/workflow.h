@@ -75,18 +75,25 @@ std::vector<const BackendSpec*> search_backends(const std::vector<const BackendS
 
 // ---- tune: candidates, measured costs (cost DB), op-level search ----
 
-// `tune --dim` with several shape buckets: what the bucket before measured. A candidate that was
-// more than `TuneStepOptions::prune_ratio` times slower there than the best kernel of exactly the
-// same nodes is not measured again (a shape step rarely reverses such a margin; the placement's
-// end-to-end check still holds). Used only when both graphs have the same nodes (names and ops,
-// in order), so node ids name the same nodes.
+// `tune --dim` with several shape buckets: what the buckets before measured. A candidate that
+// was more than `TuneStepOptions::prune_ratio` times slower than the best kernel of exactly the
+// same nodes, in the last bucket that measured it, is not measured again (a shape step rarely
+// reverses such a margin; the placement's end-to-end check still holds). The margin carries
+// over a bucket that skipped the candidate, so a loser stays skipped rather than coming back
+// every other bucket. Used only when both graphs have the same nodes (names and ops, in
+// order), so node ids name the same nodes.
 struct BucketPrior {
   DimValues dims;
   std::vector<std::string> nodes;  // "name|op" per node of that bucket's graph
-  std::vector<Candidate> candidates;
-  std::vector<MeasuredCandidate> costs;  // aligned with candidates
+  struct Margin {
+    double ratio = 1;  // its cost / the best cost of its nodes
+    DimValues where;   // the bucket that measured both
+  };
+  std::map<std::string, Margin> margins;  // "backend|nodes" -> its margin
 };
-BucketPrior bucket_prior(const DimValues& dims, const Graph& graph, const TuneResult& tuned);
+// `tuned`'s margins, over `previous`'s for the candidates `tuned` skipped.
+BucketPrior bucket_prior(const DimValues& dims, const Graph& graph, const TuneResult& tuned,
+                         const BucketPrior* previous = nullptr);
 
 struct TuneStepOptions {
   std::vector<const BackendSpec*> backends;

@@ -224,6 +224,18 @@ TEST_F(BucketFiles, ALaterBucketSkipsCandidatesThatLostByTheRatio) {
   EXPECT_EQ(skipped.size(), r.skipped);
   for (const PlacedKernel& k : r.placement.kernels) EXPECT_FALSE(skipped.count({k.backend, k.nodes}));
 
+  // The bucket after the one that skipped them still skips them, on the margin measured at batch=1;
+  // forgetting it would measure every loser again every other bucket.
+  TuneResult third = workflow::tune(*g3_, quick_tune(workflow::bucket_prior({{"batch", 3}}, *g3_, r, &prior), 4),
+                                    nullptr);
+  EXPECT_EQ(third.skipped, r.skipped);
+  for (size_t i = 0; i < third.candidates.size(); ++i)
+    if (third.costs[i].cost.status == CostStatus::NotMeasured) {
+      EXPECT_NE(third.costs[i].cost.invalid_reason.find("at batch=1"), std::string::npos);
+    }
+  EXPECT_EQ(workflow::tune(*g3_, quick_tune(workflow::bucket_prior({{"batch", 3}}, *g3_, r), 4), nullptr).skipped,
+            0u);  // without the earlier margins nothing is known about the skipped ones
+
   EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 11), nullptr).skipped, 0u);  // within the ratio
   EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 0), nullptr).skipped, 0u);   // pruning off
   prior.nodes.back() += "-renamed";  // another structure: node ids would not name the same nodes
