@@ -229,7 +229,8 @@ BucketPrior bucket_prior(const DimValues& dims, const Graph& graph, const TuneRe
     if (c.valid()) {
       prior.margins[key] = {c.median_ms / best_of.at(cand.nodes.to_string()), dims};
     } else if (c.status == CostStatus::NotMeasured && previous) {
-      if (auto was = previous->margins.find(key); was != previous->margins.end()) prior.margins[key] = was->second;
+      if (auto was = previous->margins.find(key); was != previous->margins.end())
+        prior.margins[key] = was->second;
     }
   }
   return prior;

@@ -226,15 +226,16 @@ TEST_F(BucketFiles, ALaterBucketSkipsCandidatesThatLostByTheRatio) {
 
   // The bucket after the one that skipped them still skips them, on the margin measured at batch=1;
   // forgetting it would measure every loser again every other bucket.
-  TuneResult third = workflow::tune(*g3_, quick_tune(workflow::bucket_prior({{"batch", 3}}, *g3_, r, &prior), 4),
-                                    nullptr);
+  TuneResult third =
+      workflow::tune(*g3_, quick_tune(workflow::bucket_prior({{"batch", 3}}, *g3_, r, &prior), 4), nullptr);
   EXPECT_EQ(third.skipped, r.skipped);
   for (size_t i = 0; i < third.candidates.size(); ++i)
     if (third.costs[i].cost.status == CostStatus::NotMeasured) {
       EXPECT_NE(third.costs[i].cost.invalid_reason.find("at batch=1"), std::string::npos);
     }
-  EXPECT_EQ(workflow::tune(*g3_, quick_tune(workflow::bucket_prior({{"batch", 3}}, *g3_, r), 4), nullptr).skipped,
-            0u);  // without the earlier margins nothing is known about the skipped ones
+  EXPECT_EQ(
+      workflow::tune(*g3_, quick_tune(workflow::bucket_prior({{"batch", 3}}, *g3_, r), 4), nullptr).skipped,
+      0u);  // without the earlier margins nothing is known about the skipped ones
 
   EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 11), nullptr).skipped, 0u);  // within the ratio
   EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 0), nullptr).skipped, 0u);   // pruning off
