@@ -285,12 +285,21 @@ int command_tune(const std::vector<std::string>& argv) {
   std::vector<const BackendSpec*> backends = select_backends(args.get("--backends", ""));
   const std::vector<DimValues> buckets = parse_buckets(args);
   workflow::LoadOptions load = parse_load_options_for_buckets(args);
-  Graph graph = [&] {
-    workflow::LoadOptions first = load;
-    first.dims = buckets.front();
-    return workflow::load_model(path, first);
-  }();
-  Pins pins = parse_pins(args, graph);
+  // Every bucket's graph up front (one measurement session holds them all), the weights they
+  // have in common kept once.
+  std::vector<Graph> graphs;
+  size_t shared_bytes = 0;
+  for (const DimValues& dims : buckets) {
+    workflow::LoadOptions bucket_load = load;
+    bucket_load.dims = dims;
+    graphs.push_back(workflow::load_model(path, bucket_load));
+    if (graphs.size() > 1) shared_bytes += share_equal_constants(graphs.back(), graphs.front());
+  }
+  if (buckets.size() > 1)
+    std::fprintf(stderr, "%zu shape buckets loaded, %.1f MiB of weights shared between them\n",
+                 buckets.size(),
+                 static_cast<double>(shared_bytes) / static_cast<double>(buckets.size() - 1) / (1 << 20));
+  Pins pins = parse_pins(args, graphs.front());
 
   std::unique_ptr<CostDb> db;
   if (!args.has("--no-cost-db"))
@@ -324,6 +333,10 @@ int command_tune(const std::vector<std::string>& argv) {
     ropts.isolated = topts.isolated;
     ropts.remote = topts.remote;
   }
+  std::vector<MeasureWorker::SessionBucket> session_buckets;
+  for (size_t b = 0; b < buckets.size(); ++b) session_buckets.push_back({buckets[b], &graphs[b]});
+  std::unique_ptr<MeasureWorker> session = workflow::bucket_measure_session(session_buckets, topts);
+  topts.shared_worker = session.get();
   ConsoleProgress progress(args.has("--log-costs"), db != nullptr);
   g_interrupted = 0;
   std::signal(SIGINT, on_interrupt);
@@ -335,14 +348,11 @@ int command_tune(const std::vector<std::string>& argv) {
     if (buckets.size() > 1) {
       std::printf("== bucket %s (%zu of %zu)\n", bucket_label(buckets[b]).c_str(), b + 1, buckets.size());
       std::fflush(stdout);
-      if (b > 0) {
-        load.dims = buckets[b];
-        graph = workflow::load_model(path, load);
-        topts.pins = parse_pins(args, graph);
-      }
+      if (b > 0) topts.pins = parse_pins(args, graphs[b]);
     }
+    topts.shared_bucket = b;
     const auto t_bucket = Clock::now();
-    BucketOutcome outcome = tune_bucket(args, buckets.size() > 1 ? buckets[b] : DimValues{}, graph, topts,
+    BucketOutcome outcome = tune_bucket(args, buckets.size() > 1 ? buckets[b] : DimValues{}, graphs[b], topts,
                                         ropts, db.get(), progress);
     topts.prior = std::move(outcome.prior);
     if (outcome.mismatch_after_refine) return 1;

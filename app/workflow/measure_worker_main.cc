@@ -28,6 +28,7 @@ using worker_channel::kFd;
 struct WorkerArgs {
   std::string session;
   pid_t parent = 0;
+  size_t bucket = 0;  // which graph of a bucketed session
   MeasureOptions options;
 };
 
@@ -38,6 +39,8 @@ WorkerArgs parse_worker_args(int argc, char** argv) {
     std::string key = argv[a], value = argv[a + 1];
     if (key == "--session")
       w.session = value;
+    else if (key == "--bucket")
+      w.bucket = std::stoull(value);
     else if (key == "--parent")
       w.parent = static_cast<pid_t>(std::stol(value));
     else if (key == "--threads")
@@ -145,20 +148,32 @@ Cost fitness(const Graph& graph, const std::vector<Tensor>& inputs, int threads,
   return measured_fitness(graph, all_backends(), options, inputs, runs)(placement);
 }
 
-// One graph's state: the measurer refers to the artifact's graph, so a Session is
-// built in place and replaced whole.
+// One graph's state: the measurer refers to a graph of the session file, so a Session is
+// built in place and replaced whole. A bucketed session's file holds a graph per shape bucket
+// sharing their weights; switching bucket keeps the file.
 struct Session {
-  Artifact artifact;
+  std::shared_ptr<const std::vector<ArtifactBucket>> file;
+  size_t bucket = 0;
   std::vector<Tensor> inputs;
   std::unique_ptr<Measurer> measurer;
   std::string ready;  // "ready <native ms per node>...\n"
+  const Graph& graph() const { return (*file)[bucket].artifact.graph; }
 };
 
-std::unique_ptr<Session> load_session(const std::string& dir, const MeasureOptions& options) {
+// `file` null: read the session's graph file.
+std::unique_ptr<Session> load_session(const std::string& dir, const MeasureOptions& options, size_t bucket,
+                                      std::shared_ptr<const std::vector<ArtifactBucket>> file) {
   apply_threads(all_backends(), options.threads);
   auto s = std::make_unique<Session>();
-  s->artifact = load_artifact((fs::path(dir) / "graph.collage").string());
-  const Graph& graph = s->artifact.graph;
+  s->file = file ? std::move(file)
+                 : std::make_shared<const std::vector<ArtifactBucket>>(
+                       load_artifact_buckets((fs::path(dir) / "graph.collage").string()));
+  if (bucket >= s->file->size())
+    throw Error(ErrorKind::InvalidInput, "measure worker: the session has " +
+                                             std::to_string(s->file->size()) + " graph(s), not bucket " +
+                                             std::to_string(bucket));
+  s->bucket = bucket;
+  const Graph& graph = s->graph();
   for (size_t i = 0; i < graph.inputs.size(); ++i)
     s->inputs.push_back(read_tensor_file((fs::path(dir) / ("input_" + std::to_string(i) + ".pb")).string()));
   std::vector<double> node_ms;
@@ -190,7 +205,7 @@ int serve(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (w.parent != 0 && ::getppid() != w.parent) return 1;  // the parent died before prctl
   limit_memory(w.options.worker.memory_budget_mb);
-  std::unique_ptr<Session> session = load_session(w.session, w.options);
+  std::unique_ptr<Session> session = load_session(w.session, w.options, w.bucket, nullptr);
   if (!worker_channel::write_all(kFd, session->ready)) return 1;
 
   std::string buffer, line;
@@ -201,12 +216,15 @@ int serve(int argc, char** argv) {
     request >> verb;
     if (verb == "session") {  // the parent rewrote the session files: a new graph
       request >> w.options.threads;
+      size_t bucket = 0;
+      std::shared_ptr<const std::vector<ArtifactBucket>> file;
+      if (request >> bucket) file = session->file;  // another bucket of the same file
       session.reset();
-      session = load_session(w.session, w.options);
+      session = load_session(w.session, w.options, bucket, std::move(file));
       if (!worker_channel::write_all(kFd, session->ready)) return 1;
       continue;
     }
-    const Graph& graph = session->artifact.graph;
+    const Graph& graph = session->graph();
     Cost cost;
     try {
       if (verb == "measure")

@@ -258,13 +258,35 @@ std::function<std::string(const Candidate&)> prune_by_prior(const Graph& graph, 
 
 }  // namespace
 
+namespace {
+
+MeasureOptions measure_options(const TuneStepOptions& options) {
+  MeasureOptions m;
+  m.threads = options.threads;
+  m.min_time_ms = options.min_time_ms;
+  m.tolerance = options.tolerance;
+  m.accuracy = options.accuracy;
+  if (options.isolated) m.worker.command = default_worker_command();
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<MeasureWorker> bucket_measure_session(
+    const std::vector<MeasureWorker::SessionBucket>& buckets, const TuneStepOptions& options) {
+  MeasureOptions m = measure_options(options);
+  if (buckets.size() < 2 || m.worker.command.empty() || options.remote) return nullptr;
+  return std::make_unique<MeasureWorker>(buckets, m);
+}
+
 TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, ProgressObserver* observer) {
   set_backend_threads(options.threads);
   TuneOptions topts;
-  topts.measure.threads = options.threads;
-  topts.measure.min_time_ms = options.min_time_ms;
-  topts.measure.tolerance = options.tolerance;
-  if (options.isolated) topts.measure.worker.command = default_worker_command();
+  topts.measure = measure_options(options);
+  if (!topts.measure.worker.command.empty() && !options.remote) {
+    topts.shared_worker = options.shared_worker;
+    topts.shared_bucket = options.shared_bucket;
+  }
   if (options.remote) {
     if (!db || !db->is_shared())
       throw Error(ErrorKind::InvalidInput,
@@ -282,7 +304,6 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
       throw Error(ErrorKind::InvalidInput,
                   b->name + " computes in " + precision_name(b->precision) +
                       ": it needs an accuracy budget (--accuracy, e.g. top1,max-rel=5e-2)");
-  topts.measure.accuracy = options.accuracy;
   if (options.prior) topts.skip = prune_by_prior(graph, *options.prior, options.prune_ratio);
   return collage::tune(graph, backends, native::node_evaluator(), topts, db, observer);
 }

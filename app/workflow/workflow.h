@@ -21,6 +21,7 @@
 #include "core/search/refine.h"
 #include "core/search/tuner.h"
 #include "core/tuning/cost_db.h"
+#include "core/tuning/measure_worker.h"
 #include "core/tuning/progress.h"
 
 namespace collage::workflow {
@@ -121,7 +122,18 @@ struct TuneStepOptions {
   // The previous shape bucket's costs (BucketPrior) and the margin that skips a candidate here.
   std::optional<BucketPrior> prior;
   double prune_ratio = kSettings.bucket_prune_ratio;
+  // bucket_measure_session's session, whose bucket `shared_bucket` this graph is (isolated
+  // local measuring only; null: a worker of this tune's own).
+  MeasureWorker* shared_worker = nullptr;
+  size_t shared_bucket = 0;
 };
+
+// One measurement session for all shape buckets of a tune: their graphs go to one worker
+// process in one file, the weights they share once, instead of a session per bucket (which
+// writes and maps every weight again). Null when there is one bucket or measuring is
+// in-process or remote: each bucket then measures as a one-shape tune does.
+std::unique_ptr<MeasureWorker> bucket_measure_session(
+    const std::vector<MeasureWorker::SessionBucket>& buckets, const TuneStepOptions& options);
 
 // The TuneResult (placement, candidates and their costs, the inputs measured on, counts).
 TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db,

@@ -1,7 +1,9 @@
 #include "core/ir/shape_buckets.h"
 
+#include <cstring>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "core/ir/error.h"
 
@@ -77,6 +79,28 @@ std::string bucket_list(const std::vector<DimValues>& buckets) {
   std::string text;
   for (const DimValues& b : buckets) text += (text.empty() ? "" : "; ") + bucket_label(b);
   return text;
+}
+
+size_t share_equal_constants(Graph& graph, const Graph& with) {
+  std::unordered_map<std::string, const Tensor*> by_name;
+  for (const Value& v : with.values)
+    if (v.constant) by_name.emplace(v.name, &*v.constant);
+  size_t shared = 0;
+  for (Value& v : graph.values) {
+    if (!v.constant) continue;
+    auto it = by_name.find(v.name);
+    if (it == by_name.end()) continue;
+    const Tensor& other = *it->second;
+    Tensor& mine = *v.constant;
+    if (other.dtype() != mine.dtype() || other.shape() != mine.shape() || other.bytes() != mine.bytes())
+      continue;
+    if (other.raw() != mine.raw() &&
+        (mine.bytes() == 0 || std::memcmp(other.raw(), mine.raw(), mine.bytes()) != 0))
+      continue;
+    mine = other;
+    shared += mine.bytes();
+  }
+  return shared;
 }
 
 }  // namespace collage

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/ir/graph.h"
+
 namespace collage {
 
 // One bucket. Empty: the model's static shapes (or every symbolic dim at its default, 1).
@@ -31,5 +33,10 @@ std::vector<DimValues> expand_buckets(const DimChoices& choices, size_t max_buck
 std::string bucket_label(const DimValues& dims);
 // "seq=16, seq=32, seq=64": for errors that list the buckets there are.
 std::string bucket_list(const std::vector<DimValues>& buckets);
+
+// Points each constant of `graph` at the storage of the constant of the same name in `with`
+// when the two hold the same bytes (dtype, shape and contents), so the buckets of one model
+// keep one copy of the weights in memory; returns the bytes now shared.
+size_t share_equal_constants(Graph& graph, const Graph& with);
 
 }  // namespace collage

@@ -80,27 +80,48 @@ class WeightsWriter {
       throw Error(ErrorKind::Unsupported,
                   "artifacts cannot hold tensors of type " + std::string(dtype_name(t.dtype())));
     const std::byte* data = static_cast<const std::byte*>(t.raw());
-    uint64_t key = hash_bytes(data, t.bytes());
+    const size_t bytes = t.bytes();
     size_t at = SIZE_MAX;
-    for (size_t earlier : stored_[key])
-      if (bytes_at_[earlier] == t.bytes() &&
-          (t.bytes() == 0 || std::memcmp(blob.data() + earlier, data, t.bytes()) == 0))
-        at = earlier;
+    // The same storage again (buckets whose graphs share their weights): no need to hash it.
+    if (auto same = at_address_.find({data, bytes}); same != at_address_.end()) at = same->second;
     if (at == SIZE_MAX) {
-      at = align_up(blob.size());
-      blob.resize(at + t.bytes());
-      if (t.bytes()) std::memcpy(blob.data() + at, data, t.bytes());
-      stored_[key].push_back(at);
-      bytes_at_[at] = t.bytes();
+      uint64_t key = hash_bytes(data, bytes);
+      for (size_t earlier : stored_[key])
+        if (pieces_[earlier].bytes == bytes &&
+            (bytes == 0 || std::memcmp(pieces_[earlier].data, data, bytes) == 0))
+          at = pieces_[earlier].at;
+      if (at == SIZE_MAX) {
+        at = align_up(size_);
+        size_ = at + bytes;
+        stored_[key].push_back(pieces_.size());
+        pieces_.push_back({at, data, bytes});
+      }
+      at_address_[{data, bytes}] = at;
     }
-    return {
-        {"dtype", static_cast<int>(t.dtype())}, {"shape", t.shape()}, {"offset", at}, {"bytes", t.bytes()}};
+    return {{"dtype", static_cast<int>(t.dtype())}, {"shape", t.shape()}, {"offset", at}, {"bytes", bytes}};
   }
-  std::string blob;
+  size_t size() const { return size_; }
+  // The weights section into `out` (size() bytes, zeroed). The tensors added must still be alive.
+  void copy_to(char* out) const {
+    for (const Piece& p : pieces_)
+      if (p.bytes) std::memcpy(out + p.at, p.data, p.bytes);
+  }
 
  private:
-  std::unordered_map<uint64_t, std::vector<size_t>> stored_;  // content hash -> offsets
-  std::unordered_map<size_t, size_t> bytes_at_;               // offset -> bytes
+  struct Piece {
+    size_t at;
+    const std::byte* data;
+    size_t bytes;
+  };
+  struct AddressHash {
+    size_t operator()(const std::pair<const std::byte*, size_t>& k) const {
+      return std::hash<const void*>()(k.first) ^ (k.second * 0x9e3779b97f4a7c15ull);
+    }
+  };
+  std::vector<Piece> pieces_;  // in offset order; the bytes stay in the tensors until copy_to
+  size_t size_ = 0;
+  std::unordered_map<uint64_t, std::vector<size_t>> stored_;  // content hash -> pieces
+  std::unordered_map<std::pair<const std::byte*, size_t>, size_t, AddressHash> at_address_;  // -> offset
 };
 
 json attribute_json(const Attribute& a, WeightsWriter& weights) {
@@ -236,16 +257,16 @@ std::string serialize_artifact(const std::vector<ArtifactBucket>& buckets) {
   std::string text = manifest.dump();
   size_t manifest_at = artifact_detail::kHeaderBytes;
   size_t weights_at = align_up(manifest_at + text.size());
-  std::string out(weights_at + weights.blob.size(), '\0');
+  std::string out(weights_at + weights.size(), '\0');
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   put_u32(out, 8, static_cast<uint32_t>(major));
   put_u32(out, 12, kArtifactMinor);
   put_u64(out, 16, manifest_at);
   put_u64(out, 24, text.size());
   put_u64(out, 32, weights_at);
-  put_u64(out, 40, weights.blob.size());
+  put_u64(out, 40, weights.size());
   std::memcpy(out.data() + manifest_at, text.data(), text.size());
-  if (!weights.blob.empty()) std::memcpy(out.data() + weights_at, weights.blob.data(), weights.blob.size());
+  weights.copy_to(out.data() + weights_at);
   artifact_detail::reseal(out);
   return out;
 }

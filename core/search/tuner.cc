@@ -29,6 +29,7 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   std::vector<double> node_ms;
   Measurer measurer(graph, reference_values(graph, r.inputs, evaluator, &node_ms), db, options.measure);
   measurer.set_node_ms(std::move(node_ms));
+  if (options.shared_worker) measurer.share_worker(options.shared_worker, options.shared_bucket);
   if (options.skip) {
     std::vector<Candidate> kept;
     std::vector<size_t> kept_at;

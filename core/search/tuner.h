@@ -21,6 +21,10 @@ struct TuneOptions {
   // Candidates not to measure: a non-empty reason skips one (its cost is NotMeasured with that
   // reason, so the search leaves it out and the cost DB stores nothing for it).
   std::function<std::string(const Candidate&)> skip;
+  // A measurement session shared by the shape buckets of one tune (Measurer::share_worker): this
+  // graph is its bucket `shared_bucket`. Null: a worker of this tune's own (when isolated).
+  MeasureWorker* shared_worker = nullptr;
+  size_t shared_bucket = 0;
 };
 
 struct TuneResult {

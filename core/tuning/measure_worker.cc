@@ -14,8 +14,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
+#include "core/ir/byte_hash.h"
 #include "core/runtime/artifact.h"
 #include "core/tensor_io/tensor_proto.h"
 #include "core/tuning/host_lock.h"
@@ -195,6 +197,20 @@ void remove_stale_sessions(const std::string& tmp_dir) {
   }
 }
 
+// Which bucket graph this is (node ids and value shapes must be the session's): the node
+// count, ops and every value's shape, hashed. Cheap next to measuring; not a content hash.
+uint64_t graph_identity(const Graph& graph) {
+  std::string text = std::to_string(graph.nodes.size()) + ";";
+  for (const Node& n : graph.nodes) text += n.op_type + ",";
+  std::vector<int64_t> dims;
+  for (const Value& v : graph.values) {
+    dims.push_back(static_cast<int64_t>(v.shape.size()));
+    dims.insert(dims.end(), v.shape.begin(), v.shape.end());
+  }
+  text.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
+  return hash_bytes(text.data(), text.size());
+}
+
 }  // namespace
 
 struct MeasureWorker::Process {
@@ -206,6 +222,44 @@ struct MeasureWorker::Process {
 MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& graph_inputs,
                              const MeasureOptions& options, const KnownReference* known)
     : worker_(options.worker) {
+  open_session([&] { write_session(graph, graph_inputs, known); });
+  set_args(options);
+}
+
+MeasureWorker::MeasureWorker(const std::vector<SessionBucket>& buckets, const MeasureOptions& options)
+    : worker_(options.worker) {
+  if (buckets.empty()) throw Error(ErrorKind::Internal, "a bucketed measurement session needs a graph");
+  open_session([&] {
+    std::vector<ArtifactBucket> file;
+    for (const SessionBucket& b : buckets) {
+      file.push_back({b.dims, native_artifact(*b.graph)});
+      fingerprints_.push_back(graph_identity(*b.graph));
+    }
+    write_artifact(file, (fs::path(session_dir_) / "graph.collage").string());
+  });
+  set_args(options);
+  args_.push_back("--bucket");
+  args_.push_back("0");
+  bucket_ = SIZE_MAX;  // no bucket's inputs written yet: select() first
+}
+
+void MeasureWorker::select(size_t bucket, const Graph& graph, const std::vector<Tensor>& graph_inputs,
+                           int threads) {
+  if (bucket >= fingerprints_.size() || graph_identity(graph) != fingerprints_[bucket])
+    throw Error(ErrorKind::Internal, "measurement session: graph is not bucket " + std::to_string(bucket) +
+                                         " of " + std::to_string(fingerprints_.size()));
+  if (bucket == bucket_ && threads == threads_) return;
+  write_session_inputs(graph, graph_inputs);
+  bucket_ = bucket;
+  threads_ = threads;
+  for (size_t a = 0; a + 1 < args_.size(); ++a) {
+    if (args_[a] == "--threads") args_[a + 1] = std::to_string(threads);
+    if (args_[a] == "--bucket") args_[a + 1] = std::to_string(bucket);
+  }
+  if (process_) switch_session("session " + std::to_string(threads) + " " + std::to_string(bucket) + "\n");
+}
+
+void MeasureWorker::open_session(const std::function<void()>& write) {
   if (worker_.command.empty()) throw Error(ErrorKind::Internal, "MeasureWorker needs a worker command");
   const char* tmp = std::getenv("TMPDIR");
   std::string tmp_dir = tmp && *tmp ? tmp : "/tmp";
@@ -218,12 +272,16 @@ MeasureWorker::MeasureWorker(const Graph& graph, const std::vector<Tensor>& grap
                                    std::strerror(errno));
   session_dir_ = dir.data();
   try {  // the destructor will not run: leave no directory behind
-    write_session(graph, graph_inputs, known);
+    write();
   } catch (...) {
     std::error_code ec;
     fs::remove_all(session_dir_, ec);
     throw;
   }
+}
+
+void MeasureWorker::set_args(const MeasureOptions& options) {
+  threads_ = options.threads;
   args_ = worker_.command;
   auto arg = [&](const char* key, const std::string& value) {
     args_.push_back(key);
@@ -248,12 +306,7 @@ void MeasureWorker::write_session(const Graph& graph, const std::vector<Tensor>&
                                   const KnownReference* known) {
   const fs::path dir(session_dir_);
   write_artifact(native_artifact(graph), (dir / "graph.collage").string());
-  for (size_t i = 0; i < graph_inputs.size(); ++i)
-    write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
-                      (dir / ("input_" + std::to_string(i) + ".pb")).string());
-  std::error_code ec;
-  fs::remove(dir / worker_channel::kKnownNodeMsFile,
-             ec);  // an earlier graph's: the worker must not believe it
+  write_session_inputs(graph, graph_inputs);
   if (!known) return;
   for (size_t o = 0; o < known->outputs.size(); ++o)
     write_tensor_file(known->outputs[o], graph.value(graph.outputs.at(o)).name,
@@ -264,18 +317,34 @@ void MeasureWorker::write_session(const Graph& graph, const std::vector<Tensor>&
   if (!ms) throw Error(ErrorKind::Io, "cannot write the measurement session in " + session_dir_);
 }
 
+void MeasureWorker::write_session_inputs(const Graph& graph, const std::vector<Tensor>& graph_inputs) {
+  const fs::path dir(session_dir_);
+  for (size_t i = 0; i < graph_inputs.size(); ++i)
+    write_tensor_file(graph_inputs[i], graph.value(graph.inputs[i]).name,
+                      (dir / ("input_" + std::to_string(i) + ".pb")).string());
+  std::error_code ec;
+  fs::remove(dir / worker_channel::kKnownNodeMsFile,
+             ec);  // an earlier graph's: the worker must not believe it
+}
+
 void MeasureWorker::load(const Graph& graph, const std::vector<Tensor>& graph_inputs, int threads,
                          const KnownReference* known) {
+  if (!fingerprints_.empty())
+    throw Error(ErrorKind::Internal, "a bucketed measurement session switches with select(), not load()");
   write_session(graph, graph_inputs, known);
+  threads_ = threads;
   for (size_t a = 0; a + 1 < args_.size(); ++a)
-    if (args_[a] == "--threads") args_[a + 1] = std::to_string(threads);  // for a replacement worker
-  if (!process_) return;  // the next start reads the new session
+    if (args_[a] == "--threads") args_[a + 1] = std::to_string(threads);      // for a replacement worker
+  if (process_) switch_session("session " + std::to_string(threads) + "\n");  // else the next start reads it
+}
+
+void MeasureWorker::switch_session(const std::string& request) {
   std::string line;
   bool timed_out = false;
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                              std::chrono::duration<double>(kStartLimitS));
-  if (!write_all(process_->fd, "session " + std::to_string(threads) + "\n") ||
+  if (!write_all(process_->fd, request) ||
       !read_line(process_->fd, process_->buffer, line, deadline, &timed_out) || line.rfind("ready", 0) != 0) {
     if (process_ && timed_out) ::kill(process_->pid, SIGKILL);
     lost_worker("");  // the next request starts a fresh one on the new session

@@ -12,6 +12,8 @@
 //   parent -> "measure <backend> <node count> <ids...>\n"
 //           | "fitness <runs> <kernel count> {<backend> <node count> <ids...>}...\n"
 //           | "session <threads>\n"   (the session files were rewritten: reload them)
+//           | "session <threads> <bucket>\n" (a bucketed session: that graph of the
+//                                             artifact, its inputs rewritten)
 //   worker -> "ok <median> <p90> <stddev> <samples> <build ms>\n"
 //           | "invalid <build ms> <reason>\n"
 //           | "ready ...\n"            (after "session")
@@ -23,6 +25,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +35,7 @@
 #include "core/ir/graph.h"
 #include "core/ir/kernel.h"
 #include "core/ir/kernel_group.h"
+#include "core/ir/shape_buckets.h"
 #include "core/tuning/cost.h"
 
 namespace collage {
@@ -88,6 +93,18 @@ class MeasureWorker {
   // Whole-placement fitness (refinement): the median of `runs` timed runs as median_ms.
   Cost fitness(const std::vector<KernelGroup>& kernels, int runs);
   int workers_started() const { return started_; }
+  // One session for several graphs of one model (a tune's shape buckets): the graphs go to the
+  // worker in one artifact, so the weights they share are written and mapped once, and the
+  // worker process switches between them. select() before the first request.
+  struct SessionBucket {
+    DimValues dims;
+    const Graph* graph = nullptr;
+  };
+  MeasureWorker(const std::vector<SessionBucket>& buckets, const MeasureOptions& options);
+  // Makes bucket `bucket` (whose graph is `graph`, measured on `graph_inputs`) the one later
+  // requests refer to; the running worker reloads only what differs. InternalError when `graph`
+  // is not that bucket's graph.
+  void select(size_t bucket, const Graph& graph, const std::vector<Tensor>& graph_inputs, int threads);
   // Switches to another graph (a queue worker's next job) in the running worker
   // process, which reloads the session, sets `threads` and answers "ready": no new
   // process per graph. Node ids in later requests are the new graph's.
@@ -101,8 +118,12 @@ class MeasureWorker {
   void stop(bool kill);
   double limit_s(const std::vector<NodeId>& nodes) const;
   Cost lost_worker(const std::string& what);
+  void open_session(const std::function<void()>& write);
+  void set_args(const MeasureOptions& options);
   void write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs,
                      const KnownReference* known);
+  void write_session_inputs(const Graph& graph, const std::vector<Tensor>& graph_inputs);
+  void switch_session(const std::string& request);
   void read_ready(const std::string& line);
 
   std::vector<std::string> args_;
@@ -111,6 +132,9 @@ class MeasureWorker {
   std::unique_ptr<Process> process_;
   std::vector<double> native_ms_;  // per node, from the worker's reference run
   int started_ = 0;
+  int threads_ = 1;
+  std::vector<uint64_t> fingerprints_;  // per bucket of a bucketed session (graph_identity)
+  size_t bucket_ = 0;                   // the selected one
 };
 
 // The line protocol, shared by both sides.

@@ -115,6 +115,31 @@ Measurer::Measurer(const Graph& graph, std::vector<Tensor> reference_values, Cos
 
 Measurer::~Measurer() = default;
 
+void Measurer::share_worker(MeasureWorker* worker, size_t bucket) {
+  shared_worker_ = worker;
+  shared_bucket_ = bucket;
+  shared_selected_ = false;
+  shared_started_before_ = worker ? worker->workers_started() : 0;
+}
+
+int Measurer::workers_started() const {
+  if (shared_worker_) return shared_worker_->workers_started() - shared_started_before_;
+  return worker_ ? worker_->workers_started() : 0;
+}
+
+MeasureWorker& Measurer::worker() {
+  std::vector<Tensor> inputs;
+  if (!(shared_worker_ ? shared_selected_ : worker_ != nullptr))
+    for (ValueId v : graph_.inputs) inputs.push_back(values_[static_cast<size_t>(v)]);
+  if (shared_worker_) {
+    if (!shared_selected_) shared_worker_->select(shared_bucket_, graph_, inputs, options_.threads);
+    shared_selected_ = true;
+    return *shared_worker_;
+  }
+  if (!worker_) worker_ = std::make_unique<MeasureWorker>(graph_, inputs, options_);
+  return *worker_;
+}
+
 Cost Measurer::time_kernel(Kernel& kernel, const SubGraph& sub) const {
   std::vector<const Tensor*> args;
   for (ValueId v : sub.inputs) args.push_back(&values_[static_cast<size_t>(v)]);
@@ -269,12 +294,7 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
       HostMeasureLock timing(options_.worker.host_exclusive);
       out[i].cost = measure_in_process(backend, sub);
     } else {
-      if (!worker_) {
-        std::vector<Tensor> inputs;
-        for (ValueId v : graph_.inputs) inputs.push_back(values_[static_cast<size_t>(v)]);
-        worker_ = std::make_unique<MeasureWorker>(graph_, inputs, options_);
-      }
-      out[i].cost = worker_->measure(backend.name, node_ids(c.nodes));
+      out[i].cost = worker().measure(backend.name, node_ids(c.nodes));
     }
     measured_here[sig] = i;
     if (db_) {

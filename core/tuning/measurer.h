@@ -91,8 +91,12 @@ class Measurer {
   // Each node's native time from the reference run: remote jobs carry it (with the
   // reference outputs) so workers need not recompute the reference.
   void set_node_ms(std::vector<double> node_ms) { node_ms_ = std::move(node_ms); }
-  // Worker processes started so far (0 when measuring in-process).
-  int workers_started() const { return worker_ ? worker_->workers_started() : 0; }
+  // Measures in `worker`'s session (options.worker.command set), switched to its bucket `bucket`
+  // on the first candidate to measure, instead of starting a worker of its own: one worker
+  // process and one copy of the weights for every shape bucket of a tune. The caller owns it.
+  void share_worker(MeasureWorker* worker, size_t bucket);
+  // Worker processes started by this measurer (0 when measuring in-process).
+  int workers_started() const;
 
  private:
   const Graph& graph_;
@@ -100,7 +104,13 @@ class Measurer {
   std::vector<double> node_ms_;
   CostDb* db_;
   MeasureOptions options_;
-  std::unique_ptr<MeasureWorker> worker_;  // started on the first candidate to measure
+  std::unique_ptr<MeasureWorker> worker_;   // started on the first candidate to measure
+  MeasureWorker* shared_worker_ = nullptr;  // share_worker: used instead of worker_
+  size_t shared_bucket_ = 0;
+  bool shared_selected_ = false;
+  int shared_started_before_ = 0;
+
+  MeasureWorker& worker();
 
   // The remote phase (measurer_remote.cc): settles what the queue's workers measure.
   void measure_remotely(const std::vector<Candidate>& candidates, const std::vector<std::string>& signatures,

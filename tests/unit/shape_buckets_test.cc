@@ -24,6 +24,8 @@
 #include "core/search/placement_buckets.h"
 #include "core/search/placement_diff.h"
 #include "core/tuning/candidates.h"
+#include "core/tuning/measure_worker.h"
+#include "core/tuning/measurer.h"
 #include "resources/samples/zoo.h"
 #include "tests/unit/mixed_placement.h"
 #include "tests/unit/temp_dir.h"
@@ -241,6 +243,54 @@ TEST_F(BucketFiles, ALaterBucketSkipsCandidatesThatLostByTheRatio) {
   EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 0), nullptr).skipped, 0u);   // pruning off
   prior.nodes.back() += "-renamed";  // another structure: node ids would not name the same nodes
   EXPECT_EQ(workflow::tune(*g3_, quick_tune(prior, 4), nullptr).skipped, 0u);
+}
+
+// ---- one measurement session for every bucket ----
+
+// The buckets' graphs go to one worker process: each bucket's candidates are measured in its
+// own graph (a kernel checked against another bucket's reference would disagree, so the
+// validity matches measuring in-process), and no second worker is started.
+TEST_F(BucketFiles, OneMeasureSessionServesEveryBucket) {
+  std::vector<const BackendSpec*> backends = {find_backend("onednn"), find_backend("native")};
+  MeasureOptions options;
+  options.min_time_ms = 0.5;
+  options.min_samples = 3;
+  options.worker.command = {COLLAGE_FAULTY_CLI, kMeasureWorkerFlag};
+  MeasureWorker session({{{{"batch", 1}}, g1_.get()}, {{{"batch", 3}}, g3_.get()}}, options);
+  const Graph* graphs[] = {g1_.get(), g3_.get()};
+  bool first = true;
+  for (size_t b : {1u, 0u, 1u}) {
+    SCOPED_TRACE("bucket " + std::to_string(b));
+    const Graph& g = *graphs[b];
+    std::vector<Candidate> candidates = enumerate_candidates(g, backends);
+    std::vector<Tensor> values = reference_values(g, random_inputs(g, 1), native::node_evaluator());
+    MeasureOptions in_process = options;
+    in_process.worker.command.clear();
+    std::vector<MeasuredCandidate> want =
+        Measurer(g, values, nullptr, in_process).measure(candidates, backends);
+    Measurer measurer(g, values, nullptr, options);
+    measurer.share_worker(&session, b);
+    std::vector<MeasuredCandidate> got = measurer.measure(candidates, backends);
+    ASSERT_EQ(got.size(), want.size());
+    size_t valid = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].cost.valid(), want[i].cost.valid())
+          << candidates[i].backend << " " << candidates[i].label << ": " << got[i].cost.invalid_reason;
+      valid += got[i].cost.valid();
+    }
+    EXPECT_GT(valid, got.size() / 2);
+    // Timed at this bucket's shapes: batch 3 costs about 3x batch 1, far outside this band.
+    double got_ms = 0, want_ms = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (got[i].cost.valid() && want[i].cost.valid())
+        got_ms += got[i].cost.median_ms, want_ms += want[i].cost.median_ms;
+    EXPECT_GT(got_ms, want_ms * 0.55);
+    EXPECT_LT(got_ms, want_ms * 1.8);
+    EXPECT_EQ(measurer.workers_started(), first ? 1 : 0);  // the process the first bucket started
+    first = false;
+  }
+  EXPECT_EQ(session.workers_started(), 1);
+  EXPECT_THROW(session.select(1, *g1_, random_inputs(*g1_, 1), 1), Error);  // not bucket 1's graph
 }
 
 // ---- the artifact ----
