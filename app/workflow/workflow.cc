@@ -256,10 +256,6 @@ std::function<std::string(const Candidate&)> prune_by_prior(const Graph& graph, 
   };
 }
 
-}  // namespace
-
-namespace {
-
 MeasureOptions measure_options(const TuneStepOptions& options) {
   MeasureOptions m;
   m.threads = options.threads;

@@ -4,7 +4,8 @@
 //
 // Protocol. The parent writes a session directory: the graph as an artifact file
 // (docs/artifact-format.md, exact node ids and constants) and the graph inputs as
-// TensorProto files. It starts `command... --session DIR <measure options>`; the
+// TensorProto files (a bucketed session: one artifact with a graph per shape bucket, and
+// `--bucket N` says which one). It starts `command... --session DIR <measure options>`; the
 // worker computes the reference values (the same native evaluator, the same
 // inputs, hence the same values as in the parent), applies the thread count and a
 // memory limit, and answers on fd 3 -- stdout stays free for libraries' chatter:

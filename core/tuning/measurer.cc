@@ -128,15 +128,17 @@ int Measurer::workers_started() const {
 }
 
 MeasureWorker& Measurer::worker() {
-  std::vector<Tensor> inputs;
-  if (!(shared_worker_ ? shared_selected_ : worker_ != nullptr))
+  auto graph_inputs = [this] {
+    std::vector<Tensor> inputs;
     for (ValueId v : graph_.inputs) inputs.push_back(values_[static_cast<size_t>(v)]);
+    return inputs;
+  };
   if (shared_worker_) {
-    if (!shared_selected_) shared_worker_->select(shared_bucket_, graph_, inputs, options_.threads);
+    if (!shared_selected_) shared_worker_->select(shared_bucket_, graph_, graph_inputs(), options_.threads);
     shared_selected_ = true;
     return *shared_worker_;
   }
-  if (!worker_) worker_ = std::make_unique<MeasureWorker>(graph_, inputs, options_);
+  if (!worker_) worker_ = std::make_unique<MeasureWorker>(graph_, graph_inputs(), options_);
   return *worker_;
 }
 
