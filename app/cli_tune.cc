@@ -336,7 +336,7 @@ int command_tune(const std::vector<std::string>& argv) {
   std::vector<MeasureWorker::SessionBucket> session_buckets;
   for (size_t b = 0; b < buckets.size(); ++b) session_buckets.push_back({buckets[b], &graphs[b]});
   std::unique_ptr<MeasureWorker> session = workflow::bucket_measure_session(session_buckets, topts);
-  topts.shared_worker = session.get();
+  topts.shared_worker = ropts.shared_worker = session.get();
   ConsoleProgress progress(args.has("--log-costs"), db != nullptr);
   g_interrupted = 0;
   std::signal(SIGINT, on_interrupt);
@@ -350,7 +350,7 @@ int command_tune(const std::vector<std::string>& argv) {
       std::fflush(stdout);
       if (b > 0) topts.pins = parse_pins(args, graphs[b]);
     }
-    topts.shared_bucket = b;
+    topts.shared_bucket = ropts.shared_bucket = b;
     const auto t_bucket = Clock::now();
     BucketOutcome outcome = tune_bucket(args, buckets.size() > 1 ? buckets[b] : DimValues{}, graphs[b], topts,
                                         ropts, db.get(), progress);

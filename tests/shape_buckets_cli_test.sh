@@ -36,6 +36,14 @@ expect 2 "no plan for batch=3; its buckets: batch=1; batch=2" "$run" "$dir/m.col
 expect 2 "has no placement for batch=3; its buckets: batch=1; batch=2" \
   "$collage" export "$model" --placement "$dir/p.json" --dim batch=3 -o "$dir/x.collage"
 [ ! -e "$dir/x.collage" ] || fail "a refused export left a file"
+# Measured in worker processes (the default) with --refine: one session serves both buckets, so
+# only the first bucket starts a worker, and each bucket's refined placement is verified.
+expect 0 "2 shape buckets \(batch=1; batch=2\) tuned in" "$collage" tune "$model" --dim batch=1,2 \
+  --backends xnnpack-graph,native --no-cost-db --repeat 2 --refine --budget 2s -o "$dir/refined.json"
+[ "$(printf '%s\n' "$out" | grep -c "measure worker(s)")" -eq 1 ] || fail "the second bucket started a worker: $out"
+[ "$(printf '%s\n' "$out" | grep -c "^refine: ")" -eq 2 ] || fail "expected a refine per bucket: $out"
+[ "$(printf '%s\n' "$out" | grep -c "verified against the native reference: ok")" -eq 4 ] ||
+  fail "expected each bucket's op-level and refined placements verified: $out"
 expect 2 "lists 1 twice" "$collage" tune "$model" --dim batch=1,1 $tune
 expect 2 "this command takes one" "$collage" info "$model" --dim batch=1,2
 expect 2 "name one with --dim" "$collage" run "$model" --placement "$dir/p.json"

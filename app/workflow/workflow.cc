@@ -407,14 +407,21 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   RefineReport r;
   // Measured fitness runs in a worker like candidate measuring: a region library that
   // crashes or hangs on one genome costs that genome (an invalid fitness), not the refine.
-  std::unique_ptr<MeasureWorker> worker;
+  std::unique_ptr<MeasureWorker> own_worker;
+  MeasureWorker* worker = nullptr;
   FitnessFn fitness = options.fitness;
   if (!fitness && options.isolated && !default_worker_command().empty()) {
-    MeasureOptions mopts;
-    mopts.threads = options.threads;
-    mopts.worker.command = default_worker_command();
-    worker = std::make_unique<MeasureWorker>(graph, inputs, mopts);
-    fitness = [&worker, &r, runs = options.fitness_runs](const Placement& p) {
+    if (options.shared_worker) {
+      worker = options.shared_worker;
+      worker->select(options.shared_bucket, graph, inputs, options.threads);
+    } else {
+      MeasureOptions mopts;
+      mopts.threads = options.threads;
+      mopts.worker.command = default_worker_command();
+      own_worker = std::make_unique<MeasureWorker>(graph, inputs, mopts);
+      worker = own_worker.get();
+    }
+    fitness = [worker, &r, runs = options.fitness_runs](const Placement& p) {
       std::vector<KernelGroup> kernels(p.kernels.begin(), p.kernels.end());
       Cost cost = worker->fitness(kernels, runs);
       if (cost.status == CostStatus::Lost) r.lost_evaluations.push_back(cost.invalid_reason);

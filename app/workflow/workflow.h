@@ -216,6 +216,10 @@ struct RefineStepOptions {
   // run_refine: timed runs of the refined placement, and side by side max(repeat,
   // kSettings.side_by_side_min_rounds) rounds.
   int repeat = kSettings.repeat;
+  // As TuneStepOptions::shared_worker: fitness is timed in that session's worker (bucket
+  // `shared_bucket`, on the same inputs as the tune) instead of a session of its own.
+  MeasureWorker* shared_worker = nullptr;
+  size_t shared_bucket = 0;
 };
 
 struct RegionSummary {
