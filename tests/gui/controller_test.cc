@@ -6,8 +6,11 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
@@ -356,6 +359,35 @@ class ControllerTest : public QObject {
     QCOMPARE(cmp.b_name, QString("batch=1"));
     QCOMPARE(cmp.diff.changed_nodes, size_t{1});  // only the stem Conv moved
     QVERIFY_EXCEPTION_THROWN(c.compare_with_bucket(7), collage::Error);
+
+    // Re-searched here with a pin, the bucket keeps that placement through a switch, and saving
+    // writes every bucket: nothing of the file is dropped.
+    c.set_pin(0, "native");
+    c.set_backends({collage::find_backend("xnnpack")});  // native is added
+    QVERIFY(c.start_tune());
+    next_job(Job::Tune);
+    auto stem_backend = [](const collage::Placement& p) {
+      for (const collage::PlacedKernel& k : p.kernels)
+        if (std::find(k.nodes.begin(), k.nodes.end(), 0) != k.nodes.end()) return k.backend;
+      return std::string();
+    };
+    QCOMPARE(stem_backend(*c.placement()), std::string("native"));
+    const std::string retuned = collage::placement_to_json(*c.placement(), *c.graph());
+    QVERIFY(c.switch_bucket(0));
+    next_job(Job::Load);
+    next_job(Job::PlacementCosts);
+    const QString saved = tmp("saved_buckets.json");
+    c.save_placement(saved);
+    std::ifstream in(saved.toStdString());
+    std::vector<collage::PlacementFileBucket> read =
+        collage::read_placement_buckets(std::string(std::istreambuf_iterator<char>(in), {}));
+    QCOMPARE(read.size(), size_t{2});
+    collage::Placement first =
+        collage::placement_from_json(read[0].placement_json, *c.graph(), collage::all_backends());
+    QCOMPARE(first.kernels.size(), static_cast<size_t>(c.graph()->num_nodes()));  // as the file had it:
+    QCOMPARE(stem_backend(first), std::string("native"));                         // a native kernel per node
+    QVERIFY(nlohmann::json::parse(read[1].placement_json) ==
+            nlohmann::json::parse(retuned));  // as re-searched, not as loaded
 
     c.open_model(COLLAGE_SAMPLE_MODEL);  // another model (or the same anew): the buckets are gone
     next_job(Job::Load);

@@ -548,6 +548,7 @@ int ExplorerController::current_bucket() const {
 
 bool ExplorerController::switch_bucket(size_t index) {
   if (thread_ || index >= bucket_dims_.size() || model_path_.isEmpty()) return false;
+  keep_bucket_placement();  // a bucket re-tuned or re-searched here keeps that placement
   const QString path = model_path_;
   const DimValues dims = bucket_dims_[index];
   const std::string text = bucket_placements_[index];
@@ -638,9 +639,23 @@ void ExplorerController::adopt_placement(Placement loaded, const QString& path) 
 
 void ExplorerController::save_placement(const QString& path) const {
   if (!placement_ || !graph_) throw Error(ErrorKind::InvalidInput, "no placement to export");
+  std::string text = placement_to_json(*placement_, *graph_);
+  if (current_bucket() >= 0) {  // every bucket, the one in view as it is now: nothing is dropped
+    std::vector<PlacementFileBucket> buckets;
+    for (size_t i = 0; i < bucket_dims_.size(); ++i)
+      buckets.push_back(
+          {bucket_dims_[i], static_cast<int>(i) == current_bucket() ? text : bucket_placements_[i]});
+    text = write_placement_buckets(buckets);
+  }
   std::ofstream out(path.toStdString(), std::ios::trunc);
-  out << placement_to_json(*placement_, *graph_) << "\n";
+  out << text << "\n";
   if (!out) throw Error(ErrorKind::Io, "cannot write " + path.toStdString());
+}
+
+void ExplorerController::keep_bucket_placement() {
+  const int current = current_bucket();
+  if (current >= 0 && placement_ && graph_)
+    bucket_placements_[static_cast<size_t>(current)] = placement_to_json(*placement_, *graph_);
 }
 
 bool ExplorerController::start_export_artifact(const QString& path) {

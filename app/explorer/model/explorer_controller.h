@@ -157,6 +157,8 @@ class ExplorerController : public QObject {
   // PlacementCosts job: candidates_listed, one cost_measured per candidate, job_finished.
   // Candidates the DB lacks get Cost::not_measured(). A running job is cancelled.
   void load_placement(const QString& path);
+  // Writes the placement in view; with shape buckets, the whole file (format 2): every bucket,
+  // the one in view as it is now (re-tuned, re-searched), the others as last seen here.
   void save_placement(const QString& path) const;  // throws Error
   // ExportArtifact job (compiling and checking takes seconds on big models, so it runs off
   // the GUI thread, where the libraries' thread count is also set): writes the artifact,
@@ -217,6 +219,7 @@ class ExplorerController : public QObject {
   DimValues dims_;  // of graph_
   std::vector<DimValues> bucket_dims_;
   std::vector<std::string> bucket_placements_;  // each bucket's placement JSON, as bucket_dims_
+  void keep_bucket_placement();                 // the placement in view into its bucket's entry
   QString buckets_file_;
   std::shared_ptr<const Graph> graph_;
   GraphLayout layout_;
