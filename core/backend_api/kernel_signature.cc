@@ -143,4 +143,10 @@ std::string device_fingerprint() {
   return fingerprint;
 }
 
+std::string model_fingerprint(const Graph& graph) {
+  IndexSet all(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) all.add(i);
+  return hex64(fnv1a64(kernel_signature(graph, make_subgraph(graph, all), "model", "")));
+}
+
 }  // namespace collage

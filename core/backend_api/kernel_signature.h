@@ -19,6 +19,10 @@ std::string kernel_signature(const Graph& graph, const SubGraph& subgraph, const
 uint64_t fnv1a64(const std::string& text);
 std::string hex64(uint64_t value);
 
+// Structure, ops, attributes and shapes of the imported graph (not weight values): the whole
+// graph's signature, hashed. Placements and measurement sessions are held to it.
+std::string model_fingerprint(const Graph& graph);
+
 // CPU model and ISA flags that matter to kernels (avx2, avx512f, fma, ...), plus
 // "| tag T" when $COLLAGE_DEVICE_TAG is set. Read once per process.
 std::string device_fingerprint();

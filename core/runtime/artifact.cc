@@ -70,9 +70,9 @@ json float_json(float f) {
   return std::isnan(f) ? "nan" : (f > 0 ? "inf" : "-inf");
 }
 
-// Appends constants to the weights section. Equal bytes are stored once: the buckets of one
-// model share their weights (each bucket's graph is imported separately, so the tensors are
-// distinct objects with the same contents).
+// Lays out the weights section. Equal bytes are stored once: the buckets of one model share
+// their weights, as the same storage (share_equal_constants) or as separately imported tensors
+// with the same contents. The bytes stay in the tensors until copy_to.
 class WeightsWriter {
  public:
   json add(const Tensor& t) {
@@ -88,8 +88,10 @@ class WeightsWriter {
       uint64_t key = hash_bytes(data, bytes);
       for (size_t earlier : stored_[key])
         if (pieces_[earlier].bytes == bytes &&
-            (bytes == 0 || std::memcmp(pieces_[earlier].data, data, bytes) == 0))
+            (bytes == 0 || std::memcmp(pieces_[earlier].data, data, bytes) == 0)) {
           at = pieces_[earlier].at;
+          break;
+        }
       if (at == SIZE_MAX) {
         at = align_up(size_);
         size_ = at + bytes;

@@ -22,12 +22,6 @@ const BackendSpec* find_spec(const std::vector<const BackendSpec*>& backends, co
 }
 }  // namespace
 
-std::string model_fingerprint(const Graph& graph) {
-  IndexSet all(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) all.add(i);
-  return hex64(fnv1a64(kernel_signature(graph, make_subgraph(graph, all), "model", "")));
-}
-
 std::string placement_to_json(const Placement& p, const Graph& graph) {
   json kernels = json::array();
   for (const PlacedKernel& k : p.kernels) {

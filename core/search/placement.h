@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend_api/backend.h"
+#include "core/backend_api/kernel_signature.h"  // model_fingerprint
 #include "core/ir/kernel_group.h"
 #include "core/runtime/executor.h"
 #include "core/search/pins.h"
@@ -40,9 +41,6 @@ struct Placement {
   // placement. Every later check of it (export, explorer) holds it to the same budget.
   std::string accuracy;
 };
-
-// Structure, ops, attributes and shapes of the imported graph (not weight values).
-std::string model_fingerprint(const Graph& graph);
 
 // The summed cost of `kernels` plus `epsilon_ms` per kernel; nullopt when one has no cost
 // (counting it as 0 would predict a faster placement than there is).

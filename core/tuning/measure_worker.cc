@@ -17,7 +17,7 @@
 #include <functional>
 #include <sstream>
 
-#include "core/ir/byte_hash.h"
+#include "core/backend_api/kernel_signature.h"
 #include "core/runtime/artifact.h"
 #include "core/tensor_io/tensor_proto.h"
 #include "core/tuning/host_lock.h"
@@ -197,20 +197,6 @@ void remove_stale_sessions(const std::string& tmp_dir) {
   }
 }
 
-// Which bucket graph this is (node ids and value shapes must be the session's): the node
-// count, ops and every value's shape, hashed. Cheap next to measuring; not a content hash.
-uint64_t graph_identity(const Graph& graph) {
-  std::string text = std::to_string(graph.nodes.size()) + ";";
-  for (const Node& n : graph.nodes) text += n.op_type + ",";
-  std::vector<int64_t> dims;
-  for (const Value& v : graph.values) {
-    dims.push_back(static_cast<int64_t>(v.shape.size()));
-    dims.insert(dims.end(), v.shape.begin(), v.shape.end());
-  }
-  text.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
-  return hash_bytes(text.data(), text.size());
-}
-
 }  // namespace
 
 struct MeasureWorker::Process {
@@ -233,7 +219,7 @@ MeasureWorker::MeasureWorker(const std::vector<SessionBucket>& buckets, const Me
     std::vector<ArtifactBucket> file;
     for (const SessionBucket& b : buckets) {
       file.push_back({b.dims, native_artifact(*b.graph)});
-      fingerprints_.push_back(graph_identity(*b.graph));
+      fingerprints_.push_back(model_fingerprint(*b.graph));
     }
     write_artifact(file, (fs::path(session_dir_) / "graph.collage").string());
   });
@@ -245,17 +231,14 @@ MeasureWorker::MeasureWorker(const std::vector<SessionBucket>& buckets, const Me
 
 void MeasureWorker::select(size_t bucket, const Graph& graph, const std::vector<Tensor>& graph_inputs,
                            int threads) {
-  if (bucket >= fingerprints_.size() || graph_identity(graph) != fingerprints_[bucket])
+  if (bucket >= fingerprints_.size() || model_fingerprint(graph) != fingerprints_[bucket])
     throw Error(ErrorKind::Internal, "measurement session: graph is not bucket " + std::to_string(bucket) +
                                          " of " + std::to_string(fingerprints_.size()));
   if (bucket == bucket_ && threads == threads_) return;
   write_session_inputs(graph, graph_inputs);
   bucket_ = bucket;
-  threads_ = threads;
-  for (size_t a = 0; a + 1 < args_.size(); ++a) {
-    if (args_[a] == "--threads") args_[a + 1] = std::to_string(threads);
-    if (args_[a] == "--bucket") args_[a + 1] = std::to_string(bucket);
-  }
+  set_threads(threads);
+  set_arg("--bucket", std::to_string(bucket));
   if (process_) switch_session("session " + std::to_string(threads) + " " + std::to_string(bucket) + "\n");
 }
 
@@ -302,6 +285,17 @@ void MeasureWorker::set_args(const MeasureOptions& options) {
   arg("--memory-mb", std::to_string(worker_.memory_budget_mb));
 }
 
+// The arguments a replacement worker starts with follow the session.
+void MeasureWorker::set_arg(const std::string& key, const std::string& value) {
+  for (size_t a = 0; a + 1 < args_.size(); ++a)
+    if (args_[a] == key) args_[a + 1] = value;
+}
+
+void MeasureWorker::set_threads(int threads) {
+  threads_ = threads;
+  set_arg("--threads", std::to_string(threads));
+}
+
 void MeasureWorker::write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs,
                                   const KnownReference* known) {
   const fs::path dir(session_dir_);
@@ -332,9 +326,7 @@ void MeasureWorker::load(const Graph& graph, const std::vector<Tensor>& graph_in
   if (!fingerprints_.empty())
     throw Error(ErrorKind::Internal, "a bucketed measurement session switches with select(), not load()");
   write_session(graph, graph_inputs, known);
-  threads_ = threads;
-  for (size_t a = 0; a + 1 < args_.size(); ++a)
-    if (args_[a] == "--threads") args_[a + 1] = std::to_string(threads);      // for a replacement worker
+  set_threads(threads);
   if (process_) switch_session("session " + std::to_string(threads) + "\n");  // else the next start reads it
 }
 

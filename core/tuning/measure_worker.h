@@ -121,6 +121,8 @@ class MeasureWorker {
   Cost lost_worker(const std::string& what);
   void open_session(const std::function<void()>& write);
   void set_args(const MeasureOptions& options);
+  void set_arg(const std::string& key, const std::string& value);
+  void set_threads(int threads);
   void write_session(const Graph& graph, const std::vector<Tensor>& graph_inputs,
                      const KnownReference* known);
   void write_session_inputs(const Graph& graph, const std::vector<Tensor>& graph_inputs);
@@ -134,8 +136,8 @@ class MeasureWorker {
   std::vector<double> native_ms_;  // per node, from the worker's reference run
   int started_ = 0;
   int threads_ = 1;
-  std::vector<uint64_t> fingerprints_;  // per bucket of a bucketed session (graph_identity)
-  size_t bucket_ = 0;                   // the selected one
+  std::vector<std::string> fingerprints_;  // per bucket of a bucketed session (model_fingerprint)
+  size_t bucket_ = 0;                      // the selected one
 };
 
 // The line protocol, shared by both sides.

@@ -640,11 +640,10 @@ void ExplorerController::adopt_placement(Placement loaded, const QString& path) 
 void ExplorerController::save_placement(const QString& path) const {
   if (!placement_ || !graph_) throw Error(ErrorKind::InvalidInput, "no placement to export");
   std::string text = placement_to_json(*placement_, *graph_);
-  if (current_bucket() >= 0) {  // every bucket, the one in view as it is now: nothing is dropped
+  if (const int current = current_bucket(); current >= 0) {  // every bucket, the one in view as it is now
     std::vector<PlacementFileBucket> buckets;
     for (size_t i = 0; i < bucket_dims_.size(); ++i)
-      buckets.push_back(
-          {bucket_dims_[i], static_cast<int>(i) == current_bucket() ? text : bucket_placements_[i]});
+      buckets.push_back({bucket_dims_[i], static_cast<int>(i) == current ? text : bucket_placements_[i]});
     text = write_placement_buckets(buckets);
   }
   std::ofstream out(path.toStdString(), std::ios::trunc);
