@@ -1,0 +1,261 @@
+#include "backends/stream_gemm/packed_gemm.h"
+
+#include <immintrin.h>
+#include <omp.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backends/native/fast_math.h"
+
+namespace collage::stream_gemm {
+
+namespace {
+
+constexpr int kRows = 6;  // rows of A per micro-tile: 12 accumulators + 2 weight + 1 broadcast register
+
+#define COLLAGE_AVX2 __attribute__((target("avx2,fma")))
+
+// 64-byte aligned; from 2 MiB up on transparent huge pages where the kernel grants them: the
+// weights are streamed, and one TLB miss per 4 KiB page (a two-level walk in a VM) stalls the
+// prefetches.
+float* aligned_floats(int64_t count) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);
+  const size_t align = bytes >= kHuge ? kHuge : 64;
+  void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+  if (!p) throw std::bad_alloc();
+  if (align == kHuge) madvise(p, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
+  return static_cast<float*>(p);
+}
+
+// A's rows [r0, r0 + MR) as [k][MR], so the micro-kernel broadcasts from one stream.
+template <int MR>
+void pack_rows(const float* a, int64_t lda, int64_t k, float* out) {
+  for (int64_t p = 0; p < k; ++p)
+    for (int r = 0; r < MR; ++r) out[p * MR + r] = a[r * lda + p];
+}
+
+// acc(MR x 16) = A(MR x k) * panel(k x 16), stored to c (ldc). While it runs, prefetches one
+// line of `next` every `pf_every` k steps starting at line `pf_first` (null: nothing).
+template <int MR>
+COLLAGE_AVX2 void micro_kernel(const float* ap, const float* bp, int64_t k, float* c, int64_t ldc,
+                               const char* next, int64_t pf_first, int64_t pf_every) {
+  __m256 acc0[MR], acc1[MR];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  const char* pf = next ? next + pf_first * 64 : nullptr;
+  int64_t count = 0;
+  for (int64_t p = 0; p < k; ++p) {
+    if (pf && ++count == pf_every) {
+      count = 0;
+      _mm_prefetch(pf, _MM_HINT_T1);
+      pf += 64;
+    }
+    const __m256 b0 = _mm256_load_ps(bp + p * kPanel);
+    const __m256 b1 = _mm256_load_ps(bp + p * kPanel + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(ap + p * MR + r);
+      acc0[r] = _mm256_fmadd_ps(av, b0, acc0[r]);
+      acc1[r] = _mm256_fmadd_ps(av, b1, acc1[r]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+    _mm256_storeu_ps(c + r * ldc, acc0[r]);
+    _mm256_storeu_ps(c + r * ldc + 8, acc1[r]);
+  }
+}
+
+using MicroKernel = void (*)(const float*, const float*, int64_t, float*, int64_t, const char*, int64_t,
+                             int64_t);
+constexpr MicroKernel kKernels[kRows + 1] = {nullptr,         micro_kernel<1>, micro_kernel<2>,
+                                             micro_kernel<3>, micro_kernel<4>, micro_kernel<5>,
+                                             micro_kernel<6>};
+using Packer = void (*)(const float*, int64_t, int64_t, float*);
+constexpr Packer kPackers[kRows + 1] = {nullptr,      pack_rows<1>, pack_rows<2>, pack_rows<3>,
+                                        pack_rows<4>, pack_rows<5>, pack_rows<6>};
+
+// fast_exp / fast_erf / fast_tanh of backends/native/fast_math.h, eight lanes at a time (the
+// same formulas, so the same accuracy); written out because GCC leaves the scalar ones unvectorised here.
+COLLAGE_AVX2 inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3365447505531f)), _mm256_set1_ps(88.3762626647949f));
+  const __m256 fn = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
+  const __m256i n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fn), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(n));
+}
+
+COLLAGE_AVX2 inline __m256 gelu_erf8(__m256 v) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 x = _mm256_mul_ps(v, _mm256_set1_ps(0.7071067811865476f));
+  const __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(6.0f));
+  const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f),
+                                 _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), a, _mm256_set1_ps(1.0f)));
+  __m256 p = _mm256_set1_ps(1.061405429f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+  const __m256 e = _mm256_fnmadd_ps(_mm256_mul_ps(p, t), exp8(_mm256_mul_ps(_mm256_xor_ps(a, sign), a)),
+                                    _mm256_set1_ps(1.0f));
+  const __m256 erf = _mm256_or_ps(e, _mm256_and_ps(x, sign));  // e >= 0: take x's sign
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), erf));
+}
+
+COLLAGE_AVX2 inline __m256 gelu_tanh8(__m256 v) {
+  const __m256 u =
+      _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f),
+                    _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f), v), _mm256_mul_ps(v, v), v));
+  const __m256 c = _mm256_min_ps(_mm256_max_ps(u, _mm256_set1_ps(-9.0f)), _mm256_set1_ps(9.0f));
+  const __m256 e = exp8(_mm256_add_ps(c, c));
+  const __m256 th =
+      _mm256_div_ps(_mm256_sub_ps(e, _mm256_set1_ps(1.0f)), _mm256_add_ps(e, _mm256_set1_ps(1.0f)));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), th));
+}
+
+// One step over `cols` floats of a row (cols a multiple of 8, or the scalar tail via fast_math).
+COLLAGE_AVX2 void apply_step(const EpilogueStep& s, float* y, const float* operand, int64_t cols) {
+  int64_t j = 0;
+  for (; j + 8 <= cols; j += 8) {
+    __m256 v = _mm256_loadu_ps(y + j);
+    switch (s.kind) {
+      case EpilogueStep::Kind::AddRow:
+      case EpilogueStep::Kind::AddFull:
+        v = _mm256_add_ps(v, _mm256_loadu_ps(operand + j));
+        break;
+      case EpilogueStep::Kind::Relu:
+        v = _mm256_max_ps(v, _mm256_setzero_ps());
+        break;
+      case EpilogueStep::Kind::GeluErf:
+        v = gelu_erf8(v);
+        break;
+      case EpilogueStep::Kind::GeluTanh:
+        v = gelu_tanh8(v);
+        break;
+    }
+    _mm256_storeu_ps(y + j, v);
+  }
+  for (; j < cols; ++j) {
+    const float v = y[j];
+    switch (s.kind) {
+      case EpilogueStep::Kind::AddRow:
+      case EpilogueStep::Kind::AddFull:
+        y[j] = v + operand[j];
+        break;
+      case EpilogueStep::Kind::Relu:
+        y[j] = v > 0.0f ? v : 0.0f;
+        break;
+      case EpilogueStep::Kind::GeluErf:
+        y[j] = 0.5f * v * (1.0f + native::fast_erf(v * 0.7071067811865476f));
+        break;
+      case EpilogueStep::Kind::GeluTanh:
+        y[j] = 0.5f * v * (1.0f + native::fast_tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+        break;
+    }
+  }
+}
+
+// The epilogue over rows [r0, r0 + rows) and columns [j0, j0 + cols) of C, in place, while hot.
+void apply_epilogue(const std::vector<EpilogueStep>& steps, float* c, int64_t ldc, int64_t r0, int64_t rows,
+                    int64_t j0, int64_t cols) {
+  for (const EpilogueStep& s : steps)
+    for (int64_t r = r0; r < r0 + rows; ++r) {
+      const float* operand = s.kind == EpilogueStep::Kind::AddRow    ? s.operand + j0
+                             : s.kind == EpilogueStep::Kind::AddFull ? s.operand + r * s.ld + j0
+                                                                     : nullptr;
+      apply_step(s, c + r * ldc + j0, operand, cols);
+    }
+}
+
+// Panels [j_begin, j_end) of C = A * W: per panel, every row block of A against it (the panel
+// stays in L2 after the first), prefetching the next panel of this run meanwhile.
+void panel_run(const float* packed_a, int64_t m, const PackedWeights& w, float* c, int64_t ldc,
+               const std::vector<EpilogueStep>& epilogue, int64_t j_begin, int64_t j_end) {
+  const int64_t k = w.k, blocks = (m + kRows - 1) / kRows;
+  alignas(64) float edge[kRows * kPanel];
+  for (int64_t j = j_begin; j < j_end; ++j) {
+    const float* panel = w.panel(j);
+    const char* next = j + 1 < j_end ? reinterpret_cast<const char*>(w.panel(j + 1)) : nullptr;
+    const int64_t j0 = j * kPanel, cols = std::min(kPanel, w.n - j0);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t r0 = b * kRows;
+      const int rows = static_cast<int>(std::min<int64_t>(kRows, m - r0));
+      // This block's share of the next panel's k lines, one every `blocks` k steps.
+      const int64_t pf_first = b * k / blocks;
+      const float* ap = packed_a + r0 * k;
+      if (cols == kPanel) {
+        kKernels[rows](ap, panel, k, c + r0 * ldc + j0, ldc, next, pf_first, blocks);
+      } else {  // the last, partial panel: through a tile, then its valid columns
+        kKernels[rows](ap, panel, k, edge, kPanel, next, pf_first, blocks);
+        for (int r = 0; r < rows; ++r)
+          std::memcpy(c + (r0 + r) * ldc + j0, edge + r * kPanel, static_cast<size_t>(cols) * sizeof(float));
+      }
+      if (!epilogue.empty()) apply_epilogue(epilogue, c, ldc, r0, rows, j0, cols);
+    }
+  }
+}
+
+}  // namespace
+
+void AlignedFree::operator()(float* p) const { std::free(p); }
+
+bool supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
+PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bool transposed) {
+  PackedWeights out;
+  out.k = k;
+  out.n = n;
+  out.panels = (n + kPanel - 1) / kPanel;
+  out.data.reset(aligned_floats(out.panels * k * kPanel));
+  for (int64_t j = 0; j < out.panels; ++j) {
+    float* dst = out.data.get() + j * k * kPanel;
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t q = 0; q < kPanel; ++q) {
+        const int64_t col = j * kPanel + q;
+        dst[p * kPanel + q] = col < n ? (transposed ? w[col * ldw + p] : w[p * ldw + col]) : 0.0f;
+      }
+  }
+  return out;
+}
+
+void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
+          const std::vector<EpilogueStep>& epilogue, int threads) {
+  if (m <= 0 || w.n <= 0) return;
+  const int64_t k = w.k;
+  // Kept per thread: a fresh buffer each call costs page faults (and an mmap past 128 KiB).
+  static thread_local std::unique_ptr<float[], AlignedFree> packed_a;
+  static thread_local int64_t capacity = 0;
+  if (capacity < m * k) {
+    packed_a.reset(aligned_floats(m * k));
+    capacity = m * k;
+  }
+  for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, m - r0));
+    kPackers[rows](a + r0 * lda, lda, k, packed_a.get() + r0 * k);
+  }
+  const float* pa = packed_a.get();  // this thread's buffer: the team's threads have their own
+  const int64_t teams = std::max<int64_t>(1, std::min<int64_t>(threads, w.panels));
+  if (teams == 1) {
+    panel_run(pa, m, w, c, ldc, epilogue, 0, w.panels);
+    return;
+  }
+#pragma omp parallel for num_threads(static_cast <int>(teams)) schedule(static, 1)
+  for (int64_t t = 0; t < teams; ++t)
+    panel_run(pa, m, w, c, ldc, epilogue, t * w.panels / teams, (t + 1) * w.panels / teams);
+}
+
+}  // namespace collage::stream_gemm

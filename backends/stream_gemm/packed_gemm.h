@@ -1,0 +1,49 @@
+// A GEMM for weight-streaming products: C[m x n] = A[m x k] * W[k x n] with W a constant
+// packed once into 16-column panels (each k x 16 floats, contiguous, zero-padded past n),
+// so the whole of W is one sequential stream. Made for small m (a transformer at a short
+// sequence, a decoder step), where every request reads the weights from DRAM: while one
+// panel is multiplied (from L2, once per 6-row block of A), the next panel is prefetched,
+// spread evenly over the row blocks, so the stream overlaps the FMAs instead of stalling
+// them. AVX2 + FMA micro-kernel (6 x 16 tile, 12 accumulators); `supported()` says whether
+// this CPU has them.
+//
+// Invariants: a PackedWeights is immutable after pack_weights; panels are 64-byte aligned,
+// so one k step of a panel is one cache line.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace collage::stream_gemm {
+
+constexpr int64_t kPanel = 16;  // columns per panel: two AVX2 registers
+
+struct AlignedFree {
+  void operator()(float* p) const;
+};
+
+struct PackedWeights {
+  int64_t k = 0, n = 0, panels = 0;
+  std::unique_ptr<float[], AlignedFree> data;  // panels * k * kPanel floats
+  const float* panel(int64_t j) const { return data.get() + j * k * kPanel; }
+};
+
+// W given row-major [k x n] with leading dim ldw, or (transposed) as [n x k] rows (Gemm transB).
+PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bool transposed);
+
+// One element-wise step applied to the output while it is hot, in order.
+struct EpilogueStep {
+  enum class Kind { AddRow, AddFull, Relu, GeluErf, GeluTanh } kind = Kind::Relu;
+  const float* operand = nullptr;  // AddRow: n floats; AddFull: m x n floats, leading dim ld
+  int64_t ld = 0;
+};
+
+bool supported();  // AVX2 and FMA on this CPU
+
+// C = epilogue(A * W); A row-major with leading dim lda, C with ldc. Splits the panels over
+// `threads` OpenMP threads (each thread streams its own contiguous run of panels).
+void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
+          const std::vector<EpilogueStep>& epilogue, int threads);
+
+}  // namespace collage::stream_gemm

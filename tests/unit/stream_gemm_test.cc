@@ -1,0 +1,157 @@
+// stream-gemm: the packed micro-kernel against a double-precision product over the edge shapes
+// (rows not a multiple of 6, columns not of 16, k of 1), split over threads, with each epilogue
+// step; then the backend's candidates on exporter-shaped blocks against the native reference.
+#include "backends/stream_gemm/stream_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backend_check.h"
+#include "backend_test_models.h"
+#include "backends/stream_gemm/packed_gemm.h"
+
+namespace collage {
+namespace {
+
+using namespace collage::testing;
+using stream_gemm::EpilogueStep;
+using Kind = EpilogueStep::Kind;
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  Tensor t = random_tensor_f32({static_cast<int64_t>(n)}, seed);
+  return {t.data<float>(), t.data<float>() + n};
+}
+
+TEST(StreamGemm, PackedProductMatchesDoublePrecisionOverEdgeShapes) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  for (int64_t m : {1, 5, 6, 7, 16, 23})
+    for (int64_t k : {1, 3, 64, 100})
+      for (int64_t n : {1, 8, 15, 16, 17, 40})
+        for (bool transposed : {false, true})
+          for (int threads : {1, 2}) {
+            const int64_t lda = k + 3, ldc = n + 5;  // leading dims wider than the rows
+            auto a = random_floats(static_cast<size_t>(m * lda), 1);
+            auto w = random_floats(static_cast<size_t>(k * n), 2);
+            std::vector<float> c(static_cast<size_t>(m * ldc), 7.0f);
+            auto packed = stream_gemm::pack_weights(w.data(), k, n, transposed ? k : n, transposed);
+            stream_gemm::gemm(a.data(), m, lda, packed, c.data(), ldc, {}, threads);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < ldc; ++j) {
+                const float got = c[static_cast<size_t>(i * ldc + j)];
+                if (j >= n) {  // past the columns: untouched
+                  ASSERT_EQ(got, 7.0f) << m << "x" << k << "x" << n;
+                  continue;
+                }
+                double want = 0;
+                for (int64_t p = 0; p < k; ++p)
+                  want += static_cast<double>(a[static_cast<size_t>(i * lda + p)]) *
+                          w[static_cast<size_t>(transposed ? j * k + p : p * n + j)];
+                ASSERT_NEAR(got, want, 1e-5 + 1e-5 * std::fabs(want))
+                    << m << "x" << k << "x" << n << " at " << i << "," << j << (transposed ? " T" : "")
+                    << " threads " << threads;
+              }
+          }
+}
+
+TEST(StreamGemm, EpilogueStepsMatchTheirDefinitions) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  const int64_t m = 7, k = 5, n = 21;  // 21 columns: one full panel, a partial one, an 8-lane tail
+  auto a = random_floats(static_cast<size_t>(m * k), 3);
+  auto w = random_floats(static_cast<size_t>(k * n), 4);
+  auto bias = random_floats(static_cast<size_t>(n), 5);
+  auto residual = random_floats(static_cast<size_t>(m * n), 6);
+  for (float& x : a) x *= 6.0f;  // spread the GELU inputs over [-3, 3] and beyond
+  auto packed = stream_gemm::pack_weights(w.data(), k, n, n, false);
+  for (Kind act : {Kind::Relu, Kind::GeluErf, Kind::GeluTanh}) {
+    std::vector<EpilogueStep> steps = {
+        {Kind::AddRow, bias.data(), 0}, {act}, {Kind::AddFull, residual.data(), n}};
+    std::vector<float> c(static_cast<size_t>(m * n));
+    stream_gemm::gemm(a.data(), m, k, packed, c.data(), n, steps, 1);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double h = bias[static_cast<size_t>(j)];
+        for (int64_t p = 0; p < k; ++p)
+          h += static_cast<double>(a[static_cast<size_t>(i * k + p)]) * w[static_cast<size_t>(p * n + j)];
+        double y = act == Kind::Relu ? std::max(h, 0.0)
+                   : act == Kind::GeluErf
+                       ? 0.5 * h * (1 + std::erf(h / std::sqrt(2.0)))
+                       : 0.5 * h * (1 + std::tanh(std::sqrt(2 / M_PI) * (h + 0.044715 * h * h * h)));
+        y += residual[static_cast<size_t>(i * n + j)];
+        ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], y, 1e-4 + 1e-4 * std::fabs(y))
+            << "activation " << static_cast<int>(act) << " at " << i << "," << j;
+      }
+  }
+}
+
+// Every candidate compiles and agrees with the native reference; returns the labels.
+std::set<std::string> check_stream(const Graph& g, const std::string& what) {
+  auto values = reference_values(g);
+  std::set<std::string> labels;
+  for (const Candidate& c : enumerate_candidates(g, {&stream_gemm_backend()})) {
+    for (int threads : {1, 2}) {
+      CandidateCheck r = check_candidate(g, stream_gemm_backend(), c.nodes, values, 1e-4, 1e-4, threads);
+      EXPECT_TRUE(r.supported) << what << " " << c.label << ": " << r.mismatch;
+      EXPECT_TRUE(r.mismatch.empty())
+          << what << " " << c.label << " (" << threads << " threads): " << r.mismatch;
+    }
+    labels.insert(c.label);
+  }
+  return labels;
+}
+
+// A BERT feed-forward block as torch.onnx.export writes it: MatMul, bias Add, erf GELU,
+// MatMul, bias Add, residual Add.
+TEST(StreamGemm, TransformerFeedForwardBlockAgreesWithTheReference) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  OnnxTestModel m(17);
+  m.input("x", {1, 13, 24});
+  m.initializer("w1", random_tensor_f32({24, 40}, 21));
+  m.initializer("b1", random_tensor_f32({40}, 22));
+  m.initializer("w2", random_tensor_f32({40, 24}, 23));
+  m.initializer("b2", random_tensor_f32({24}, 24));
+  m.initializer("sqrt2", Tensor::scalar<float>(1.4142135f));
+  m.initializer("one", Tensor::scalar<float>(1.0f));
+  m.initializer("half", Tensor::scalar<float>(0.5f));
+  m.node("MatMul", {"x", "w1"}, {"mm"});
+  m.node("Add", {"b1", "mm"}, {"h"});
+  m.node("Div", {"h", "sqrt2"}, {"d"});
+  m.node("Erf", {"d"}, {"e"});
+  m.node("Add", {"e", "one"}, {"e1"});
+  m.node("Mul", {"h", "e1"}, {"p"});
+  m.node("Mul", {"p", "half"}, {"g"});
+  m.node("MatMul", {"g", "w2"}, {"mm2"});
+  m.node("Add", {"mm2", "b2"}, {"h2"});
+  m.node("Add", {"h2", "x"}, {"y"});
+  m.output("y");
+  auto labels = check_stream(import_model(m), "feed-forward");
+  for (const char* want : {"MatMul", "MatMul+Add", "MatMul+Add+Div+Erf+Add+Mul+Mul", "MatMul+Add+Add"})
+    EXPECT_TRUE(labels.count(want)) << want;
+}
+
+// Gemm with transB, alpha and beta (folded at pack time), then Relu; a MatMul whose operand has
+// too many rows for L2 is not offered.
+TEST(StreamGemm, GemmAttributesFoldAndLargeProductsAreLeftToOthers) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  OnnxTestModel m(17);
+  m.input("x", {9, 20});
+  m.initializer("w", random_tensor_f32({33, 20}, 31));
+  m.initializer("c", random_tensor_f32({33}, 32));
+  auto& gemm = m.node("Gemm", {"x", "w", "c"}, {"g"});
+  OnnxTestModel::attr_int(gemm, "transB", 1);
+  OnnxTestModel::attr_float(gemm, "alpha", 0.5f);
+  OnnxTestModel::attr_float(gemm, "beta", 2.0f);
+  m.node("Relu", {"g"}, {"y"});
+  m.input("big", {1, 512, 1024});  // 512 rows x 1024 > 160K floats
+  m.initializer("wb", random_tensor_f32({1024, 8}, 33));
+  m.node("MatMul", {"big", "wb"}, {"z"});
+  m.output("y");
+  m.output("z");
+  Graph g = import_model(m);
+  auto labels = check_stream(g, "gemm");
+  EXPECT_TRUE(labels.count("Gemm+Relu"));
+  EXPECT_FALSE(labels.count("MatMul")) << "the 512 x 1024 operand was offered";
+}
+
+}  // namespace
+}  // namespace collage
