@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/ir/settings.h"
+
 namespace collage {
 
 namespace {
@@ -46,10 +48,9 @@ std::string attr_text(const Attribute& a) {
   return s.str();
 }
 
-}  // namespace
-
-std::string kernel_signature(const Graph& graph, const SubGraph& sub, const std::string& backend,
-                             const std::string& backend_version) {
+// The sub-graph's structure: ops, attributes, small constants' values, every type and shape.
+std::string structure_text(const Graph& graph, const SubGraph& sub, const std::string& backend,
+                           const std::string& backend_version) {
   std::ostringstream s;
   s << backend << '@' << backend_version << '|';
   std::map<ValueId, std::string> names;  // canonical names independent of value names
@@ -96,6 +97,45 @@ std::string kernel_signature(const Graph& graph, const SubGraph& sub, const std:
   s << "|out:";
   for (ValueId v : sub.outputs) s << names[v] << ' ';
   return s.str();
+}
+
+}  // namespace
+
+std::string kernel_signature(const Graph& graph, const SubGraph& sub, const std::string& backend,
+                             const std::string& backend_version) {
+  std::string text = structure_text(graph, sub, backend, backend_version);
+  return measured_cold(graph, sub) ? text + "|cold weights" : text;
+}
+
+size_t last_level_cache_bytes() {
+  static const size_t bytes = [] {
+    for (int index = 3; index >= 2; --index) {
+      std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+      std::string text;
+      if (!(in >> text) || text.empty()) continue;
+      size_t scale = 1;
+      if (text.back() == 'K') scale = size_t{1} << 10;
+      if (text.back() == 'M') scale = size_t{1} << 20;
+      size_t value = std::strtoull(text.c_str(), nullptr, 10);
+      if (value > 0) return value * scale;
+    }
+    return size_t{32} << 20;
+  }();
+  return bytes;
+}
+
+bool measured_cold(const Graph& graph, const SubGraph& sub) {
+  size_t kernel_bytes = 0;
+  std::set<ValueId> seen;
+  for (NodeId id : sub.node_list)
+    for (ValueId v : graph.node(id).inputs)
+      if (v != kNoValue && graph.value(v).constant && seen.insert(v).second)
+        kernel_bytes += graph.value(v).constant->bytes();
+  if (kernel_bytes < kSettings.cold_weight_min_bytes) return false;
+  size_t model_bytes = 0;
+  for (const Value& v : graph.values)
+    if (v.constant) model_bytes += v.constant->bytes();
+  return model_bytes > last_level_cache_bytes();
 }
 
 uint64_t fnv1a64(const std::string& text) {
@@ -146,7 +186,7 @@ std::string device_fingerprint() {
 std::string model_fingerprint(const Graph& graph) {
   IndexSet all(graph.nodes.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i) all.add(i);
-  return hex64(fnv1a64(kernel_signature(graph, make_subgraph(graph, all), "model", "")));
+  return hex64(fnv1a64(structure_text(graph, make_subgraph(graph, all), "model", "")));
 }
 
 }  // namespace collage

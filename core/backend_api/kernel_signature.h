@@ -23,6 +23,15 @@ std::string hex64(uint64_t value);
 // graph's signature, hashed. Placements and measurement sessions are held to it.
 std::string model_fingerprint(const Graph& graph);
 
+// Whether `sub` is timed with its weights out of cache: the model's constants exceed this
+// machine's last-level cache, so every request of a run streams them from DRAM, and the kernel
+// reads at least kSettings.cold_weight_min_bytes of them. Timed hot, such a kernel looks up to
+// 1.5x faster than it runs (BERT-base at seq 16: each MatMul's weights are 2.3-9.4 MiB), and
+// the libraries that hide the stream best lose to the ones that only do well hot. The
+// signature carries it ("|cold weights"), so hot and cold costs are never mixed.
+bool measured_cold(const Graph& graph, const SubGraph& sub);
+size_t last_level_cache_bytes();  // from sysfs (index3), else 32 MiB
+
 // CPU model and ISA flags that matter to kernels (avx2, avx512f, fma, ...), plus
 // "| tag T" when $COLLAGE_DEVICE_TAG is set. Read once per process.
 std::string device_fingerprint();

@@ -6,6 +6,7 @@
 // bottom layer, so every stage can read it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/ir/tensor_compare.h"
@@ -30,6 +31,10 @@ struct Settings {
   int measure_max_samples = 2000;
   double measure_min_time_ms = 30;
   double measure_max_time_ms = 300;  // slow kernels stop here once they have 3 samples
+  // A kernel reading at least this many bytes of constants, in a model whose constants exceed
+  // the last-level cache, is timed with the caches flushed before each sample and its runtime
+  // inputs read back in (core/backend_api/kernel_signature.h: measured_cold).
+  size_t cold_weight_min_bytes = size_t{1} << 20;
   // Graph-level search (README "tune --refine"): fitness is the median of `fitness_runs`
   // timed runs after a warm-up; an elitist GA of `refine_population` genomes stops after
   // `refine_generations`, `refine_patience` generations without improvement or

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "backend_test_models.h"
+#include "core/ir/settings.h"
 #include "onnx_test_model.h"
 
 namespace collage {
@@ -58,6 +59,48 @@ TEST(KernelSignature, TellsApartWhatChangesTheCost) {
   EXPECT_NE(sig, conv_signature(channels));
   EXPECT_NE(sig, conv_signature(base, "2.0"));  // another library version
   EXPECT_NE(sig.find("lib@1.0"), std::string::npos);
+}
+
+// A MatMul reading a 1 MiB weight is timed cold (and keyed so) only in a model whose constants
+// exceed the last-level cache; its bias Add never is; the model's fingerprint ignores the mode.
+TEST(KernelSignature, ColdWeightsOnlyWhereARunStreamsThem) {
+  const int64_t k = 512, n = 512;  // 1 MiB of weights: the threshold exactly
+  ASSERT_EQ(static_cast<size_t>(k * n) * sizeof(float), kSettings.cold_weight_min_bytes);
+  auto model = [&](bool filler) {
+    OnnxTestModel m(17);
+    m.input("x", {4, k});
+    m.initializer("w", random_tensor_f32({k, n}, 1));
+    m.initializer("b", random_tensor_f32({n}, 2));
+    m.node("MatMul", {"x", "w"}, {"h"});
+    m.node("Add", {"h", "b"}, {"y"});
+    m.output("y");
+    if (filler) {  // another input's weights, enough to overflow the last-level cache
+      const auto floats = static_cast<int64_t>(last_level_cache_bytes() / sizeof(float));
+      m.input("z", {1, 1});
+      m.initializer("big", Tensor(DType::Float32, {1, floats}));
+      m.node("MatMul", {"z", "big"}, {"zy"});
+      m.output("zy");
+    }
+    return import_model(m);
+  };
+  Graph small = model(false), big = model(true);
+  auto one = [](const Graph& g, size_t node) {
+    IndexSet s(g.nodes.size());
+    s.add(node);
+    return make_subgraph(g, s);
+  };
+  EXPECT_FALSE(measured_cold(small, one(small, 0)));
+  EXPECT_TRUE(measured_cold(big, one(big, 0)));
+  EXPECT_FALSE(measured_cold(big, one(big, 1))) << "the bias Add reads 2 KiB";
+  const std::string hot = kernel_signature(small, one(small, 0), "lib", "1");
+  EXPECT_EQ(kernel_signature(big, one(big, 0), "lib", "1"), hot + "|cold weights");
+  EXPECT_EQ(kernel_signature(big, one(big, 1), "lib", "1"),
+            kernel_signature(small, one(small, 1), "lib", "1"));
+  // The whole model reads the filler: cold, yet its fingerprint is the structure's alone.
+  IndexSet all(big.nodes.size());
+  for (size_t i = 0; i < big.nodes.size(); ++i) all.add(i);
+  ASSERT_TRUE(measured_cold(big, make_subgraph(big, all)));
+  EXPECT_EQ(model_fingerprint(big).find("cold"), std::string::npos);
 }
 
 TEST(KernelSignature, DeviceFingerprintIsStableAndNamesTheIsa) {
