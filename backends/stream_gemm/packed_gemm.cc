@@ -24,11 +24,10 @@ constexpr int kRows = 6;  // rows of A per micro-tile: 12 accumulators + 2 weigh
 // prefetches.
 float* aligned_floats(int64_t count) {
   constexpr size_t kHuge = size_t{2} << 20;
-  const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float);
-  const size_t align = bytes >= kHuge ? kHuge : 64;
-  void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
-  if (!p) throw std::bad_alloc();
-  if (align == kHuge) madvise(p, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
+  const size_t bytes = (static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + 63) / 64 * 64;
+  void* p = nullptr;
+  if (posix_memalign(&p, bytes >= kHuge ? kHuge : 64, bytes) != 0) throw std::bad_alloc();
+  if (bytes >= kHuge) madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // the whole 2 MiB extents
   return static_cast<float*>(p);
 }
 

@@ -12,6 +12,7 @@ inline QColor backend_color(const QString& backend) {
   if (backend == "onednn") return QColor(0x42, 0x85, 0xf4);
   if (backend == "blas") return QColor(0xf4, 0xb4, 0x00);
   if (backend == "xnnpack") return QColor(0x0f, 0x9d, 0x58);
+  if (backend == "stream-gemm") return QColor(0xdb, 0x44, 0x37);  // the project's own GEMM: red
   // Graph-level backends: a darker shade of their library's colour.
   if (backend == "onednn-region") return QColor(0x1a, 0x4f, 0xb0);
   if (backend == "xnnpack-graph") return QColor(0x0a, 0x6b, 0x3c);
