@@ -168,11 +168,10 @@ class StreamGemmKernel : public Kernel {
   }
 
   void add_row(const Tensor& t, int64_t n, float scale) {
-    auto row = std::make_shared<std::vector<float>>(static_cast<size_t>(n));
+    std::vector<float>& row = rows_.emplace_back(static_cast<size_t>(n));
     const float* p = t.data<float>();
-    for (int64_t j = 0; j < n; ++j) (*row)[static_cast<size_t>(j)] = scale * (t.size() == 1 ? p[0] : p[j]);
-    rows_.push_back(row);
-    push({EpilogueStep::Kind::AddRow, row->data(), 0});
+    for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] = scale * (t.size() == 1 ? p[0] : p[j]);
+    push({EpilogueStep::Kind::AddRow, row.data(), 0});
   }
 
   void push(EpilogueStep step, int runtime_input = -1) {
@@ -199,8 +198,8 @@ class StreamGemmKernel : public Kernel {
   int a_input_ = 0;
   std::shared_ptr<const PackedWeights> w_;
   std::vector<EpilogueStep> steps_;
-  std::vector<int> runtime_;  // per step: the kernel input it reads at run time, or -1
-  std::vector<std::shared_ptr<std::vector<float>>> rows_;
+  std::vector<int> runtime_;              // per step: the kernel input it reads at run time, or -1
+  std::vector<std::vector<float>> rows_;  // moving a row keeps its buffer: steps_ point into them
   std::vector<Tensor> constants_;
 };
 

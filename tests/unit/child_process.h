@@ -4,7 +4,9 @@
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +14,6 @@
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace collage::testing {
@@ -49,18 +50,23 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   void signal(int sig) { ::kill(pid_, sig); }
-  // The exit code (128 + signal when killed); kills it after `limit`.
+  // The exit code (128 + signal when killed); kills it after `limit`. Waits on a pidfd, which
+  // becomes readable when the child exits: no polling interval.
   int wait(std::chrono::seconds limit = std::chrono::seconds(180)) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
     auto deadline = std::chrono::steady_clock::now() + limit;
     int status = 0;
     while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd exited{pidfd, POLLIN, 0};
+      if (pidfd < 0 || left.count() <= 0 || ::poll(&exited, 1, static_cast<int>(left.count())) == 0) {
+        ::kill(pid_, SIGKILL);  // past the limit (or no pidfd on this kernel: no wait without a bound)
         ::waitpid(pid_, &status, 0);
         break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling waitpid
     }
+    if (pidfd >= 0) ::close(pidfd);
     pid_ = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
