@@ -74,11 +74,16 @@ TEST(WorkflowProfile, KernelTimesAddUpToTheRunAndTheTraceHasEveryKernelOfEveryRu
   }
   EXPECT_DOUBLE_EQ(r.isolated_sum_ms, isolated);
   EXPECT_DOUBLE_EQ(r.kernel_sum_ms, sum);
-  // Kernels run one after another inside the run: their medians add up to at most the run
-  // (medians of parts need not add to the median of the whole: 5% slack), and on a model
-  // with real work they are most of it.
+  // Kernels run one after another inside the run: in every run their times add up to at most
+  // the run (per run, exactly: medians of parts need not add up to the median of the whole, and
+  // on this noisy machine they exceeded it by 7% in 2 of 14 tries), and on a model with real
+  // work they are most of it.
   EXPECT_GT(r.e2e_median_ms, 0);
-  EXPECT_LE(r.kernel_sum_ms, r.e2e_median_ms * 1.05 + 0.05);
+  for (const ProfiledRun& run : r.runs) {
+    double steps = 0;
+    for (const StepTime& st : run.steps) steps += st.end_ms - st.start_ms;
+    EXPECT_LE(steps, run.total_ms);
+  }
   EXPECT_GE(r.kernel_sum_ms, 0.5 * r.e2e_median_ms);
   // The additive error splits exactly into the kernels' deltas and the time outside kernels.
   double deltas = 0;
