@@ -1,11 +1,12 @@
 // A GEMM for weight-streaming products: C[m x n] = A[m x k] * W[k x n] with W a constant
 // packed once into 16-column panels (each k x 16 floats, contiguous, zero-padded past n),
-// so the whole of W is one sequential stream. Made for small m (a transformer at a short
+// so the whole of W is one sequential stream. Made first for small m (a transformer at a short
 // sequence, a decoder step), where every request reads the weights from DRAM: while one
 // panel is multiplied (from L2, once per 6-row block of A), the next panel is prefetched,
 // spread evenly over the row blocks, so the stream overlaps the FMAs instead of stalling
 // them. AVX2 + FMA micro-kernel (6 x 16 tile, 12 accumulators); `supported()` says whether
-// this CPU has them.
+// this CPU has them. Any m: rows are taken in chunks whose packed copy fits in L2, and each chunk
+// streams every panel (for large m the panels come from L3, and the product is compute-bound).
 //
 // Invariants: a PackedWeights is immutable after pack_weights; panels are 64-byte aligned,
 // so one k step of a panel is one cache line.
@@ -41,8 +42,9 @@ struct EpilogueStep {
 
 bool supported();  // AVX2 and FMA on this CPU
 
-// C = epilogue(A * W); A row-major with leading dim lda, C with ldc. Splits the panels over
-// `threads` OpenMP threads (each thread streams its own contiguous run of panels).
+// C = epilogue(A * W); A row-major with leading dim lda, C with ldc. Per chunk of rows, splits
+// the panels over `threads` OpenMP threads (each thread streams its own contiguous run of panels).
+// Packs A into a per-thread buffer of at most max(160K, 6k) floats, kept between calls.
 void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
           const std::vector<EpilogueStep>& epilogue, int threads);
 

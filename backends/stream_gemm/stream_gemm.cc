@@ -13,10 +13,6 @@ namespace {
 using stream_gemm::EpilogueStep;
 using stream_gemm::PackedWeights;
 
-// A's rows * k above this no longer fit in L2 (1 MiB here) beside a weight panel; such products
-// are compute-bound and oneDNN runs them at the FMA peak.
-constexpr int64_t kMaxAFloats = 160 * 1024;
-
 [[noreturn]] void refuse(const std::string& why) {
   throw Error(ErrorKind::Unsupported, "stream-gemm: " + why);
 }
@@ -26,17 +22,14 @@ bool constant_matrix(const Graph& g, ValueId v) {
          g.value(v).shape.size() == 2;
 }
 
-bool a_fits(const Shape& a, int64_t k) {
-  if (k <= 0) return false;
-  const int64_t rows = shape_size(a) / k;
-  return rows >= 1 && rows * k <= kMaxAFloats;
-}
+// Any number of rows: the kernel takes them in chunks that fit in L2.
+bool has_rows(const Shape& a, int64_t k) { return k > 0 && shape_size(a) / k >= 1; }
 
 // MatMul(A, W): W constant [k, n], A of rank >= 2 whose rows flatten to m x k.
 bool matmul_ok(const Graph& g, const Node& n) {
   if (!stream_gemm::supported() || n.inputs.size() != 2 || !constant_matrix(g, n.inputs[1])) return false;
   const Shape& a = g.value(n.inputs[0]).shape;
-  return a.size() >= 2 && a.back() == g.value(n.inputs[1]).shape[0] && a_fits(a, a.back());
+  return a.size() >= 2 && a.back() == g.value(n.inputs[1]).shape[0] && has_rows(a, a.back());
 }
 
 // Gemm(A, W, C) with A not transposed, W and C constant.
@@ -45,7 +38,7 @@ bool gemm_ok(const Graph& g, const Node& n) {
       !constant_matrix(g, n.inputs[1]) || !input_absent_or_constant(g, n, 2))
     return false;
   const Shape& a = g.value(n.inputs[0]).shape;
-  return a.size() == 2 && a_fits(a, a[1]);
+  return a.size() == 2 && has_rows(a, a[1]);
 }
 
 // A constant that is one value per output column (or one value): a bias.
@@ -209,7 +202,7 @@ const BackendSpec& stream_gemm_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "stream-gemm";
-    s.version = "1 (avx2+fma 6x16, prefetching panels)";
+    s.version = "2 (avx2+fma 6x16, prefetching panels, rows in L2-sized chunks)";
     auto f32 = all_float32();
     PatternPtr matmul = op("MatMul")->where(f32)->where(matmul_ok);
     PatternPtr gemm = op("Gemm")->where(f32)->where(gemm_ok);
