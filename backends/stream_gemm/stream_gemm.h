@@ -2,8 +2,9 @@
 // every request (a transformer at a short sequence, small-batch MLPs): MatMul / Gemm with
 // constant 2-D weights, fused with a bias Add and then a residual Add, a Relu or a GELU (erf or
 // tanh, as exporters write it). See packed_gemm.h for how it keeps the weight stream overlapped
-// with the arithmetic. Offered only where A fits in L2 beside a weight panel (rows * k <= 160K
-// floats) and the CPU has AVX2 and FMA; larger products run at the FMA peak in oneDNN already.
+// with the arithmetic. Offered at any number of rows (the kernel takes them in L2-sized chunks;
+// at large m it is an ordinary compute-bound GEMM the tuner weighs against the libraries') where
+// the CPU has AVX2 and FMA.
 #pragma once
 
 #include "core/backend_api/backend.h"

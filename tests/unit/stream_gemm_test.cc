@@ -161,7 +161,7 @@ TEST(StreamGemm, TransformerFeedForwardBlockAgreesWithTheReference) {
 }
 
 // Gemm with transB, alpha and beta (folded at pack time), then Relu; a MatMul whose operand has
-// too many rows for L2 (512 x 1024 floats: four chunks of rows) is offered and agrees too.
+// too many rows for one L2-sized chunk (512 x 1024 floats) is offered and agrees too.
 TEST(StreamGemm, GemmAttributesFoldAndLargeProductsRunInChunks) {
   if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
   OnnxTestModel m(17);
@@ -173,7 +173,7 @@ TEST(StreamGemm, GemmAttributesFoldAndLargeProductsRunInChunks) {
   OnnxTestModel::attr_float(gemm, "alpha", 0.5f);
   OnnxTestModel::attr_float(gemm, "beta", 2.0f);
   m.node("Relu", {"g"}, {"y"});
-  m.input("big", {1, 512, 1024});  // 512 rows x 1024 > 160K floats
+  m.input("big", {1, 512, 1024});  // 512 rows x 1024: three chunks of 156 rows and one of 44
   m.initializer("wb", random_tensor_f32({1024, 8}, 33));
   m.node("MatMul", {"big", "wb"}, {"z"});
   m.output("y");
