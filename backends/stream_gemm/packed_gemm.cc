@@ -257,24 +257,28 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float*
   }
   const float* pa = packed_a.get();  // this thread's buffer: the team's threads have their own
   const int64_t teams = std::max<int64_t>(1, std::min<int64_t>(threads, w.panels));
-  std::vector<EpilogueStep> shifted = epilogue;  // AddFull operands at the chunk's first row
+  // AddFull operands at the chunk's first row; copied only when there is more than one chunk (no
+  // allocation on the per-request path of the small products this kernel was made for).
+  std::vector<EpilogueStep> shifted;
+  if (m > chunk) shifted = epilogue;
+  const std::vector<EpilogueStep>& steps = m > chunk ? shifted : epilogue;
   for (int64_t q0 = 0; q0 < m; q0 += chunk) {
     const int64_t rows = std::min(chunk, m - q0);
     for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
       const int block = static_cast<int>(std::min<int64_t>(kRows, rows - r0));
       kPackers[block](a + (q0 + r0) * lda, lda, k, packed_a.get() + r0 * k);
     }
-    for (size_t i = 0; i < epilogue.size(); ++i)
+    for (size_t i = 0; i < shifted.size(); ++i)
       if (epilogue[i].kind == EpilogueStep::Kind::AddFull)
         shifted[i].operand = epilogue[i].operand + q0 * epilogue[i].ld;
     float* cq = c + q0 * ldc;
     if (teams == 1) {
-      panel_run(pa, rows, w, cq, ldc, shifted, 0, w.panels);
+      panel_run(pa, rows, w, cq, ldc, steps, 0, w.panels);
       continue;
     }
 #pragma omp parallel for num_threads(static_cast <int>(teams)) schedule(static, 1)
     for (int64_t t = 0; t < teams; ++t)
-      panel_run(pa, rows, w, cq, ldc, shifted, t * w.panels / teams, (t + 1) * w.panels / teams);
+      panel_run(pa, rows, w, cq, ldc, steps, t * w.panels / teams, (t + 1) * w.panels / teams);
   }
 }
 
