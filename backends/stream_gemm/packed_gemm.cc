@@ -10,10 +10,15 @@
 #include <new>
 
 #include "backends/native/fast_math.h"
+#include "backends/native/fast_math_avx2.h"
 
 namespace collage::stream_gemm {
 
 namespace {
+
+using native::exp8;
+using native::gelu_erf8;
+using native::gelu_tanh8;
 
 constexpr int kRows = 6;  // rows of A per micro-tile: 12 accumulators + 2 weight + 1 broadcast register
 // Rows of A are taken in chunks of at most this many floats (and at least 6 rows), so a chunk's
@@ -21,8 +26,6 @@ constexpr int kRows = 6;  // rows of A per micro-tile: 12 accumulators + 2 weigh
 // every chunk streams all the panels (from L3 after the first, where the weights fit there).
 constexpr int64_t kChunkFloats = 160 * 1024;
 constexpr int64_t kMinSegment = 16;  // k steps between the micro-kernel's prefetch bursts
-
-#define COLLAGE_AVX2 __attribute__((target("avx2,fma")))
 
 // 64-byte aligned; from 2 MiB up on transparent huge pages where the kernel grants them: the
 // weights are streamed, and one TLB miss per 4 KiB page (a two-level walk in a VM) stalls the
@@ -89,53 +92,6 @@ constexpr MicroKernel kKernels[kRows + 1] = {nullptr,         micro_kernel<1>, m
 using Packer = void (*)(const float*, int64_t, int64_t, float*);
 constexpr Packer kPackers[kRows + 1] = {nullptr,      pack_rows<1>, pack_rows<2>, pack_rows<3>,
                                         pack_rows<4>, pack_rows<5>, pack_rows<6>};
-
-// fast_exp / fast_erf / fast_tanh of backends/native/fast_math.h, eight lanes at a time (the
-// same formulas, so the same accuracy); written out because GCC leaves the scalar ones unvectorised here.
-COLLAGE_AVX2 inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3365447505531f)), _mm256_set1_ps(88.3762626647949f));
-  const __m256 fn = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
-  const __m256i n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fn), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(n));
-}
-
-COLLAGE_AVX2 inline __m256 gelu_erf8(__m256 v) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256 x = _mm256_mul_ps(v, _mm256_set1_ps(0.7071067811865476f));
-  const __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(6.0f));
-  const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f),
-                                 _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), a, _mm256_set1_ps(1.0f)));
-  __m256 p = _mm256_set1_ps(1.061405429f);
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-  const __m256 e = _mm256_fnmadd_ps(_mm256_mul_ps(p, t), exp8(_mm256_mul_ps(_mm256_xor_ps(a, sign), a)),
-                                    _mm256_set1_ps(1.0f));
-  const __m256 erf = _mm256_or_ps(e, _mm256_and_ps(x, sign));  // e >= 0: take x's sign
-  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), erf));
-}
-
-COLLAGE_AVX2 inline __m256 gelu_tanh8(__m256 v) {
-  const __m256 u =
-      _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f),
-                    _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f), v), _mm256_mul_ps(v, v), v));
-  const __m256 c = _mm256_min_ps(_mm256_max_ps(u, _mm256_set1_ps(-9.0f)), _mm256_set1_ps(9.0f));
-  const __m256 e = exp8(_mm256_add_ps(c, c));
-  const __m256 th =
-      _mm256_div_ps(_mm256_sub_ps(e, _mm256_set1_ps(1.0f)), _mm256_add_ps(e, _mm256_set1_ps(1.0f)));
-  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), th));
-}
 
 // One step over `cols` floats of a row (cols a multiple of 8, or the scalar tail via fast_math).
 COLLAGE_AVX2 void apply_step(const EpilogueStep& s, float* y, const float* operand, int64_t cols) {
@@ -223,7 +179,7 @@ void panel_run(const float* packed_a, int64_t m, const PackedWeights& w, float* 
 
 void AlignedFree::operator()(float* p) const { std::free(p); }
 
-bool supported() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool supported() { return native::avx2_fma(); }
 
 PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bool transposed) {
   PackedWeights out;

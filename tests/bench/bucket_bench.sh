@@ -72,8 +72,8 @@ sum=0
 for v in ${values//,/ }; do sum=$(echo "$sum + ${t_one[$v]}" | bc -l); done
 size_all=$(stat -c %s "$out/all.collage")
 
-printf "%-10s %10s %10s %10s %9s %9s %11s %11s %10s\n" bucket bucketed_ms one_ms ort_ms vs_one vs_ort \
-  one_tune_s one_size_MiB diff
+printf "%-10s %10s %10s %10s %9s %9s %11s %11s %10s %22s %11s\n" bucket bucketed_ms one_ms ort_ms vs_one vs_ort \
+  one_tune_s one_size_MiB diff "paired_vs_one (range)" paired_vs_ort
 for v in ${values//,/ }; do
   ort_dir=$out/ort_$v
   ort_out=$(DIMS="$dim=$v" node tests/bench/ort_run.js "$model" "$ort_dir" 3 "$threads")
@@ -102,13 +102,22 @@ for v in ${values//,/ }; do
   done
   ma=$(printf "%s\n" "${a[@]}" | median) mb=$(printf "%s\n" "${b[@]}" | median)
   mc=$(printf "%s\n" "${c[@]}" | median)
+  # Paired: the i-th A turn sits next to the i-th B turn (and two turns from the i-th C), so each
+  # ratio b_i/a_i is taken within seconds and the machine's slow drift cancels out of it.
+  pairs=() pairs_ort=()
+  for i in "${!a[@]}"; do
+    pairs+=("$(echo "${b[$i]} / ${a[$i]}" | bc -l)")
+    pairs_ort+=("$(echo "${c[$i]} / ${a[$i]}" | bc -l)")
+  done
+  pv=$(printf "%s\n" "${pairs[@]}" | median) po=$(printf "%s\n" "${pairs_ort[@]}" | median)
+  prange=$(printf "%s\n" "${pairs[@]}" | sort -g | sed -n '1p;$p' | xargs printf "%.3f-%.3f" 2> /dev/null)
   # Whether the bucket's placement is the separately tuned one (kernel for kernel).
   same=$("$collage" diff "$out/all.json" "$out/one_$v.json" --dim "$dim=$v" --model "$model" 2> /dev/null |
            grep -c "^identical" || true)
-  printf "%-10s %10.3f %10.3f %10.3f %8.3fx %8.2fx %11.1f %11.2f %10s\n" "$dim=$v" "$ma" "$mb" "$mc" \
+  printf "%-10s %10.3f %10.3f %10.3f %8.3fx %8.2fx %11.1f %11.2f %10s %8.3fx (%s) %10.2fx\n" "$dim=$v" "$ma" "$mb" "$mc" \
     "$(echo "$mb / $ma" | bc -l)" "$(echo "$mc / $ma" | bc -l)" "${t_one[$v]}" \
     "$(echo "$(stat -c %s "$out/one_$v.collage") / 1048576" | bc -l)" \
-    "$([ "$same" = 1 ] && echo same || echo differs)"
+    "$([ "$same" = 1 ] && echo same || echo differs)" "$pv" "$prange" "$po"
 done
 printf "bucketed artifact: %.2f MiB (%s buckets); one-shape artifacts above\n" \
   "$(echo "$size_all / 1048576" | bc -l)" "$(echo "$values" | tr ',' '\n' | wc -l)"
@@ -116,4 +125,5 @@ printf "tune time: one tune of every bucket %.1f s; five separate tunes %.1f s i
   "$(echo "$sum / $t_all" | bc -l)"
 echo "bucketed_ms = the bucketed artifact (collage-run --dim), one_ms = the separately tuned one-shape artifact,"
 echo "ort_ms = ONNX Runtime on the symbolic model at that shape; medians over 4 turns of $repeat runs each,"
-echo "alternated; vs_one = one_ms / bucketed_ms, vs_ort = ort_ms / bucketed_ms (> 1: collage faster)."
+echo "alternated; vs_one = one_ms / bucketed_ms, vs_ort = ort_ms / bucketed_ms (> 1: collage faster);"
+echo "paired_* = the median (and range) of the per-turn ratios, each taken between neighbouring turns."

@@ -301,6 +301,7 @@ TEST(TransformerFusion, AttentionCore) {
       {1, 32, 4, 16, true, false, false},      // transformer_small
       {1, 128, 4, 64, true, false, false},     // bert_encoder
       {2, 13, 3, 7, true, true, true},         // odd sizes, mask, Mul scale
+      {1, 67, 2, 16, true, true, false},       // rows of eight-lane blocks and a tail, mask
       {2, 9, 2, 5, false, true, false},        // no layout nodes, rank 4
       {1, 11, 3, 6, false, false, true, 3},    // rank 3
       {1, 19, 1, 10, false, false, false, 2},  // rank 2
