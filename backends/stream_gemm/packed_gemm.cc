@@ -2,7 +2,6 @@
 
 #include <immintrin.h>
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -27,16 +26,12 @@ constexpr int kRows = 6;  // rows of A per micro-tile: 12 accumulators + 2 weigh
 constexpr int64_t kChunkFloats = 160 * 1024;
 constexpr int64_t kMinSegment = 16;  // k steps between the micro-kernel's prefetch bursts
 
-// 64-byte aligned; from 2 MiB up on transparent huge pages where the kernel grants them: the
-// weights are streamed, and one TLB miss per 4 KiB page (a two-level walk in a VM) stalls the
-// prefetches.
-float* aligned_floats(int64_t count) {
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t bytes = (static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float) + 63) / 64 * 64;
-  void* p = nullptr;
-  if (posix_memalign(&p, bytes >= kHuge ? kHuge : 64, bytes) != 0) throw std::bad_alloc();
-  if (bytes >= kHuge) madvise(p, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // the whole 2 MiB extents
-  return static_cast<float*>(p);
+// Storage for `count` floats the caller fills: 64-byte aligned, huge pages from 2 MiB up (the
+// weights are streamed, and a TLB miss per 4 KiB page, a two-level walk in a VM, stalls the
+// prefetches).
+std::unique_ptr<Storage> floats(int64_t count) {
+  return std::make_unique<Storage>(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float),
+                                   Storage::Fill::None);
 }
 
 // A's rows [r0, r0 + MR) as [k][MR], so the micro-kernel broadcasts from one stream.
@@ -177,8 +172,6 @@ void panel_run(const float* packed_a, int64_t m, const PackedWeights& w, float* 
 
 }  // namespace
 
-void AlignedFree::operator()(float* p) const { std::free(p); }
-
 bool supported() { return native::avx2_fma(); }
 
 PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bool transposed) {
@@ -186,9 +179,9 @@ PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bo
   out.k = k;
   out.n = n;
   out.panels = (n + kPanel - 1) / kPanel;
-  out.data.reset(aligned_floats(out.panels * k * kPanel));
+  out.data = floats(out.panels * k * kPanel);
   for (int64_t j = 0; j < out.panels; ++j) {
-    float* dst = out.data.get() + j * k * kPanel;
+    float* dst = reinterpret_cast<float*>(out.data->data()) + j * k * kPanel;
     for (int64_t p = 0; p < k; ++p)
       for (int64_t q = 0; q < kPanel; ++q) {
         const int64_t col = j * kPanel + q;
@@ -205,13 +198,13 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float*
   const int64_t chunk = std::max<int64_t>(kRows, kChunkFloats / k / kRows * kRows);
   const int64_t rows_cap = std::min(m, chunk);
   // Kept per thread: a fresh buffer each call costs page faults (and an mmap past 128 KiB).
-  static thread_local std::unique_ptr<float[], AlignedFree> packed_a;
+  static thread_local std::unique_ptr<Storage> packed_a;
   static thread_local int64_t capacity = 0;
   if (capacity < rows_cap * k) {
-    packed_a.reset(aligned_floats(rows_cap * k));
+    packed_a = floats(rows_cap * k);
     capacity = rows_cap * k;
   }
-  const float* pa = packed_a.get();  // this thread's buffer: the team's threads have their own
+  float* pa = reinterpret_cast<float*>(packed_a->data());  // this thread's: the team's threads have their own
   const int64_t teams = std::max<int64_t>(1, std::min<int64_t>(threads, w.panels));
   // AddFull operands at the chunk's first row; copied only when there is more than one chunk (no
   // allocation on the per-request path of the small products this kernel was made for).
@@ -222,7 +215,7 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float*
     const int64_t rows = std::min(chunk, m - q0);
     for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
       const int block = static_cast<int>(std::min<int64_t>(kRows, rows - r0));
-      kPackers[block](a + (q0 + r0) * lda, lda, k, packed_a.get() + r0 * k);
+      kPackers[block](a + (q0 + r0) * lda, lda, k, pa + r0 * k);
     }
     for (size_t i = 0; i < shifted.size(); ++i)
       if (epilogue[i].kind == EpilogueStep::Kind::AddFull)

@@ -16,18 +16,18 @@
 #include <memory>
 #include <vector>
 
+#include "core/ir/tensor.h"
+
 namespace collage::stream_gemm {
 
 constexpr int64_t kPanel = 16;  // columns per panel: two AVX2 registers
 
-struct AlignedFree {
-  void operator()(float* p) const;
-};
-
 struct PackedWeights {
   int64_t k = 0, n = 0, panels = 0;
-  std::unique_ptr<float[], AlignedFree> data;  // panels * k * kPanel floats
-  const float* panel(int64_t j) const { return data.get() + j * k * kPanel; }
+  std::unique_ptr<Storage> data;  // panels * k * kPanel floats (on huge pages where granted)
+  const float* panel(int64_t j) const {
+    return reinterpret_cast<const float*>(data->data()) + j * k * kPanel;
+  }
 };
 
 // W given row-major [k x n] with leading dim ldw, or (transposed) as [n x k] rows (Gemm transB).

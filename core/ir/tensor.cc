@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -164,19 +165,16 @@ std::string shape_to_string(const Shape& shape) {
   return s + "]";
 }
 
-Storage::Storage(size_t bytes) : capacity_(bytes) {
-  // Large buffers (a GPT-2 embedding is 150 MB) sit on transparent huge pages: a 4 KiB page
-  // fault per page made filling them the largest part of opening such a model.
+Storage::Storage(size_t bytes, Fill fill) : capacity_(bytes) {
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t align = bytes >= 2 * kHugePage ? kHugePage : 64;
-  // Round up to the alignment so aligned_alloc's contract holds; never 0 bytes.
-  size_t padded = ((bytes + align - 1) / align) * align;
-  if (padded == 0) padded = align;
-  data_ = static_cast<std::byte*>(std::aligned_alloc(align, padded));
-  if (!data_)
+  const size_t align = bytes >= kHugePage ? kHugePage : 64;
+  void* p = nullptr;
+  if (posix_memalign(&p, align, std::max<size_t>(bytes, 1)) != 0)
     throw Error(ErrorKind::InvalidInput, "out of memory allocating " + std::to_string(bytes) + " bytes");
-  if (align == kHugePage) madvise(data_, padded, MADV_HUGEPAGE);  // advice: ignored where THP is off
-  std::memset(data_, 0, padded);
+  data_ = static_cast<std::byte*>(p);
+  // Advice only (ignored where THP is off); a partial last extent keeps 4 KiB pages.
+  if (align == kHugePage) madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+  if (fill == Fill::Zero) std::memset(data_, 0, bytes);
 }
 
 Storage::Storage(std::byte* data, size_t bytes, std::shared_ptr<const void> owner)

@@ -112,9 +112,14 @@ int64_t shape_size(const Shape& shape);
 std::string shape_to_string(const Shape& shape);  // "[1,3,224,224]"
 
 // Raw aligned bytes. Capacity may exceed what a tensor uses (buffer reuse).
+// Owned storage is 64-byte aligned; from 2 MiB up it starts on a 2 MiB boundary with
+// transparent huge pages advised for its whole 2 MiB extents (where the kernel grants
+// them): a 4 KiB page fault per page made filling large buffers slow, and one TLB miss
+// per page stalls a streamed read. The allocation is never rounded up to whole extents.
 class Storage {
  public:
-  explicit Storage(size_t bytes);  // zero-filled
+  enum class Fill { Zero, None };  // None: the caller writes every byte before reading any
+  explicit Storage(size_t bytes, Fill fill = Fill::Zero);
   // A view of `bytes` bytes at `data` inside memory kept alive by `owner`
   // (a loaded artifact's weights, an executor's arena); not zeroed, not freed.
   Storage(std::byte* data, size_t bytes, std::shared_ptr<const void> owner);
