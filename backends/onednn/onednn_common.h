@@ -51,6 +51,22 @@ ConvGeometry conv_geometry(const Node& n, const Shape& x, const Shape& w, const 
 // no Winograd kernel (other ISAs).
 bool winograd_pays(const Shape& w, const Shape& y, const ConvGeometry& geo);
 
+// The inference primitive descriptor of a convolution (Prim = dnnl::convolution_forward) or
+// deconvolution (dnnl::deconvolution_forward) with geometry `geo`, with or without a bias.
+template <class Prim>
+typename Prim::primitive_desc conv_primitive(dnnl::algorithm alg, const dnnl::memory::desc& src,
+                                             const dnnl::memory::desc& weights,
+                                             const std::optional<dnnl::memory::desc>& bias,
+                                             const dnnl::memory::desc& dst, const ConvGeometry& geo,
+                                             const dnnl::primitive_attr& attr) {
+  const auto p = dnnl::prop_kind::forward_inference;
+  auto d =
+      bias ? typename Prim::desc(p, alg, src, weights, *bias, dst, geo.strides, geo.dilates, geo.pad_l,
+                                 geo.pad_r)
+           : typename Prim::desc(p, alg, src, weights, dst, geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
+  return typename Prim::primitive_desc(d, attr, cpu());
+}
+
 struct PoolGeometry {
   dnnl::algorithm alg;
   dnnl::memory::dims kernel, strides, dilates, pad_l, pad_r;

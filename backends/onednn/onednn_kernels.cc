@@ -402,15 +402,10 @@ std::unique_ptr<Kernel> compile_conv(const Graph& g, const SubGraph& sub, const 
   bool winograd = !transposed && group == 1 && winograd_pays(w.shape(), ys, geo);
   auto build = [&](auto prim, const PostOps& post, const memory::desc& src, const memory::desc& dst) {
     using Prim = decltype(prim);
-    using P = dnnl::prop_kind;
     auto alg = transposed ? dnnl::algorithm::deconvolution_direct
                : winograd ? dnnl::algorithm::convolution_winograd
                           : dnnl::algorithm::convolution_direct;
-    auto d = bias_md ? typename Prim::desc(P::forward_inference, alg, src, w_any, *bias_md, dst, geo.strides,
-                                           geo.dilates, geo.pad_l, geo.pad_r)
-                     : typename Prim::desc(P::forward_inference, alg, src, w_any, dst, geo.strides,
-                                           geo.dilates, geo.pad_l, geo.pad_r);
-    return typename Prim::primitive_desc(d, attr_with(post), cpu());
+    return conv_primitive<Prim>(alg, src, w_any, bias_md, dst, geo, attr_with(post));
   };
   auto make = [&](auto prim) -> std::unique_ptr<Kernel> {
     PostOps post = post_ops_after(g, sub, first_post);

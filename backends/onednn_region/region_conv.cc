@@ -40,15 +40,10 @@ void RegionKernel::add_conv_as(Prim, const Node& n, ValueId head_out, const Tens
   bool winograd = !std::is_same_v<Prim, dnnl::deconvolution_forward> && n.attr_int("group", 1) == 1 &&
                   onednn::winograd_pays(ws, ys, geo);
   auto build = [&](const memory::desc& src, const memory::desc& dst, const dnnl::post_ops& ops) {
-    using P = dnnl::prop_kind;
     auto alg = std::is_same_v<Prim, dnnl::deconvolution_forward> ? dnnl::algorithm::deconvolution_direct
                : winograd                                        ? dnnl::algorithm::convolution_winograd
                                                                  : dnnl::algorithm::convolution_direct;
-    auto d = bias_md ? typename Prim::desc(P::forward_inference, alg, src, w_any, *bias_md, dst, geo.strides,
-                                           geo.dilates, geo.pad_l, geo.pad_r)
-                     : typename Prim::desc(P::forward_inference, alg, src, w_any, dst, geo.strides,
-                                           geo.dilates, geo.pad_l, geo.pad_r);
-    return typename Prim::primitive_desc(d, attr_with(ops), cpu());
+    return onednn::conv_primitive<Prim>(alg, src, w_any, bias_md, dst, geo, attr_with(ops));
   };
   // The layout the convolution picks on its own; the producer's layout if that is as fast.
   std::optional<typename Prim::primitive_desc> first;
