@@ -254,65 +254,6 @@ Mat mat_of(const View& v) {
   refuse("attention operand with neither dim contiguous");
 }
 
-// Softmax of one scores row in place, after adding its mask row (contiguous, or null).
-void softmax_row(float* row, const float* mask, int64_t n) {
-  if (mask)
-    for (int64_t j = 0; j < n; ++j) row[j] += mask[j];
-  // 8 independent lanes: the max and the sum are latency-bound otherwise.
-  float m8[8], s8[8] = {};
-  std::fill(m8, m8 + 8, row[0]);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int l = 0; l < 8; ++l) m8[l] = m8[l] < row[j + l] ? row[j + l] : m8[l];
-  float mx = *std::max_element(m8, m8 + 8);
-  for (; j < n; ++j) mx = std::max(mx, row[j]);
-  for (j = 0; j < n; ++j) row[j] = fast_exp(row[j] - mx);
-  for (j = 0; j + 8 <= n; j += 8)
-    for (int l = 0; l < 8; ++l) s8[l] += row[j + l];
-  float sum = 0;
-  for (; j < n; ++j) sum += row[j];
-  for (float v : s8) sum += v;
-  const float inv = 1.0f / sum;
-  for (j = 0; j < n; ++j) row[j] *= inv;
-}
-
-// The same, eight lanes at a time: the scalar passes above ran at ~3 ns an element (GCC keeps
-// fast_exp at SSE width or scalar), half of the attention core's time at 256 tokens.
-COLLAGE_AVX2 void softmax_row_avx2(float* row, const float* mask, int64_t n) {
-  int64_t j = 0;
-  __m256 mx8 = _mm256_set1_ps(-INFINITY);
-  for (; j + 8 <= n; j += 8) {
-    __m256 v = _mm256_loadu_ps(row + j);
-    if (mask) {
-      v = _mm256_add_ps(v, _mm256_loadu_ps(mask + j));
-      _mm256_storeu_ps(row + j, v);
-    }
-    mx8 = _mm256_max_ps(mx8, v);
-  }
-  float lanes[8];
-  _mm256_storeu_ps(lanes, mx8);
-  float mx = *std::max_element(lanes, lanes + 8);
-  for (int64_t t = j; t < n; ++t) {
-    if (mask) row[t] += mask[t];
-    mx = std::max(mx, row[t]);
-  }
-  const __m256 m = _mm256_set1_ps(mx);
-  __m256 sum8 = _mm256_setzero_ps();
-  for (j = 0; j + 8 <= n; j += 8) {
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), m));
-    _mm256_storeu_ps(row + j, e);
-    sum8 = _mm256_add_ps(sum8, e);
-  }
-  _mm256_storeu_ps(lanes, sum8);
-  float sum = 0;
-  for (float v : lanes) sum += v;
-  for (int64_t t = j; t < n; ++t) sum += row[t] = fast_exp(row[t] - mx);
-  const float inv = 1.0f / sum;
-  const __m256 inv8 = _mm256_set1_ps(inv);
-  for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), inv8));
-  for (; j < n; ++j) row[j] *= inv;
-}
-
 class AttentionKernel : public Kernel {
  public:
   AttentionKernel(const Graph& g, const SubGraph& sub, const AttentionBlock& b) : scale_(b.scale) {
@@ -428,6 +369,64 @@ class AttentionKernel : public Kernel {
 };
 
 }  // namespace
+
+void softmax_row(float* row, const float* mask, int64_t n) {
+  if (mask)
+    for (int64_t j = 0; j < n; ++j) row[j] += mask[j];
+  // 8 independent lanes: the max and the sum are latency-bound otherwise.
+  float m8[8], s8[8] = {};
+  std::fill(m8, m8 + 8, row[0]);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) m8[l] = m8[l] < row[j + l] ? row[j + l] : m8[l];
+  float mx = *std::max_element(m8, m8 + 8);
+  for (; j < n; ++j) mx = std::max(mx, row[j]);
+  for (j = 0; j < n; ++j) row[j] = fast_exp(row[j] - mx);
+  for (j = 0; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) s8[l] += row[j + l];
+  float sum = 0;
+  for (; j < n; ++j) sum += row[j];
+  for (float v : s8) sum += v;
+  const float inv = 1.0f / sum;
+  for (j = 0; j < n; ++j) row[j] *= inv;
+}
+
+// Eight lanes at a time: the portable passes ran at ~3 ns an element (the build targets baseline
+// x86-64, where GCC has at most four SSE lanes and no FMA), half the core's time at 256 tokens.
+COLLAGE_AVX2 void softmax_row_avx2(float* row, const float* mask, int64_t n) {
+  int64_t j = 0;
+  __m256 mx8 = _mm256_set1_ps(-INFINITY);
+  for (; j + 8 <= n; j += 8) {
+    __m256 v = _mm256_loadu_ps(row + j);
+    if (mask) {
+      v = _mm256_add_ps(v, _mm256_loadu_ps(mask + j));
+      _mm256_storeu_ps(row + j, v);
+    }
+    mx8 = _mm256_max_ps(mx8, v);
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, mx8);
+  float mx = *std::max_element(lanes, lanes + 8);
+  for (int64_t t = j; t < n; ++t) {
+    if (mask) row[t] += mask[t];
+    mx = std::max(mx, row[t]);
+  }
+  const __m256 m = _mm256_set1_ps(mx);
+  __m256 sum8 = _mm256_setzero_ps();
+  for (j = 0; j + 8 <= n; j += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + j), m));
+    _mm256_storeu_ps(row + j, e);
+    sum8 = _mm256_add_ps(sum8, e);
+  }
+  _mm256_storeu_ps(lanes, sum8);
+  float sum = 0;
+  for (float v : lanes) sum += v;
+  for (int64_t t = j; t < n; ++t) sum += row[t] = fast_exp(row[t] - mx);
+  const float inv = 1.0f / sum;
+  const __m256 inv8 = _mm256_set1_ps(inv);
+  for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(row + j, _mm256_mul_ps(_mm256_loadu_ps(row + j), inv8));
+  for (; j < n; ++j) row[j] *= inv;
+}
 
 std::unique_ptr<Kernel> make_transformer_kernel(const Graph& graph, const SubGraph& sub) {
   if (auto b = layer_norm_of(graph, sub)) return std::make_unique<LayerNormKernel>(graph, sub, *b);

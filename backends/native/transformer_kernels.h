@@ -3,8 +3,10 @@
 // attention core.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
+#include "backends/native/fast_math_avx2.h"
 #include "core/ir/kernel.h"
 #include "core/ir/subgraph.h"
 
@@ -14,5 +16,11 @@ namespace collage::native {
 // Throws Unsupported for a block the kernels cannot lay out (e.g. an output
 // Transpose that moves the last axis).
 std::unique_ptr<Kernel> make_transformer_kernel(const Graph& graph, const SubGraph& sub);
+
+// The attention core's softmax of one scores row of `n` floats in place, after adding `mask`
+// (n contiguous floats, or null): the portable version and the eight-lane one (call it only
+// where avx2_fma()). Declared for the tests, which hold both to a double-precision softmax.
+void softmax_row(float* row, const float* mask, int64_t n);
+COLLAGE_AVX2 void softmax_row_avx2(float* row, const float* mask, int64_t n);
 
 }  // namespace collage::native

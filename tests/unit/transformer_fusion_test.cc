@@ -8,11 +8,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 #include "backend_check.h"
 #include "backend_test_models.h"
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
+#include "backends/native/transformer_kernels.h"
 #include "backends/onednn/onednn_spec.h"
 #include "backends/registry.h"
 #include "core/import/onnx_import.h"
@@ -312,6 +314,39 @@ TEST(TransformerFusion, AttentionCore) {
                        std::to_string(c.heads) + " Dh" + std::to_string(c.dh) + (c.layout ? " layout" : "") +
                        (c.mask ? " mask" : "") + " rank" + std::to_string(c.rank);
     expect_whole_graph_candidate(g, native_backend(), what);
+  }
+}
+
+// The core's row softmax, both versions, against a double-precision softmax: row lengths with and
+// without an eight-lane tail, with and without a mask (BERT's -10000 for padding included).
+TEST(TransformerFusion, SoftmaxRowsAgreeWithDoublePrecision) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> logit(-12.0f, 12.0f);
+  for (int64_t n : {1, 5, 8, 13, 64, 67, 256}) {
+    for (bool masked : {false, true}) {
+      std::vector<float> x(static_cast<size_t>(n)), mask(static_cast<size_t>(n));
+      for (auto& v : x) v = logit(rng);
+      for (int64_t j = 0; j < n; ++j) mask[static_cast<size_t>(j)] = j % 5 == 4 ? -10000.0f : logit(rng) / 4;
+      std::vector<double> want(static_cast<size_t>(n));
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < n; ++j)
+        mx = std::max(mx, double{x[static_cast<size_t>(j)]} + (masked ? mask[static_cast<size_t>(j)] : 0.0));
+      for (int64_t j = 0; j < n; ++j) {
+        size_t i = static_cast<size_t>(j);
+        want[i] = std::exp(double{x[i]} + (masked ? mask[i] : 0.0) - mx);
+        sum += want[i];
+      }
+      for (double& w : want) w /= sum;
+      auto check = [&](const char* which, void (*softmax)(float*, const float*, int64_t)) {
+        SCOPED_TRACE(std::string(which) + " n=" + std::to_string(n) + (masked ? " masked" : ""));
+        std::vector<float> row = x;
+        softmax(row.data(), masked ? mask.data() : nullptr, n);
+        for (size_t i = 0; i < row.size(); ++i)
+          EXPECT_NEAR(row[i], want[i], 1e-6 + 1e-5 * want[i]) << "at " << i;
+      };
+      check("portable", native::softmax_row);
+      if (native::avx2_fma()) check("avx2", native::softmax_row_avx2);
+    }
   }
 }
 
