@@ -320,6 +320,7 @@ class AttentionKernel : public Kernel {
     const int M = static_cast<int>(sq_), N = static_cast<int>(sk_), Dh = static_cast<int>(dh_),
               Dv = static_cast<int>(dv_);
     std::vector<int64_t> idx(batch_.size(), 0);
+    const bool avx2 = avx2_fma();
     for (int64_t bi = 0; bi < batches; ++bi) {
       int64_t qo = 0, ko = 0, vo = 0, oo = 0, mo = 0;
       for (size_t d = 0; d < batch_.size(); ++d) {
@@ -339,7 +340,7 @@ class AttentionKernel : public Kernel {
           for (int64_t j = 0; j < sk_; ++j) row[j] += mrow[j * ms];
           mrow = nullptr;
         }
-        if (avx2_)
+        if (avx2)
           softmax_row_avx2(row, mrow, sk_);
         else
           softmax_row(row, mrow, sk_);
@@ -365,7 +366,6 @@ class AttentionKernel : public Kernel {
   int ldc_ = 1;
   Source q_src_, k_src_, v_src_, mask_src_;
   bool has_mask_ = false;
-  bool avx2_ = avx2_fma();
 };
 
 }  // namespace

@@ -4,9 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "backends/native/fast_math.h"
 #include "backends/native/fast_math_avx2.h"
@@ -199,11 +197,8 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float*
   const int64_t rows_cap = std::min(m, chunk);
   // Kept per thread: a fresh buffer each call costs page faults (and an mmap past 128 KiB).
   static thread_local std::unique_ptr<Storage> packed_a;
-  static thread_local int64_t capacity = 0;
-  if (capacity < rows_cap * k) {
+  if (!packed_a || packed_a->capacity() < static_cast<size_t>(rows_cap * k) * sizeof(float))
     packed_a = floats(rows_cap * k);
-    capacity = rows_cap * k;
-  }
   float* pa = reinterpret_cast<float*>(packed_a->data());  // this thread's: the team's threads have their own
   const int64_t teams = std::max<int64_t>(1, std::min<int64_t>(threads, w.panels));
   // AddFull operands at the chunk's first row; copied only when there is more than one chunk (no
