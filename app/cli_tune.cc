@@ -50,7 +50,8 @@ extern "C" void on_interrupt(int) {
 // A one-line progress bar on stderr (a terminal redraws it; logs get one line per update).
 class ConsoleProgress : public ProgressObserver {
  public:
-  // log_costs: one line per measured cost, written after the cost DB committed it.
+  // log_costs: one line per measured cost, written after the cost DB committed it ("again":
+  // a close contest's new cost, replacing the one stored before).
   ConsoleProgress(bool log_costs, bool stored) : log_costs_(log_costs), stored_(stored) {}
   bool cancel_requested() const override { return g_interrupted != 0; }
   void on_candidates(const std::vector<Candidate>& candidates) override { candidates_ = candidates; }
@@ -62,8 +63,10 @@ class ConsoleProgress : public ProgressObserver {
                                                    std::to_string(result.cost.samples) + " samples)"
                                              : "invalid: " + result.cost.invalid_reason;
       std::fprintf(stderr, "%s%s %s %s (nodes %s): %s; signature %016llx\n", tty_ ? "\r" : "",
-                   stored_ ? "cost stored:" : "cost measured:", c.backend.c_str(), c.label.c_str(),
-                   describe_nodes(node_ids(c.nodes)).c_str(), cost.c_str(), signature_hash(result.signature));
+                   stored_ ? (result.remeasured ? "cost stored again:" : "cost stored:")
+                           : (result.remeasured ? "cost measured again:" : "cost measured:"),
+                   c.backend.c_str(), c.label.c_str(), describe_nodes(node_ids(c.nodes)).c_str(),
+                   cost.c_str(), signature_hash(result.signature));
       std::fflush(stderr);
     }
     // A worker lost to a candidate is news (a library bug on this shape); routine refusals are not.
@@ -145,6 +148,32 @@ Pins parse_pins(const Args& args, const Graph& graph) {
   return pins;
 }
 
+// "close contests: ..." and a line per contest: each member's cost before -> after.
+void print_contests(const TuneResult& tuned) {
+  if (tuned.contests.empty()) return;
+  size_t changed = 0;
+  for (const SettledContest& c : tuned.contests) changed += !c.kept;
+  std::printf("close contests: %zu measured again side by side in %.1f s; %zu changed the placement\n",
+              tuned.contests.size(), tuned.contest_ms / 1000, changed);
+  for (const SettledContest& c : tuned.contests) {
+    std::string line;
+    for (size_t j = 0; j < c.members.size(); ++j) {
+      const Candidate& k = tuned.candidates[c.members[j]];
+      char ms[96];
+      if (c.after_ms[j] < 0)
+        std::snprintf(ms, sizeof ms, " %.3f -> failed", c.before_ms[j]);
+      else
+        std::snprintf(ms, sizeof ms, " %.3f -> %.3f ms", c.before_ms[j], c.after_ms[j]);
+      line += (j == 0 ? "" : j == 1 ? " vs " : ", ") + k.label + " (" + k.backend + ")" + ms;
+    }
+    std::printf("  %s: %s\n",
+                c.kept            ? "kept"
+                : c.rivals_placed ? "rivals placed"
+                                  : "neither placed",
+                line.c_str());
+  }
+}
+
 struct BucketOutcome {
   std::string placement_json;                  // the kept placement (refined or op-level)
   std::optional<workflow::BucketPrior> prior;  // its costs, for the next bucket's pruning
@@ -171,6 +200,7 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
                                 : ", in-process");
   std::fprintf(stderr, "\rsearch: %zu states expanded in %.1f ms%s\n", tuned.search.states_expanded,
                tuned.search.elapsed_ms, tuned.search.exact ? "" : " (beam fallback: not guaranteed optimal)");
+  print_contests(tuned);
   for (const std::string& step : tune.backoff) std::printf("accuracy back-off: %s\n", step.c_str());
   if (tuned.skipped)
     std::printf(
@@ -274,7 +304,7 @@ int command_tune(const std::vector<std::string>& argv) {
       argv,
       with_model_options({"--backends", "--threads", "--pin", "--forbid", "--cost-db", "--epsilon", "-o",
                           "--output", "--repeat", "--min-time-ms", "--budget", "--population", "--seed",
-                          "--generations", "--patience", "--accuracy", "--prune-ratio"}),
+                          "--generations", "--patience", "--accuracy", "--prune-ratio", "--contest-rounds"}),
       {"--no-cost-db", "--refine", "--in-process", "--log-costs", "--remote"});
   if (args.positional.size() != 1)
     throw Error(ErrorKind::InvalidInput,
@@ -314,6 +344,7 @@ int command_tune(const std::vector<std::string>& argv) {
   topts.isolated = !args.has("--in-process");
   topts.remote = args.has("--remote");
   topts.prune_ratio = args.get_double("--prune-ratio", topts.prune_ratio, 0, 1e6);
+  topts.contest_rounds = args.get_int("--contest-rounds", topts.contest_rounds, 0, 100);
   if (args.has("--accuracy")) topts.accuracy = parse_accuracy(args.get("--accuracy", ""));
   // Under a budget the default selection adds the reduced-precision backends.
   if (topts.accuracy.enabled() && !args.has("--backends")) topts.backends = backends = all_backends();

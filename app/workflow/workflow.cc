@@ -293,6 +293,7 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
   }
   topts.search.epsilon_ms = options.epsilon_ms;
   topts.pins = options.pins;
+  topts.contests.rounds = options.contest_rounds;
   std::vector<const BackendSpec*> backends = options.backends;
   if (backends.empty()) backends = options.accuracy.enabled() ? all_backends() : default_backends();
   for (const BackendSpec* b : backends)

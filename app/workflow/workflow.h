@@ -122,6 +122,8 @@ struct TuneStepOptions {
   // The previous shape bucket's costs (BucketPrior) and the margin that skips a candidate here.
   std::optional<BucketPrior> prior;
   double prune_ratio = kSettings.bucket_prune_ratio;
+  // Close contests measured again this many times, alternated (`--contest-rounds`; 0: none).
+  int contest_rounds = kSettings.contest_rounds;
   // bucket_measure_session's session, whose bucket `shared_bucket` this graph is (isolated
   // local measuring only; null: a worker of this tune's own).
   MeasureWorker* shared_worker = nullptr;

@@ -31,6 +31,15 @@ struct Settings {
   int measure_max_samples = 2000;
   double measure_min_time_ms = 30;
   double measure_max_time_ms = 300;  // slow kernels stop here once they have 3 samples
+  // Close contests (core/search/close_contests.h): a placed kernel whose best alternative
+  // costs the placement at most `contest_margin` of that kernel's own time is measured again
+  // with its rivals, `contest_rounds` times alternated; only kernels holding at least
+  // `contest_min_share` of the predicted time, at most `contest_max` of them per pass
+  // (`tune --contest-rounds`; 0 keeps the first measurements).
+  double contest_margin = 0.15;
+  int contest_rounds = 3;
+  double contest_min_share = 0.005;
+  size_t contest_max = 24;
   // A kernel reading at least this many bytes of constants, in a model whose constants exceed
   // the last-level cache, is timed with the caches flushed before each sample and its runtime
   // inputs read back in (core/backend_api/kernel_signature.h: measured_cold).

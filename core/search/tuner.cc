@@ -1,11 +1,105 @@
 #include "core/search/tuner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "core/backend_api/kernel_signature.h"
 #include "core/ir/random_inputs.h"
 
 namespace collage {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string describe(const Candidate& c) { return c.label + " (" + c.backend + ")"; }
+
+// Measures the close contests of r's placement again, side by side (close_contests.h), and
+// searches again on the new costs; a second pass looks at the contests those costs opened.
+// Only contests with a member measured by this tune: a cost from the DB was measured, and its
+// contests settled, by the tune that put it there.
+// `listed[i]`: candidate i's index in the list the observer was given (TuneOptions::skip leaves
+// some out of it), npos for one left out.
+void settle_close_contests(const Graph& graph, const std::vector<const BackendSpec*>& backends,
+                           const TuneOptions& options, Measurer& measurer, const std::vector<size_t>& listed,
+                           TuneResult& r, ProgressObserver* observer) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::set<std::string> fresh, remeasured;
+  for (const MeasuredCandidate& m : r.costs)
+    if (!m.from_cache && m.cost.status != CostStatus::NotMeasured) fresh.insert(m.signature);
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<Cost> cost;
+    std::vector<std::string> signature;
+    for (const MeasuredCandidate& m : r.costs) {
+      cost.push_back(m.cost);
+      signature.push_back(m.signature);
+    }
+    SearchOptions sopts;
+    sopts.epsilon_ms = r.placement.epsilon_ms;
+    std::vector<Contest> contests = find_close_contests(graph, r.candidates, cost, signature, options.pins,
+                                                        sopts, r.search, options.contests);
+    std::erase_if(contests, [&](const Contest& c) {
+      bool any_fresh = false, all_done = true;
+      for (size_t m : c.members) {
+        any_fresh |= fresh.count(signature[m]) > 0;
+        all_done &= remeasured.count(signature[m]) > 0;
+      }
+      return !any_fresh || all_done;
+    });
+    if (contests.empty()) break;
+    size_t first = r.contests.size();
+    for (size_t ci = 0; ci < contests.size(); ++ci) {
+      const Contest& contest = contests[ci];
+      std::vector<Candidate> rivals;
+      SettledContest settled;
+      settled.members = contest.members;
+      std::string message = "close contest: " + describe(r.candidates[contest.members[0]]) + " vs";
+      for (size_t m : contest.members) {
+        rivals.push_back(r.candidates[m]);
+        settled.before_ms.push_back(cost[m].median_ms);
+        if (m != contest.members[0]) message += " " + describe(r.candidates[m]);
+      }
+      if (observer) {
+        ProgressEvent e;
+        e.stage = ProgressEvent::Stage::Measure;
+        e.done = ci;
+        e.total = contests.size();
+        e.message = message;
+        e.elapsed_ms = ms_since(t0);
+        observer->on_progress(e);
+      }
+      std::vector<Cost> after =
+          measurer.measure_alternating(rivals, backends, options.contests.rounds, observer);
+      for (size_t j = 0; j < contest.members.size(); ++j) {
+        const std::string& sig = signature[contest.members[j]];
+        remeasured.insert(sig);
+        settled.after_ms.push_back(after[j].valid() ? after[j].median_ms : -1);
+        for (size_t i = 0; i < r.costs.size(); ++i)
+          if (r.costs[i].signature == sig) {
+            r.costs[i].cost = after[j];
+            r.costs[i].remeasured = true;
+            if (observer && listed[i] != std::string::npos) observer->on_measured(listed[i], r.costs[i]);
+          }
+      }
+      r.contests.push_back(std::move(settled));
+    }
+    search_again(graph, options.pins, r, observer);
+    std::set<std::string> placed;
+    for (size_t k : r.search.kernels) placed.insert(r.costs[k].signature);
+    for (size_t ci = first; ci < r.contests.size(); ++ci) {
+      SettledContest& c = r.contests[ci];
+      c.kept = placed.count(signature[c.members[0]]) > 0;
+      c.rivals_placed = !c.kept && std::all_of(c.members.begin() + 1, c.members.end(),
+                                               [&](size_t m) { return placed.count(signature[m]) > 0; });
+    }
+  }
+  r.contest_ms = ms_since(t0);
+}
+
+}  // namespace
 
 TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
                 const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db,
@@ -30,6 +124,8 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   Measurer measurer(graph, reference_values(graph, r.inputs, evaluator, &node_ms), db, options.measure);
   measurer.set_node_ms(std::move(node_ms));
   if (options.shared_worker) measurer.share_worker(options.shared_worker, options.shared_bucket);
+  std::vector<size_t> listed(r.candidates.size());
+  for (size_t i = 0; i < listed.size(); ++i) listed[i] = i;
   if (options.skip) {
     std::vector<Candidate> kept;
     std::vector<size_t> kept_at;
@@ -48,7 +144,11 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
         r.costs[i].cost = Cost::invalid(why[i], CostStatus::NotMeasured);
         ++r.skipped;
       }
-    for (size_t k = 0; k < kept.size(); ++k) r.costs[kept_at[k]] = std::move(measured[k]);
+    for (size_t i = 0; i < r.candidates.size(); ++i) listed[i] = std::string::npos;
+    for (size_t k = 0; k < kept.size(); ++k) {
+      r.costs[kept_at[k]] = std::move(measured[k]);
+      listed[kept_at[k]] = k;
+    }
   } else {
     r.costs = measurer.measure(r.candidates, backends, observer);
   }
@@ -70,6 +170,10 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   p.device = device_fingerprint();
   p.epsilon_ms = sopts.epsilon_ms;
   search_again(graph, options.pins, r, observer);
+  if (!options.measure.cached_only && options.measure.remote_queue.empty()) {
+    settle_close_contests(graph, backends, options, measurer, listed, r, observer);
+    r.measure_ms += r.contest_ms;
+  }
   return r;
 }
 

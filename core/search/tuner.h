@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/search/close_contests.h"
 #include "core/search/placement.h"
 #include "core/search/search.h"
 #include "core/tuning/candidates.h"
@@ -21,10 +22,23 @@ struct TuneOptions {
   // Candidates not to measure: a non-empty reason skips one (its cost is NotMeasured with that
   // reason, so the search leaves it out and the cost DB stores nothing for it).
   std::function<std::string(const Candidate&)> skip;
+  // Close contests measured again side by side before the final search (close_contests.h);
+  // not with cached_only or a remote queue (nothing is measured here then).
+  ContestOptions contests;
   // A measurement session shared by the shape buckets of one tune (Measurer::share_worker): this
   // graph is its bucket `shared_bucket`. Null: a worker of this tune's own (when isolated).
   MeasureWorker* shared_worker = nullptr;
   size_t shared_bucket = 0;
+};
+
+// One close contest as it was settled: each member's cost before and after (aligned with
+// `members`, the placed one first; after: -1 when it failed), and what the search placed on
+// the new costs: the placed one still, its rivals, or neither (other contests moved it).
+struct SettledContest {
+  std::vector<size_t> members;
+  std::vector<double> before_ms, after_ms;
+  bool kept = true;
+  bool rivals_placed = false;
 };
 
 struct TuneResult {
@@ -37,6 +51,8 @@ struct TuneResult {
   size_t measured_now = 0, from_cache = 0, invalid = 0;
   size_t skipped = 0;  // by TuneOptions::skip (counted in `invalid` too)
   double measure_ms = 0;
+  std::vector<SettledContest> contests;
+  double contest_ms = 0;  // measuring them again (part of measure_ms)
 };
 
 // The search again over `r`'s candidates and costs under `pins` (nothing is measured):

@@ -242,6 +242,62 @@ Cost Measurer::measure_in_process(const BackendSpec& backend, const SubGraph& su
   }
 }
 
+Cost Measurer::measure_now(const Candidate& c, const BackendSpec& backend) {
+  if (!options_.worker.command.empty()) return worker().measure(backend.name, node_ids(c.nodes));
+  HostMeasureLock timing(options_.worker.host_exclusive);
+  return measure_in_process(backend, make_subgraph(graph_, c.nodes));
+}
+
+void Measurer::store(const Candidate& c, const BackendSpec& backend, const std::string& signature,
+                     const Cost& cost) {
+  if (!db_) return;
+  CostRecord record;
+  record.key = CostKey{signature, options_.threads, device_fingerprint()};
+  record.backend = backend.name;
+  record.backend_version = backend.version;
+  record.label = c.label;
+  record.cost = cost;
+  db_->put(record);
+}
+
+std::vector<Cost> Measurer::measure_alternating(const std::vector<Candidate>& rivals,
+                                                const std::vector<const BackendSpec*>& backends, int rounds,
+                                                ProgressObserver* observer) {
+  std::vector<const BackendSpec*> backend_of;
+  for (const Candidate& c : rivals) {
+    auto it = std::find_if(backends.begin(), backends.end(),
+                           [&](const BackendSpec* b) { return b->name == c.backend; });
+    if (it == backends.end()) throw Error(ErrorKind::Internal, "candidate of unknown backend " + c.backend);
+    backend_of.push_back(*it);
+  }
+  std::vector<std::vector<Cost>> taken(rivals.size());
+  for (int round = 0; round < rounds; ++round)
+    for (size_t step = 0; step < rivals.size(); ++step) {
+      // Odd rounds run backwards, so a drift of the machine's speed over the rounds favours no rival.
+      size_t i = round % 2 ? rivals.size() - 1 - step : step;
+      if (observer && observer->cancel_requested()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
+      taken[i].push_back(measure_now(rivals[i], *backend_of[i]));
+    }
+  std::vector<Cost> out;
+  for (size_t i = 0; i < rivals.size(); ++i) {
+    std::vector<Cost>& costs = taken[i];
+    auto failed = std::find_if(costs.begin(), costs.end(), [](const Cost& c) { return !c.valid(); });
+    if (failed != costs.end()) {  // a kernel that failed once is not placed on the strength of the others
+      out.push_back(*failed);
+      continue;
+    }
+    std::sort(costs.begin(), costs.end(),
+              [](const Cost& a, const Cost& b) { return a.median_ms < b.median_ms; });
+    out.push_back(costs[(costs.size() - 1) / 2]);
+  }
+  for (size_t i = 0; i < rivals.size(); ++i)
+    store(rivals[i], *backend_of[i],
+          kernel_signature(graph_, make_subgraph(graph_, rivals[i].nodes), rivals[i].backend,
+                           backend_of[i]->version),
+          out[i]);
+  return out;
+}
+
 std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& candidates,
                                                  const std::vector<const BackendSpec*>& backends,
                                                  ProgressObserver* observer) {
@@ -273,7 +329,6 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
     if (observer && observer->cancel_requested()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
     const Candidate& c = candidates[i];
     const BackendSpec& backend = *backend_of[i];
-    SubGraph sub = make_subgraph(graph_, c.nodes);
     const std::string& sig = signatures[i];
     out[i].signature = sig;
     if (observer) {
@@ -313,22 +368,9 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
       landed(i);
       continue;
     }
-    if (options_.worker.command.empty()) {
-      HostMeasureLock timing(options_.worker.host_exclusive);
-      out[i].cost = measure_in_process(backend, sub);
-    } else {
-      out[i].cost = worker().measure(backend.name, node_ids(c.nodes));
-    }
+    out[i].cost = measure_now(c, backend);
     measured_here[sig] = i;
-    if (db_) {
-      CostRecord record;
-      record.key = key;
-      record.backend = backend.name;
-      record.backend_version = backend.version;
-      record.label = c.label;
-      record.cost = out[i].cost;
-      db_->put(record);
-    }
+    store(c, backend, sig, out[i].cost);
     landed(i);
   }
   if (observer) {

@@ -48,6 +48,7 @@ struct MeasuredCandidate {
   std::string signature;
   Cost cost;
   bool from_cache = false;
+  bool remeasured = false;  // measured again side by side with rivals (core/search/close_contests.h)
 };
 
 // Every value of the graph computed with `evaluator` on `inputs`: the data each
@@ -83,6 +84,14 @@ class Measurer {
                                          const std::vector<const BackendSpec*>& backends,
                                          ProgressObserver* observer = nullptr);
 
+  // Measures each of `rivals` (kernels one choice of the search is between) `rounds` times,
+  // alternating them (forward, then backward, ...), and keeps each one's median round (its
+  // first failure if a round failed), which replaces its cost in the DB. A slow drift of the
+  // machine's speed over the seconds this takes then reaches every rival alike.
+  std::vector<Cost> measure_alternating(const std::vector<Candidate>& rivals,
+                                        const std::vector<const BackendSpec*>& backends, int rounds,
+                                        ProgressObserver* observer = nullptr);
+
   // Times one compiled kernel on the reference inputs of `sub` (also used for whole placements).
   Cost time_kernel(Kernel& kernel, const SubGraph& sub) const;
 
@@ -111,6 +120,8 @@ class Measurer {
   int shared_started_before_ = 0;
 
   MeasureWorker& worker();
+  Cost measure_now(const Candidate& c, const BackendSpec& backend);  // in the worker or in-process
+  void store(const Candidate& c, const BackendSpec& backend, const std::string& signature, const Cost& cost);
 
   // The remote phase (measurer_remote.cc): settles what the queue's workers measure.
   void measure_remotely(const std::vector<Candidate>& candidates, const std::vector<std::string>& signatures,

@@ -82,13 +82,24 @@ class ControllerTest : public QObject {
     QVERIFY(report.mismatch.isEmpty());
     QVERIFY(!c.busy());
 
-    // The candidate list once, then one cost per candidate, in order.
+    // The candidate list once, then one cost per candidate, in order, then the new costs of
+    // the close contests' members (and of the candidates sharing their signatures).
     QCOMPARE(listed.count(), 1);
     auto list = listed.at(0).at(0).value<collage::CandidateList>();
-    QCOMPARE(list.candidates.size(), c.tuned()->candidates.size());
-    QCOMPARE(measured.count(), static_cast<int>(list.candidates.size()));
-    for (int i = 0; i < measured.count(); ++i)
+    const collage::TuneResult& tuned = *c.tuned();
+    QCOMPARE(list.candidates.size(), tuned.candidates.size());
+    const int listed_count = static_cast<int>(list.candidates.size());
+    QVERIFY(measured.count() >= listed_count);
+    for (int i = 0; i < listed_count; ++i)
       QCOMPARE(measured.at(i).at(0).value<collage::MeasuredCost>().index, static_cast<size_t>(i));
+    std::set<std::string> contested;
+    for (const collage::SettledContest& contest : tuned.contests)
+      for (size_t m : contest.members) contested.insert(tuned.costs[m].signature);
+    for (int i = listed_count; i < measured.count(); ++i) {
+      size_t index = measured.at(i).at(0).value<collage::MeasuredCost>().index;
+      QVERIFY(contested.count(tuned.costs[index].signature));
+      QVERIFY(tuned.costs[index].remeasured);
+    }
     std::set<collage::ProgressEvent::Stage> stages;
     for (const auto& args : progress) stages.insert(args.at(0).value<collage::ProgressEvent>().stage);
     QVERIFY(stages.count(collage::ProgressEvent::Stage::Measure));

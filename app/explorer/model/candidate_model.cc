@@ -30,6 +30,7 @@ void CandidateModel::apply(Row& row, const MeasuredCandidate& result) {
   row.median_ms = result.cost.median_ms;
   row.samples = result.cost.samples;
   row.reason = QString::fromStdString(result.cost.invalid_reason);
+  row.remeasured = result.remeasured;
 }
 
 void CandidateModel::set_result(size_t id, const MeasuredCandidate& result) {
@@ -117,7 +118,8 @@ QVariant CandidateModel::data(const QModelIndex& index, int role) const {
         if (role == SortRole) return known ? r.median_ms : std::numeric_limits<double>::infinity();
         return known ? QVariant(r.median_ms) : QVariant();
       case kStatus:
-        return r.status == CandidateStatus::Invalid ? "invalid: " + r.reason : status_name(r.status);
+        if (r.status == CandidateStatus::Invalid) return "invalid: " + r.reason;
+        return r.remeasured ? "measured again (close contest)" : status_name(r.status);
       case kNodes:
         return static_cast<int>(r.candidate.nodes.popcount());
       case kSamples:

@@ -59,7 +59,8 @@ class CandidateModel : public QAbstractTableModel {
     CandidateStatus status = CandidateStatus::Pending;
     double median_ms = 0;
     int samples = 0;
-    QString reason;  // when invalid
+    QString reason;           // when invalid
+    bool remeasured = false;  // a close contest's member, measured again side by side
   };
   static void apply(Row& row, const MeasuredCandidate& result);
   std::vector<Row> rows_;

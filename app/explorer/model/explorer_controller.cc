@@ -751,6 +751,14 @@ QString tune_summary(const TuneResult& tuned, double measured_ms, std::optional<
                  .arg(tuned.measured_now)
                  .arg(tuned.from_cache)
                  .arg(tuned.invalid);
+  if (!tuned.contests.empty()) {
+    int changed = 0;
+    for (const SettledContest& c : tuned.contests) changed += !c.kept;
+    summary += QString("; %1 close contests measured again side by side (%2 s), %3 changed the placement")
+                   .arg(tuned.contests.size())
+                   .arg(tuned.contest_ms / 1000, 0, 'f', 1)
+                   .arg(changed);
+  }
   if (previous_predicted_ms)
     summary += QString("; Δ predicted vs previous placement %1 ms")
                    .arg(placement.predicted_ms - *previous_predicted_ms, 0, 'f', 3);
