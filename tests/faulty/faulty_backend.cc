@@ -6,6 +6,8 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+
+#include <unistd.h>
 #include <vector>
 
 namespace collage::testing {
@@ -39,6 +41,12 @@ class FaultyRelu : public Kernel {
       case Fault::Abort:
         std::abort();
       case Fault::Hang:
+        // $COLLAGE_FAULTY_HANG_FD: a pipe on which this process writes its pid as it starts to hang,
+        // so a test knows the moment and the process without polling.
+        if (const char* fd = std::getenv("COLLAGE_FAULTY_HANG_FD")) {
+          pid_t self = ::getpid();
+          if (::write(std::atoi(fd), &self, sizeof self) != sizeof self) std::abort();
+        }
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // a kernel that never returns
       case Fault::Hog: {
         std::vector<std::unique_ptr<char[]>> hoard;

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <set>
 #include <thread>
@@ -274,30 +275,6 @@ TEST_F(CostDbFaultTest, SigkillAtRandomMomentsKeepsEveryReportedCost) {
   EXPECT_EQ(std::set<uint64_t>(after.hashes.begin(), after.hashes.end()).size(), after.hashes.size());
 }
 
-// The system call a process's main thread is blocked in (-1 if none or gone).
-long blocked_in(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
-  long nr = -1;
-  return in >> nr ? nr : -1;
-}
-
-// A child of `parent` (the measure worker), or 0.
-pid_t child_of(pid_t parent) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text(std::istreambuf_iterator<char>(stat), {});
-    size_t close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(text.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    if (rest >> state >> ppid && ppid == parent) return static_cast<pid_t>(std::stol(name));
-  }
-  return 0;
-}
-
 // A worker stuck in a kernel that never returns never reads its socket again: when
 // its tune is SIGKILLed, only PR_SET_PDEATHSIG ends it.
 TEST_F(CostDbFaultTest, AWorkerInAHangingKernelDiesWithItsTune) {
@@ -308,11 +285,17 @@ TEST_F(CostDbFaultTest, AWorkerInAHangingKernelDiesWithItsTune) {
   std::vector<std::string> args = {
       "tune",          onnx, "--backends", "native,faulty",           "--no-cost-db",
       "--min-time-ms", "1",  "-o",         (dir_ / "p.json").string()};
+  // The hang kernel writes its process's pid on this pipe as it starts to hang.
+  int hang[2];
+  ASSERT_EQ(::pipe(hang), 0);
   // spawn_cli runs COLLAGE_CLI_PATH; the faulty backend lives in COLLAGE_FAULTY_CLI.
   pid_t tune = ::fork();
   ASSERT_GE(tune, 0);
   if (tune == 0) {
     ::setpgid(0, 0);
+    ::close(hang[0]);
+    int high = ::fcntl(hang[1], F_DUPFD, 100);  // clear of fd 3, the worker's channel
+    ::setenv("COLLAGE_FAULTY_HANG_FD", std::to_string(high).c_str(), 1);  // the worker inherits it
     ::dup2(::open(o.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), STDERR_FILENO);
     ::dup2(::open("/dev/null", O_WRONLY), STDOUT_FILENO);
     std::vector<char*> argv{const_cast<char*>(COLLAGE_FAULTY_CLI)};
@@ -321,26 +304,24 @@ TEST_F(CostDbFaultTest, AWorkerInAHangingKernelDiesWithItsTune) {
     ::execv(COLLAGE_FAULTY_CLI, argv.data());
     ::_exit(127);
   }
-  // Wait (polling /proc) until the worker sleeps in the hang kernel, not in poll/read.
+  ::close(hang[1]);
   pid_t worker = 0;
-  auto deadline = Clock::now() + std::chrono::seconds(30);
-  while (Clock::now() < deadline) {
-    worker = child_of(tune);
-    long nr = worker ? blocked_in(worker) : -1;
-    if (nr == SYS_clock_nanosleep || nr == SYS_nanosleep) break;
-    worker = 0;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  pollfd ready{hang[0], POLLIN, 0};
+  if (::poll(&ready, 1, 30000) == 1 && ::read(hang[0], &worker, sizeof worker) != sizeof worker) worker = 0;
+  ::close(hang[0]);
   ASSERT_NE(worker, 0) << "no worker reached the hanging kernel";
+  // Watch the worker through a pidfd: readable once it has exited.
+  int watch = static_cast<int>(::syscall(SYS_pidfd_open, worker, 0));
+  ASSERT_GE(watch, 0) << "pidfd_open: " << std::strerror(errno);
   ::kill(tune, SIGKILL);  // the tune only: its worker is ours to watch now
   int status = 0;
   ASSERT_EQ(::waitpid(tune, &status, 0), tune);
-  pid_t gone = 0;
-  for (auto until = Clock::now() + std::chrono::seconds(5); Clock::now() < until && gone != worker;)
-    if ((gone = ::waitpid(worker, &status, WNOHANG)) != worker)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  if (gone != worker) ::kill(worker, SIGKILL);
-  ASSERT_EQ(gone, worker) << "the worker outlived its tune";
+  pollfd exited{watch, POLLIN, 0};
+  bool gone = ::poll(&exited, 1, 5000) == 1;
+  ::close(watch);
+  if (!gone) ::kill(worker, SIGKILL);
+  ASSERT_EQ(::waitpid(worker, &status, 0), worker);
+  ASSERT_TRUE(gone) << "the worker outlived its tune";
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
