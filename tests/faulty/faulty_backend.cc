@@ -1,13 +1,13 @@
 #include "tests/faulty/faulty_backend.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
-
-#include <unistd.h>
 #include <vector>
 
 namespace collage::testing {
