@@ -54,11 +54,13 @@ void settle_close_contests(const Graph& graph, const std::vector<const BackendSp
     for (size_t ci = 0; ci < contests.size(); ++ci) {
       const Contest& contest = contests[ci];
       std::vector<Candidate> rivals;
+      std::vector<std::string> rival_signatures;
       SettledContest settled;
       settled.members = contest.members;
       std::string message = "close contest: " + describe(r.candidates[contest.members[0]]) + " vs";
       for (size_t m : contest.members) {
         rivals.push_back(r.candidates[m]);
+        rival_signatures.push_back(signature[m]);
         settled.before_ms.push_back(cost[m].median_ms);
         if (m != contest.members[0]) message += " " + describe(r.candidates[m]);
       }
@@ -72,7 +74,7 @@ void settle_close_contests(const Graph& graph, const std::vector<const BackendSp
         observer->on_progress(e);
       }
       std::vector<Cost> after =
-          measurer.measure_alternating(rivals, backends, options.contests.rounds, observer);
+          measurer.measure_alternating(rivals, rival_signatures, backends, options.contests.rounds, observer);
       for (size_t j = 0; j < contest.members.size(); ++j) {
         const std::string& sig = signature[contest.members[j]];
         remeasured.insert(sig);

@@ -261,6 +261,7 @@ void Measurer::store(const Candidate& c, const BackendSpec& backend, const std::
 }
 
 std::vector<Cost> Measurer::measure_alternating(const std::vector<Candidate>& rivals,
+                                                const std::vector<std::string>& signatures,
                                                 const std::vector<const BackendSpec*>& backends, int rounds,
                                                 ProgressObserver* observer) {
   std::vector<const BackendSpec*> backend_of;
@@ -290,11 +291,7 @@ std::vector<Cost> Measurer::measure_alternating(const std::vector<Candidate>& ri
               [](const Cost& a, const Cost& b) { return a.median_ms < b.median_ms; });
     out.push_back(costs[(costs.size() - 1) / 2]);
   }
-  for (size_t i = 0; i < rivals.size(); ++i)
-    store(rivals[i], *backend_of[i],
-          kernel_signature(graph_, make_subgraph(graph_, rivals[i].nodes), rivals[i].backend,
-                           backend_of[i]->version),
-          out[i]);
+  for (size_t i = 0; i < rivals.size(); ++i) store(rivals[i], *backend_of[i], signatures[i], out[i]);
   return out;
 }
 

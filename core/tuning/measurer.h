@@ -88,7 +88,9 @@ class Measurer {
   // alternating them (forward, then backward, ...), and keeps each one's median round (its
   // first failure if a round failed), which replaces its cost in the DB. A slow drift of the
   // machine's speed over the seconds this takes then reaches every rival alike.
+  // `signatures` is aligned with `rivals` (MeasuredCandidate::signature: the DB keys).
   std::vector<Cost> measure_alternating(const std::vector<Candidate>& rivals,
+                                        const std::vector<std::string>& signatures,
                                         const std::vector<const BackendSpec*>& backends, int rounds,
                                         ProgressObserver* observer = nullptr);
 

@@ -148,7 +148,7 @@ TEST(CloseContests, MeasuringAlternatesTheRivalsAndAFailureIsKept) {
   options.min_samples = 3;
   Measurer m(g, reference_values(g, random_inputs(g, 3), native::node_evaluator()), nullptr, options);
   std::vector<Candidate> rivals = {{IndexSet(4, {0}), "twin", "Relu"}, {IndexSet(4, {0}), "flaky", "Relu"}};
-  std::vector<Cost> costs = m.measure_alternating(rivals, backends, 3);
+  std::vector<Cost> costs = m.measure_alternating(rivals, {"twin-sig", "flaky-sig"}, backends, 3);
   EXPECT_EQ(builds, (std::vector<std::string>{"twin", "flaky", "flaky", "twin", "twin", "flaky"}));
   ASSERT_EQ(costs.size(), 2u);
   EXPECT_TRUE(costs[0].valid()) << costs[0].invalid_reason;
