@@ -14,12 +14,15 @@ namespace collage::cli {
 namespace {
 
 // The placement's int8 MatMuls as ONNX integer ops (core/import/qdq_writer.h), with the very
-// weights the onednn-int8 kernels quantize; its int8 Gemms stay fp32 there (said so).
+// weights the onednn-int8 kernels quantize; its int8 Gemms stay fp32 there (said so), and
+// so do its bf16 kernels (ONNX has no integer form for them; said so).
 void write_qdq(const Graph& graph, const Placement& placement, const std::string& model_path,
                const std::string& out_path) {
   std::vector<QdqMatmul> matmuls;
   size_t skipped = 0;
+  size_t bf16 = 0;
   for (const PlacedKernel& k : placement.kernels) {
+    if (k.backend == "onednn-bf16") ++bf16;
     if (k.backend != "onednn-int8") continue;
     const Node& head = graph.node(k.nodes.front());
     const Value& w = graph.value(head.inputs.at(1));
@@ -32,9 +35,10 @@ void write_qdq(const Graph& graph, const Placement& placement, const std::string
     matmuls.push_back({head.name, w.shape[0], w.shape[1], std::move(q.q), std::move(q.scale)});
   }
   size_t written = write_qdq_model(model_path, matmuls, out_path);
-  std::printf("QDQ model written to %s: %zu int8 MatMul%s as DynamicQuantizeLinear + MatMulInteger%s\n",
+  std::printf("QDQ model written to %s: %zu int8 MatMul%s as DynamicQuantizeLinear + MatMulInteger%s%s\n",
               out_path.c_str(), written, written == 1 ? "" : "s",
-              skipped ? (", " + std::to_string(skipped) + " int8 Gemm(s) left fp32").c_str() : "");
+              skipped ? (", " + std::to_string(skipped) + " int8 Gemm(s) left fp32").c_str() : "",
+              bf16 ? (", " + std::to_string(bf16) + " bf16 kernel(s) left fp32").c_str() : "");
 }
 
 }  // namespace

@@ -501,7 +501,8 @@ TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostD
 }
 
 // Until the placement holds the budget: the reduced-precision kernel whose own output is
-// furthest from the native reference returns to fp32 (its nodes forbid its backend), the
+// furthest from the native reference leaves its backend (its nodes forbid it: they go back
+// to fp32, or to a more precise reduced backend if that is cheaper, e.g. int8 -> bf16), the
 // search runs again on the measured costs, and the new placement is verified (and, once it
 // holds, timed). Each step is a notice to the observer as it happens.
 void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run, TuneRunReport& r,
@@ -539,10 +540,9 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
       if (double error = error_of(k, *b); error > worst_error) worst = k, worst_error = error;
     }
     char step[320];
-    std::snprintf(step, sizeof step,
-                  "%s; %s (%s, %s) returns to fp32 (its own error %.3g of its output's peak)",
+    std::snprintf(step, sizeof step, "%s; %s (%s, %s) leaves %s (its own error %.3g of its output's peak)",
                   r.run.verify.mismatch.c_str(), graph.node(worst->nodes.front()).name.c_str(),
-                  worst->backend.c_str(), worst->label.c_str(), worst_error);
+                  worst->backend.c_str(), worst->label.c_str(), worst->backend.c_str(), worst_error);
     r.backoff.push_back(step);
     if (observer) observer->on_notice("accuracy back-off: " + r.backoff.back());
     Pins pins = r.tuned.placement.pins;

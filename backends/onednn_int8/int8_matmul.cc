@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "backends/onednn/onednn_common.h"
-#include "backends/onednn/onednn_fusion.h"
+#include "backends/onednn/onednn_fc_chain.h"
 
 namespace collage::onednn_int8 {
 
@@ -17,33 +17,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-
-[[noreturn]] void refuse(const std::string& why) {
-  throw Error(ErrorKind::Unsupported, "onednn-int8: " + why);
-}
-
-int input_index(const Graph& g, const SubGraph& sub, ValueId v) {
-  auto it = std::find(sub.inputs.begin(), sub.inputs.end(), v);
-  if (it == sub.inputs.end()) refuse("'" + g.value(v).name + "' must be a runtime input");
-  return static_cast<int>(it - sub.inputs.begin());
-}
-
-// Row-major [K, N] weights of the head, alpha folded in.
-Tensor head_weights(const Graph& g, const Node& n, int64_t& k, int64_t& cols) {
-  const Value& b = g.value(n.inputs.at(1));
-  if (!b.constant || b.shape.size() != 2) refuse("the weights must be a constant 2-D tensor");
-  const bool trans = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0;
-  const float alpha = n.op_type == "Gemm" ? n.attr_float("alpha", 1.0f) : 1.0f;
-  k = trans ? b.shape[1] : b.shape[0];
-  cols = trans ? b.shape[0] : b.shape[1];
-  Tensor w(DType::Float32, {k, cols});
-  const float* src = b.constant->data<float>();
-  float* dst = w.data<float>();
-  for (int64_t r = 0; r < k; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      dst[r * cols + c] = alpha * (trans ? src[c * k + r] : src[r * cols + c]);
-  return w;
-}
 
 // Min and max of a[0, n), each thread over a contiguous part.
 void range_of(const float* a, int64_t n, float& lo, float& hi) {
@@ -69,77 +42,17 @@ void quantize(const float* a, int64_t n, float inv, int32_t zp, uint8_t* q) {
 
 class Int8MatmulKernel : public Kernel {
  public:
-  Int8MatmulKernel(const Graph& g, const SubGraph& sub) {
-    const Node& n = g.node(sub.node_list.at(0));
-    if (n.op_type != "MatMul" && n.op_type != "Gemm") refuse("the head must be a MatMul or Gemm");
-    if (n.op_type == "Gemm" && n.attr_int("transA", 0) != 0) refuse("Gemm with transA");
-    const Value& a = g.value(n.inputs.at(0));
-    if (a.constant || a.shape.size() < 2) refuse("the activations must be a runtime tensor of rank >= 2");
-    Tensor w = head_weights(g, n, k_, n_);
-    if (a.shape.back() != k_) refuse("the operands' inner dimensions differ");
-    m_ = shape_size(a.shape) / k_;
-    a_input_ = input_index(g, sub, n.inputs[0]);
-    out_shape_ = g.value(sub.outputs.at(0)).shape;
-    if (shape_size(out_shape_) != m_ * n_) refuse("the group must keep the product's shape");
-
-    QuantizedWeights qw = quantize_weights(w.data<float>(), k_, n_);
+  Int8MatmulKernel(const Graph& g, const SubGraph& sub)
+      : chain_(onednn::fc_chain(g, sub, "onednn-int8")), m_(chain_.m), k_(chain_.k), n_(chain_.n) {
+    QuantizedWeights qw = quantize_weights(chain_.weights.data<float>(), k_, n_);
     w_scale_ = std::move(qw.scale);
-
-    dnnl::post_ops ops;
-    std::vector<std::pair<int, memory>> constants;
-    const memory::desc row({1, n_}, dt::f32, tag::ab), full({m_, n_}, dt::f32, tag::ab);
-    auto constant_row = [&](const Tensor& t, float factor) {
-      memory m(row, onednn::cpu());
-      float* p = static_cast<float*>(m.get_data_handle());
-      const float* s = t.data<float>();
-      for (int64_t j = 0; j < n_; ++j) p[j] = factor * s[t.size() == 1 ? 0 : j];
-      return m;
-    };
-    if (n.op_type == "Gemm" && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
-      const Value& c = g.value(n.inputs[2]);
-      if (!c.constant || (c.constant->size() != n_ && c.constant->size() != 1))
-        refuse("Gemm's C must be [N] or a scalar");
-      constants.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) | DNNL_ARG_SRC_1,
-                             constant_row(*c.constant, n.attr_float("beta", 1.0f)));
-      ops.append_binary(dnnl::algorithm::binary_add, row);
-    }
-    ValueId current = n.outputs.at(0);
-    for (const onednn::Unit& u : onednn::units_of(g, sub, 1)) {
-      if (!u.binary) {
-        if (u.in != current) refuse("an element-wise op off the chain");
-        for (const onednn::Eltwise& e : u.stages) ops.append_eltwise(1.0f, e.alg, e.alpha, e.beta);
-        current = u.out;
-        continue;
-      }
-      const Node& b = *u.binary;
-      if (b.inputs.size() != 2 || (b.inputs[0] == current) == (b.inputs[1] == current))
-        refuse(b.op_type + " must combine the chain with another value");
-      if (b.inputs[0] != current && (b.op_type == "Sub" || b.op_type == "Div"))
-        refuse(b.op_type + " with the chain as its second operand");
-      ValueId other = b.inputs[0] == current ? b.inputs[1] : b.inputs[0];
-      const Value& ov = g.value(other);
-      const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) | DNNL_ARG_SRC_1;
-      const dnnl::algorithm alg = *onednn::binary_of(b.op_type);
-      if (ov.constant && (ov.constant->size() == n_ || ov.constant->size() == 1) &&
-          (ov.shape.empty() || ov.shape.back() == ov.constant->size())) {
-        constants.emplace_back(arg, constant_row(*ov.constant, 1.0f));
-        ops.append_binary(alg, row);
-      } else if (!ov.constant && ov.shape == out_shape_) {
-        runtime_.push_back({arg, input_index(g, sub, other), memory(full, onednn::cpu(), DNNL_MEMORY_NONE)});
-        ops.append_binary(alg, full);
-      } else {
-        refuse(b.op_type + " operand is neither a per-column constant nor of the output's shape");
-      }
-      if (g.value(b.outputs.at(0)).shape != out_shape_) refuse("the chain is broadcast to a larger shape");
-      current = b.outputs[0];
-    }
-    if (sub.outputs.size() != 1 || current != sub.outputs[0])
-      refuse("the group must be one chain with one output");
+    chain_.weights = Tensor();  // the quantized copy is what the kernel keeps
+    const memory::desc full = chain_.out_desc();
 
     dnnl::primitive_attr attr;
     attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});
     attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    attr.set_post_ops(ops);
+    attr.set_post_ops(chain_.ops);
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const memory::desc src_md({m_, k_}, dt::u8, tag::ab), w_any({k_, n_}, dt::s8, tag::any);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, w_any, full), attr, onednn::cpu());
@@ -154,15 +67,15 @@ class Int8MatmulKernel : public Kernel {
     dnnl::reorder(w_plain, w_mem).execute(stream, w_plain, w_mem);
     stream.wait();
     args_[DNNL_ARG_WEIGHTS] = w_mem;
-    for (auto& [arg, m] : constants) args_[arg] = m;
+    for (auto& [arg, m] : chain_.constants) args_[arg] = m;
     if (pd.scratchpad_desc().get_size() > 0)
       args_[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), onednn::cpu());
   }
 
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
-    Tensor y = alloc.allocate(DType::Float32, out_shape_);
+    Tensor y = alloc.allocate(DType::Float32, chain_.out_shape);
     std::lock_guard<std::mutex> lock(mutex_);  // the quantized-activation buffer belongs to this kernel
-    const float* a = inputs[static_cast<size_t>(a_input_)]->data<float>();
+    const float* a = inputs[static_cast<size_t>(chain_.a_input)]->data<float>();
     const int64_t count = m_ * k_;
     // The range always holds 0, so that 0 (padding, ReLU zeros) is exact.
     float lo = 0, hi = 0;
@@ -176,10 +89,7 @@ class Int8MatmulKernel : public Kernel {
     for (int64_t j = 0; j < n_; ++j) scales[j] = scale * w_scale_[static_cast<size_t>(j)];
     *static_cast<int32_t*>(args_[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC].get_data_handle()) = zp;
     args_[DNNL_ARG_DST].set_data_handle(y.raw());
-    for (Runtime& r : runtime_) {
-      r.mem.set_data_handle(const_cast<void*>(inputs[static_cast<size_t>(r.input)]->raw()));
-      args_[r.arg] = r.mem;
-    }
+    chain_.bind(inputs, args_);
     try {
       dnnl::stream stream(onednn::cpu());
       prim_.execute(stream, args_);
@@ -191,18 +101,11 @@ class Int8MatmulKernel : public Kernel {
   }
 
  private:
-  struct Runtime {
-    int arg;
-    int input;
-    memory mem;
-  };
+  onednn::FcChain chain_;
   int64_t m_ = 0, k_ = 0, n_ = 0;
-  int a_input_ = 0;
-  Shape out_shape_;
   std::vector<float> w_scale_;
   dnnl::primitive prim_;
   std::unordered_map<int, memory> args_;
-  std::vector<Runtime> runtime_;
   std::mutex mutex_;
 };
 
@@ -226,13 +129,10 @@ QuantizedWeights quantize_weights(const float* w, int64_t k, int64_t n) {
 }
 
 std::unique_ptr<Kernel> compile_int8_matmul(const Graph& g, const SubGraph& sub) {
-  for (NodeId id : sub.node_list)
-    for (ValueId v : g.node(id).inputs)
-      if (v != kNoValue && g.value(v).dtype != DType::Float32) refuse("non-float32 tensors");
   try {
     return std::make_unique<Int8MatmulKernel>(g, sub);
   } catch (const dnnl::error& e) {
-    refuse(std::string("primitive creation failed: ") + e.what());
+    throw Error(ErrorKind::Unsupported, std::string("onednn-int8: primitive creation failed: ") + e.what());
   }
 }
 

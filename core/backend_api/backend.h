@@ -20,8 +20,10 @@ enum class BackendKind { OpLevel, GraphLevel };
 
 // The arithmetic a backend's kernels compute in. Reduced-precision backends take part in a
 // search only under the user's accuracy budget (core/ir/accuracy.h).
-enum class Precision { Float32, Int8 };
-inline const char* precision_name(Precision p) { return p == Precision::Int8 ? "int8" : "fp32"; }
+enum class Precision { Float32, Int8, BFloat16 };
+inline const char* precision_name(Precision p) {
+  return p == Precision::Int8 ? "int8" : p == Precision::BFloat16 ? "bf16" : "fp32";
+}
 
 struct CompileOptions {
   int threads = 1;  // applied to every library's thread pool (see README: threads)

@@ -18,6 +18,7 @@ inline QColor backend_color(const QString& backend) {
   if (backend == "xnnpack-graph") return QColor(0x0a, 0x6b, 0x3c);
   // Reduced precision: a colour of its own (purple), whatever the library.
   if (backend == "onednn-int8") return QColor(0x8e, 0x44, 0xad);
+  if (backend == "onednn-bf16") return QColor(0xc0, 0x6c, 0xd8);  // a lighter purple
   return QColor::fromHsv(static_cast<int>(qHash(backend) % 360), 140, 220);
 }
 

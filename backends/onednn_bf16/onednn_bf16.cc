@@ -1,0 +1,114 @@
+#include "backends/onednn_bf16/onednn_bf16.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "backends/onednn/onednn_common.h"
+#include "backends/onednn/onednn_fc_chain.h"
+#include "backends/onednn/onednn_kernels.h"
+
+namespace collage {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw Error(ErrorKind::Unsupported, "onednn-bf16: " + why);
+}
+
+// A kernel doing bf16 dot products in hardware, not oneDNN's reference or emulation.
+bool native_bf16(const std::string& impl) {
+  return impl.rfind("ref", 0) != 0 &&
+         (impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos);
+}
+
+class Bf16MatmulKernel : public Kernel {
+ public:
+  Bf16MatmulKernel(const Graph& g, const SubGraph& sub) : chain_(onednn::fc_chain(g, sub, "onednn-bf16")) {
+    const int64_t m = chain_.m, k = chain_.k, n = chain_.n;
+    const memory::desc a_f32({m, k}, dt::f32, tag::ab), a_bf16({m, k}, dt::bf16, tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(chain_.ops);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(a_bf16, memory::desc({k, n}, dt::bf16, tag::any), chain_.out_desc()), attr,
+        onednn::cpu());
+    const std::string impl = pd.impl_info_str();
+    if (!native_bf16(impl))
+      refuse("this CPU has no bf16 dot products (oneDNN offers " + impl + "; bf16 needs AVX512_BF16 or AMX)");
+    prim_ = dnnl::matmul(pd);
+    to_bf16_ = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::cpu(), a_f32, onednn::cpu(), a_bf16));
+    a_f32_ = memory(a_f32, onednn::cpu(), DNNL_MEMORY_NONE);
+    args_ = {{DNNL_ARG_SRC, memory(a_bf16, onednn::cpu())},
+             {DNNL_ARG_DST, memory(chain_.out_desc(), onednn::cpu(), DNNL_MEMORY_NONE)}};
+    memory w_plain({{k, n}, dt::f32, tag::ab}, onednn::cpu(), chain_.weights.data<float>());
+    memory w_mem(pd.weights_desc(), onednn::cpu());
+    dnnl::stream stream(onednn::cpu());
+    dnnl::reorder(w_plain, w_mem).execute(stream, w_plain, w_mem);  // rounds to nearest even
+    stream.wait();
+    chain_.weights = Tensor();  // the bf16 copy is what the kernel keeps
+    args_[DNNL_ARG_WEIGHTS] = w_mem;
+    for (auto& [arg, mem] : chain_.constants) args_[arg] = mem;
+    if (pd.scratchpad_desc().get_size() > 0)
+      args_[DNNL_ARG_SCRATCHPAD] = memory(pd.scratchpad_desc(), onednn::cpu());
+  }
+
+  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
+    Tensor y = alloc.allocate(DType::Float32, chain_.out_shape);
+    std::lock_guard<std::mutex> lock(mutex_);  // the bf16 activation buffer belongs to this kernel
+    a_f32_.set_data_handle(const_cast<void*>(inputs[static_cast<size_t>(chain_.a_input)]->raw()));
+    args_[DNNL_ARG_DST].set_data_handle(y.raw());
+    chain_.bind(inputs, args_);
+    try {
+      dnnl::stream stream(onednn::cpu());
+      to_bf16_.execute(stream, a_f32_, args_[DNNL_ARG_SRC]);
+      prim_.execute(stream, args_);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      throw Error(ErrorKind::Internal, std::string("onednn-bf16: the matmul failed to run: ") + e.what());
+    }
+    return {y};
+  }
+
+ private:
+  onednn::FcChain chain_;
+  dnnl::primitive prim_;
+  dnnl::reorder to_bf16_;
+  memory a_f32_;
+  std::unordered_map<int, memory> args_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+const BackendSpec& onednn_bf16_backend() {
+  static const BackendSpec spec = [] {
+    BackendSpec s;
+    s.name = "onednn-bf16";
+    s.version = onednn::backend_version() + "+bf16r1";
+    s.precision = Precision::BFloat16;
+    PatternPtr head = op_any({"MatMul", "Gemm"})->where(all_float32())->where(onednn::fully_connected);
+    PatternPtr bias = op("Add", {head, constant()});
+    for (PatternPtr body : {head, bias}) {
+      s.patterns.push_back(body);
+      s.patterns.push_back(op("Relu", {body}));
+      s.patterns.push_back(op("Add", {body, wildcard()}));  // a residual
+    }
+    s.limits.max_nodes = 3;
+    s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
+      try {
+        return std::make_unique<Bf16MatmulKernel>(g, sub);
+      } catch (const dnnl::error& e) {
+        refuse(std::string("primitive creation failed: ") + e.what());
+      }
+    };
+    s.set_threads = &onednn::set_threads;
+    return s;
+  }();
+  return spec;
+}
+
+}  // namespace collage
