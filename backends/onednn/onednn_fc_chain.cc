@@ -42,6 +42,18 @@ bool fully_connected(const Graph& g, const Node& n) {
          input_absent_or_constant(g, n, 2);
 }
 
+std::vector<PatternPtr> fully_connected_patterns() {
+  PatternPtr head = op_any({"MatMul", "Gemm"})->where(all_float32())->where(fully_connected);
+  PatternPtr bias = op("Add", {head, constant()});
+  std::vector<PatternPtr> out;
+  for (PatternPtr body : {head, bias}) {
+    out.push_back(body);
+    out.push_back(op("Relu", {body}));
+    out.push_back(op("Add", {body, wildcard()}));  // a residual
+  }
+  return out;
+}
+
 memory::desc FcChain::out_desc() const { return memory::desc({m, n}, dt::f32, tag::ab); }
 
 void FcChain::bind(KernelInputs inputs, std::unordered_map<int, memory>& args) {

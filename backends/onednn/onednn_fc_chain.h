@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/backend_api/pattern.h"
 #include "core/ir/kernel.h"
 #include "core/ir/subgraph.h"
 
@@ -20,6 +21,9 @@ namespace collage::onednn {
 
 // The MatMul / Gemm nodes a fully connected backend takes (its pattern predicate).
 bool fully_connected(const Graph& g, const Node& n);
+// The groups it claims: such a head, optionally its bias Add, then optionally a Relu or a
+// residual Add (at most 3 nodes).
+std::vector<PatternPtr> fully_connected_patterns();
 
 struct FcChain {
   int64_t m = 0, k = 0, n = 0;

@@ -90,13 +90,7 @@ const BackendSpec& onednn_bf16_backend() {
     s.name = "onednn-bf16";
     s.version = onednn::backend_version() + "+bf16r1";
     s.precision = Precision::BFloat16;
-    PatternPtr head = op_any({"MatMul", "Gemm"})->where(all_float32())->where(onednn::fully_connected);
-    PatternPtr bias = op("Add", {head, constant()});
-    for (PatternPtr body : {head, bias}) {
-      s.patterns.push_back(body);
-      s.patterns.push_back(op("Relu", {body}));
-      s.patterns.push_back(op("Add", {body, wildcard()}));  // a residual
-    }
+    s.patterns = onednn::fully_connected_patterns();
     s.limits.max_nodes = 3;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
       try {
