@@ -193,9 +193,12 @@ std::optional<RegionKernel::FusedDepthwise> RegionKernel::fuse_depthwise(
     fused = build(pd.src_desc(), pd.dst_desc(), ops);
     // oneDNN 2.6's AVX-512 1x1 kernel computes garbage with a depthwise post-op on
     // channels-last tensors (tests/unit: a 112-px EfficientNet pair); blocked is right.
-    if (std::string(fused->impl_info_str()).rfind("jit_1x1:avx512", 0) == 0 &&
-        fused->dst_desc().data.format_desc.blocking.inner_nblks == 0)
-      fused = build(any(g_.value(head.inputs[0]).shape), any(xs), ops);
+    auto miscomputes = [](const dnnl::convolution_forward::primitive_desc& p) {
+      return std::string(p.impl_info_str()).rfind("jit_1x1:avx512", 0) == 0 &&
+             p.dst_desc().data.format_desc.blocking.inner_nblks == 0;
+    };
+    if (miscomputes(*fused)) fused = build(any(g_.value(head.inputs[0]).shape), any(xs), ops);
+    if (miscomputes(*fused)) return std::nullopt;
   } catch (const dnnl::error&) {
     return std::nullopt;  // a post-op oneDNN does not take after a depthwise one, or no kernel
   }
