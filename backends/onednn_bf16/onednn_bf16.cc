@@ -19,6 +19,14 @@ using dt = memory::data_type;
   throw Error(ErrorKind::Unsupported, "onednn-bf16: " + why);
 }
 
+// Whether oneDNN may use bf16 dot products here (its view of the CPU: AVX512_BF16 or AMX,
+// and not capped by ONEDNN_MAX_CPU_ISA). Without them oneDNN 2.6 has no bf16 matmul on AVX2
+// at all, and only emulation on plain AVX-512.
+bool cpu_has_bf16() {
+  const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
 // A kernel doing bf16 dot products in hardware, not oneDNN's reference or emulation.
 bool native_bf16(const std::string& impl) {
   return impl.rfind("ref", 0) != 0 &&
@@ -28,6 +36,7 @@ bool native_bf16(const std::string& impl) {
 class Bf16MatmulKernel : public Kernel {
  public:
   Bf16MatmulKernel(const Graph& g, const SubGraph& sub) : chain_(onednn::fc_chain(g, sub, "onednn-bf16")) {
+    if (!cpu_has_bf16()) refuse("this CPU has no bf16 dot products (bf16 needs AVX512_BF16 or AMX)");
     const int64_t m = chain_.m, k = chain_.k, n = chain_.n;
     const memory::desc a_f32({m, k}, dt::f32, tag::ab), a_bf16({m, k}, dt::bf16, tag::ab);
     dnnl::primitive_attr attr;

@@ -18,7 +18,8 @@ namespace {
 using namespace collage::testing;
 
 // AVX512_BF16 (CPUID 7.1 EAX bit 5) or AMX-BF16 (CPUID 7.0 EDX bit 22), read independently
-// of oneDNN: the backend must have a kernel exactly where the CPU has the instructions.
+// of oneDNN: the backend must have a kernel exactly where the CPU has the instructions
+// (with ONEDNN_MAX_CPU_ISA unset: a cap below AVX512_BF16 makes the backend refuse).
 bool cpu_has_bf16_dot_products() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid_max(0, nullptr) < 7) return false;
