@@ -1,7 +1,10 @@
 #include "core/tuning/pg_connection.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "core/ir/error.h"
@@ -75,6 +78,24 @@ void Connection::exec(const char* sql) const {
   ExecStatusType st = PQresultStatus(r.r_);
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK)
     throw Error(ErrorKind::Io, where_ + ": " + trim(PQerrorMessage(conn_)));
+}
+
+bool Connection::wait_for_notification(std::chrono::steady_clock::time_point deadline) const {
+  for (;;) {
+    if (!PQconsumeInput(conn_)) throw Error(ErrorKind::Io, where_ + ": " + trim(PQerrorMessage(conn_)));
+    bool any = false;
+    while (PGnotify* n = PQnotifies(conn_)) {
+      PQfreemem(n);
+      any = true;
+    }
+    if (any) return true;
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd fd{PQsocket(conn_), POLLIN, 0};
+    if (::poll(&fd, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000))) < 0 && errno != EINTR)
+      throw Error(ErrorKind::Io, where_ + ": waiting for a notification failed");
+  }
 }
 
 void Connection::rollback() const noexcept { PQclear(PQexec(conn_, "ROLLBACK")); }

@@ -4,6 +4,7 @@
 // on any exception. Not thread-safe: one connection per thread.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,11 @@ class Connection {
       throw;
     }
   }
+
+  // Waits on the database's state without polling it: wait_for_notification blocks until a
+  // NOTIFY arrives on a channel this connection LISTENs to (exec("LISTEN c")), consuming every
+  // pending one, or until `deadline` (false). Throws Error(Io) if the connection breaks.
+  bool wait_for_notification(std::chrono::steady_clock::time_point deadline) const;
 
   // "<what> '<url>'", the prefix of this connection's errors.
   const std::string& where() const { return where_; }

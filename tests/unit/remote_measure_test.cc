@@ -10,7 +10,6 @@
 #include <chrono>
 #include <functional>
 #include <regex>
-#include <thread>
 
 #include "app/workflow/workflow.h"
 #include "backends/native/native_kernel.h"
@@ -33,17 +32,6 @@ namespace collage::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Polls `condition` (a state of the DB) until it holds or `limit` passes.
-bool eventually(const std::function<bool()>& condition,
-                std::chrono::seconds limit = std::chrono::seconds(60)) {
-  auto deadline = Clock::now() + limit;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
-}
 
 size_t alive_workers(const std::string& url) {
   size_t n = 0;
@@ -70,12 +58,33 @@ class RemoteMeasure : public CliTest {
     PgServer& server = PgServer::get();
     if (!server.why_not().empty()) GTEST_SKIP() << server.why_not();
     url_ = server.create_database();
+    // Every change to the workers' or the jobs' table NOTIFYs `watch_`, so eventually() wakes
+    // on each change of the state it waits for instead of polling (the queue's schema first).
+    MeasureQueue schema(url_);
+    watch_ = std::make_unique<pg::Connection>(url_, "test DB");
+    watch_->exec(
+        "CREATE FUNCTION collage_test_changed() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_notify('collage_test', TG_TABLE_NAME); RETURN NULL; END $$;"
+        "CREATE TRIGGER workers_changed AFTER INSERT OR UPDATE OR DELETE ON collage_workers "
+        "FOR EACH STATEMENT EXECUTE FUNCTION collage_test_changed();"
+        "CREATE TRIGGER jobs_changed AFTER INSERT OR UPDATE OR DELETE ON collage_jobs "
+        "FOR EACH STATEMENT EXECUTE FUNCTION collage_test_changed();"
+        "LISTEN collage_test");
+  }
+  // Until `condition` (a state of the DB) holds, woken by each change, or `limit` passes.
+  bool eventually(const std::function<bool()>& condition,
+                  std::chrono::seconds limit = std::chrono::seconds(60)) const {
+    const auto deadline = Clock::now() + limit;
+    while (!condition())
+      if (!watch_->wait_for_notification(deadline)) return condition();
+    return true;
   }
   std::vector<std::string> worker_args(const char* binary, const std::string& name,
                                        const std::string& lease) {
     return {binary, "worker", "--cost-db", url_, "--name", name, "--threads", "1", "--lease", lease};
   }
   std::string url_;
+  std::unique_ptr<pg::Connection> watch_;
 };
 
 // x [1,64] -> Relu -> Neg: one Relu candidate on the faulty backend, its kernel slow
