@@ -54,7 +54,15 @@ int command_candidates(const std::vector<std::string>& argv) {
                   << "\"";
       std::cout << "]}" << (i + 1 < candidates.size() ? "," : "") << "\n";
     }
-    std::cout << "  ]\n}\n";
+    std::cout << "  ],\n  \"unavailable\": [";
+    bool first = true;
+    for (const BackendSpec* b : all_backends())
+      if (const std::string why = unavailable_reason(*b); !why.empty()) {
+        std::cout << (first ? "\n" : ",\n") << "    {\"backend\": \"" << json_escape(b->name)
+                  << "\", \"reason\": \"" << json_escape(why) << "\"}";
+        first = false;
+      }
+    std::cout << (first ? "]\n}\n" : "\n  ]\n}\n");
     return 0;
   }
   std::printf("model: %s (%d nodes)\n", path.c_str(), graph.num_nodes());
@@ -78,6 +86,11 @@ int command_candidates(const std::vector<std::string>& argv) {
                 graph.num_nodes() ? 100 * covered.popcount() / static_cast<size_t>(graph.num_nodes()) : 0,
                 largest_label.c_str());
   }
+  // Not offered here, and why: the user sees a backend the CPU lacks, not a silent gap.
+  if (!args.has("--backends"))
+    for (const BackendSpec* b : all_backends())
+      if (const std::string why = unavailable_reason(*b); !why.empty())
+        std::printf("%-10s unavailable: %s\n", b->name.c_str(), why.c_str());
   return 0;
 }
 

@@ -25,9 +25,9 @@ constexpr int kExplainFormatVersion = 2;  // 2: baseline, baseline_ms, what_if c
 std::vector<const BackendSpec*> backends_for(const Args& args, const Placement& placement) {
   if (args.has("--backends")) return select_backends(args.get("--backends", ""));
   std::vector<const BackendSpec*> out;
-  for (const BackendSpec* b : all_backends())
+  for (const BackendSpec* b : available_backends())
     if (placement.backend_versions.count(b->name)) out.push_back(b);
-  return out.empty() ? all_backends() : out;
+  return out.empty() ? available_backends() : out;
 }
 
 std::string signed_ms(double ms) {

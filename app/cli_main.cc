@@ -9,6 +9,7 @@
 
 #include "app/cli_commands.h"
 #include "app/workflow/measure_worker_main.h"
+#include "backends/registry.h"
 #include "core/ir/error.h"
 
 namespace {
@@ -28,7 +29,7 @@ const char* kUsage =
     "  tune MODEL [--backends B1,B2] [--threads N] [--pin NODE=BACKEND ...] [--forbid NODE=BACKEND ...]\n"
     "             [--cost-db PATH | --no-cost-db] [--epsilon MS] [--repeat N] [--in-process] [--log-costs]\n"
     "             [--remote] [--accuracy top1,max-rel=R,cosine=C] [--dim NAME=V1,V2,... ...]\n"
-    "             [--contest-rounds N] -o placement.json\n"
+    "             [--contest-rounds N] [--min-time-ms MS] [--prune-ratio R] -o|--output placement.json\n"
     "             [--refine [--budget 90s|10m|1h] [--population N] [--generations G] [--patience K] [--seed "
     "S]]\n"
     "      measures every candidate (cached in the cost DB; --log-costs: a line per stored cost),\n"
@@ -54,7 +55,8 @@ const char* kUsage =
     "  compare A.pb B.pb [--rtol R] [--atol A] [--accuracy top1,max-rel=R,cosine=C]\n"
     "      element-wise agreement of two tensor files (exit 1 if any element is outside tolerance)\n"
     "      --accuracy: A against B as the reference under that budget (exit 1 if it does not hold)\n"
-    "  export MODEL --placement placement.json -o model.collage [--qdq OUT.onnx] [--dim NAME=V1,V2,... ...]\n"
+    "  export MODEL --placement placement.json -o|--output model.collage [--qdq OUT.onnx]\n"
+    "               [--dim NAME=V1,V2,... ...]\n"
     "      writes the compiled artifact (docs/artifact-format.md) for collage-run / libcollage_runtime,\n"
     "      reloads it and checks its outputs against the in-process run of the placement\n"
     "      --qdq: the model with the placement's int8 MatMuls as ONNX integer ops (for other runtimes)\n"
@@ -64,7 +66,8 @@ const char* kUsage =
     "      why each node runs where the placement put it (reason, runner-up and its predicted delta);\n"
     "      --node: the candidates covering it and the what-ifs (run on / forbid each backend);\n"
     "      from the cost DB's costs alone, nothing is measured\n"
-    "  profile MODEL --placement placement.json [--repeat N] [--threads N] [--json] [--trace out.json]\n"
+    "  profile MODEL --placement placement.json [--repeat N] [--threads N] [--seed S] [--json]\n"
+    "                [--trace out.json]\n"
     "                [--dim NAME=V1,V2,... ...]\n"
     "      every kernel timed inside the end-to-end run, beside its isolated cost (where the time goes);\n"
     "      --trace writes a Chrome trace (chrome://tracing, Perfetto)\n"
@@ -76,8 +79,21 @@ const char* kUsage =
     "A model whose shapes depend on input VALUES (Range bounds, a Reshape shape fed by an input,\n"
     "NonMaxSuppression...) is refused naming those inputs; --bind NAME=FILE.pb (repeatable, every\n"
     "command that takes MODEL) specialises it on their values. `run` binds its --input values itself.\n"
+    "--memory-budget SIZE (every command that takes MODEL; 512M, 4G; default a quarter of the memory)\n"
+    "refuses any tensor larger than SIZE before allocating it.\n"
     "Candidates are measured in worker processes (a crashing library costs one candidate);\n"
     "tune --in-process measures in the collage process itself.\n";
+
+// The backends compiled in, as --backends names them; those this CPU cannot run say why.
+std::string backends_text() {
+  std::string out = "backends (--backends names them; reduced-precision ones need --accuracy):\n";
+  for (const collage::BackendSpec* b : collage::all_backends()) {
+    out += "  " + b->name + " (" + collage::precision_name(b->precision) + ")";
+    if (const std::string why = collage::unavailable_reason(*b); !why.empty()) out += ": unavailable: " + why;
+    out += "\n";
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -88,7 +104,7 @@ int run_cli(int argc, char** argv) {
   if (worker_rc >= 0) return worker_rc;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::cout << kUsage;
+    std::cout << kUsage << backends_text();
     return args.empty() ? 2 : 0;
   }
   std::string command = args[0];

@@ -347,7 +347,7 @@ int command_tune(const std::vector<std::string>& argv) {
   topts.contest_rounds = args.get_int("--contest-rounds", topts.contest_rounds, 0, 100);
   if (args.has("--accuracy")) topts.accuracy = parse_accuracy(args.get("--accuracy", ""));
   // Under a budget the default selection adds the reduced-precision backends.
-  if (topts.accuracy.enabled() && !args.has("--backends")) topts.backends = backends = all_backends();
+  if (topts.accuracy.enabled() && !args.has("--backends")) topts.backends = backends = available_backends();
   workflow::RefineStepOptions ropts;
   if (args.has("--refine")) {
     if (workflow::graph_level_backends(backends).empty())

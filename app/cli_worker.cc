@@ -46,8 +46,8 @@ std::string shared_cost_db(const Args& args, const char* command) {
 }  // namespace
 
 int command_worker(const std::vector<std::string>& argv) {
-  Args args =
-      parse_args(argv, {"--cost-db", "--threads", "--name", "--lease", "--max-jobs", "--idle-exit"}, {});
+  Args args = parse_args(argv, {"--cost-db", "--threads", "--name", "--lease", "--max-jobs", "--idle-exit"},
+                         {"--share-host"});
   if (!args.positional.empty())
     throw Error(ErrorKind::InvalidInput,
                 "usage: collage worker --cost-db postgresql://... [--threads N] [--name W] [--lease SECONDS] "

@@ -1,5 +1,6 @@
 #include "backends/registry.h"
 
+#include <algorithm>
 #include <sstream>
 
 // One #include per backend, generated from backends/CMakeLists.txt's collage_backend() lines.
@@ -19,9 +20,16 @@ std::vector<const BackendSpec*>& backend_list() {
 
 const std::vector<const BackendSpec*>& all_backends() { return backend_list(); }
 
-std::vector<const BackendSpec*> default_backends() {
+std::vector<const BackendSpec*> available_backends() {
   std::vector<const BackendSpec*> out;
   for (const BackendSpec* b : all_backends())
+    if (unavailable_reason(*b).empty()) out.push_back(b);
+  return out;
+}
+
+std::vector<const BackendSpec*> default_backends() {
+  std::vector<const BackendSpec*> out;
+  for (const BackendSpec* b : available_backends())
     if (b->precision == Precision::Float32) out.push_back(b);
   return out;
 }
@@ -47,6 +55,8 @@ std::vector<const BackendSpec*> select_backends(const std::string& comma_list) {
       for (const BackendSpec* k : all_backends()) known += (known.empty() ? "" : ", ") + k->name;
       throw Error(ErrorKind::InvalidInput, "unknown backend '" + name + "' (known: " + known + ")");
     }
+    if (const std::string why = unavailable_reason(*b); !why.empty())
+      throw Error(ErrorKind::InvalidInput, "backend '" + name + "' is unavailable on this CPU: " + why);
     if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
   }
   if (out.empty()) throw Error(ErrorKind::InvalidInput, "no backend selected");

@@ -108,6 +108,11 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
         emit node_selected(item->node());
         return;
       }
+    for (ScopeItem* item : scope_items_)
+      if (item && item->isSelected()) {
+        emit scope_selected(item->scope());
+        return;
+      }
   });
 }
 
@@ -562,29 +567,40 @@ void GraphView::relayout(std::vector<bool> collapsed, NodeId focus) {
   for (const CollapsedGraph::Edge& e : shown->graph.edges) request.edges.emplace_back(e.from, e.to);
   const unsigned generation = ++generation_;
   auto* watcher = new QFutureWatcher<std::shared_ptr<Shown>>(this);
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, focus] {
-    std::shared_ptr<Shown> result = watcher->result();
-    watcher->deleteLater();
-    if (generation != generation_) return;  // superseded
-    shown_generation_ = generation;
-    show_layout(std::move(result), focus);
-  });
+  connect(watcher, &QFutureWatcherBase::finished, this,
+          [this, watcher, generation, focus, selected = selected_nodes()] {
+            std::shared_ptr<Shown> result = watcher->result();
+            watcher->deleteLater();
+            if (generation != generation_) return;  // superseded
+            shown_generation_ = generation;
+            show_layout(std::move(result), focus, selected);
+          });
   watcher->setFuture(QtConcurrent::run([shown, request = std::move(request)] {
     shown->layout = layout_dag(request);  // graphviz or layered, off the GUI thread
     return shown;
   }));
 }
 
-void GraphView::show_layout(std::shared_ptr<Shown> shown, NodeId focus) {
+void GraphView::show_layout(std::shared_ptr<Shown> shown, NodeId focus, const std::vector<NodeId>& selected) {
   shown_ = std::move(shown);
   collapsed_ = shown_->collapsed;
   build_scene();
   QGraphicsItem* item =
       focus != kNoNode ? unit_item(shown_->graph.unit_of[static_cast<size_t>(focus)]) : nullptr;
-  if (item && !auto_fit_)
+  if (item && !auto_fit_) {
     centerOn(item);  // the scope just opened or closed stays where the user looks
-  else
+  } else {
     fit();
+    // As opening does: a layout illegible when fitted (Expand all on a large model) shows
+    // legible text on what was selected, else on the graph's start.
+    if (open_readable_ && label_px() < kLegibleLabelPx) {
+      highlight(selected);
+      if (scene()->selectedItems().isEmpty())
+        zoom_to_legible_start();
+      else
+        zoom_to_legible_selection();
+    }
+  }
   emit layout_changed();
 }
 

@@ -127,6 +127,7 @@ class GraphView : public QGraphicsView {
 
  signals:
   void node_selected(int node);
+  void scope_selected(int scope);  // a collapsed box, when no node is selected
   void node_context_menu(int node, QPoint global_pos);
   void scope_context_menu(int scope, QPoint global_pos);
   void layout_changed();  // a new graph or a relayout after collapse/expand is shown
@@ -153,9 +154,12 @@ class GraphView : public QGraphicsView {
   void clear_scene();
   bool scene_built() const;  // the items of shown_ exist (false while a graph opens collapsed)
   void invalidate_overview();
-  void request_overview();       // draws the overview off the GUI thread (overview_drawn())
-  void zoom_to_legible_start();  // legible text, the graph's first unit at the top
-  void show_layout(std::shared_ptr<Shown> shown, NodeId focus);
+  void request_overview();           // draws the overview off the GUI thread (overview_drawn())
+  void zoom_to_legible_start();      // legible text, the graph's first unit at the top
+  void zoom_to_legible_selection();  // legible text, centred on the selected items
+  // Shows a finished layout: centred on `focus` when the user has moved the view, else fitted
+  // (and, opening readable, legible on `selected` or the start when fitted is not legible).
+  void show_layout(std::shared_ptr<Shown> shown, NodeId focus, const std::vector<NodeId>& selected = {});
   void build_scene();
   void recolor();
   void place_minimap();

@@ -113,6 +113,18 @@ void GraphView::zoom_to_legible_start() {
   minimap_->update();
 }
 
+void GraphView::zoom_to_legible_selection() {
+  QRectF area;
+  for (QGraphicsItem* item : scene()->selectedItems()) area = area.united(item->sceneBoundingRect());
+  if (area.isNull()) return;
+  auto_fit_ = false;
+  const double target = legible_zoom() * 1.15;
+  scale(target / zoom(), target / zoom());
+  centerOn(area.center());
+  place_minimap();
+  minimap_->update();
+}
+
 // ---- the zoomed-out overview ----
 
 bool GraphView::overview_shown() const {

@@ -41,6 +41,45 @@ QString Inspector::html(const NodeDetails& d) {
   return html;
 }
 
+void Inspector::show_scope(const ScopeDetails& details) { setHtml(html(details)); }
+
+QString Inspector::html(const ScopeDetails& d) {
+  QString html = QString("<h3>%1</h3><p>name scope: %2 nodes, %3 inner scope%4</p>")
+                     .arg(d.path.toHtmlEscaped())
+                     .arg(d.nodes)
+                     .arg(d.child_scopes)
+                     .arg(d.child_scopes == 1 ? "" : "s");
+  if (d.placed) {
+    html += QString("<p><b>%1 ms</b>, %2% of the placement's %3 ms, in %4 kernel%5</p>")
+                .arg(d.ms, 0, 'f', 3)
+                .arg(d.placement_ms > 0 ? 100 * d.ms / d.placement_ms : 0.0, 0, 'f', 1)
+                .arg(d.placement_ms, 0, 'f', 3)
+                .arg(d.kernels)
+                .arg(d.kernels == 1 ? "" : "s");
+    html += "<h4>Backend mix</h4><table>";
+    for (const auto& [backend, ms] : d.backend_ms)
+      html += QString("<tr><td>%1</td><td align=right>%2 ms</td><td align=right>%3%</td></tr>")
+                  .arg(backend.toHtmlEscaped())
+                  .arg(ms, 0, 'f', 3)
+                  .arg(d.ms > 0 ? 100 * ms / d.ms : 0.0, 0, 'f', 1);
+    html += "</table><h4>Costliest kernels</h4><table>";
+    for (const ScopeDetails::Kernel& k : d.costliest)
+      html += QString("<tr><td>%1</td><td><i>%2</i></td><td align=right>%3 ms</td><td>%4</td></tr>")
+                  .arg(k.backend.toHtmlEscaped(), k.label.toHtmlEscaped())
+                  .arg(k.ms_inside, 0, 'f', 3)
+                  .arg(k.nodes_inside == k.nodes
+                           ? QString()
+                           : QString("%1 of its %2 nodes here").arg(k.nodes_inside).arg(k.nodes));
+    html += "</table>";
+  } else {
+    html += "<p>No placement yet: Tune to see where its time goes.</p>";
+  }
+  html += "<h4>Ops</h4><p>";
+  for (size_t i = 0; i < d.ops.size(); ++i)
+    html += QString("%1%2 ×%3").arg(i ? ", " : "", d.ops[i].first.toHtmlEscaped()).arg(d.ops[i].second);
+  return html + "</p><p><i>Double-click the box to open it.</i></p>";
+}
+
 QString Inspector::why_html(const NodeDetails::WhyHere& w) {
   QString html = QString(
                      "<h4>Why here: %1</h4><p>%2.<br>Kernel: %3 <i>%4</i>, %5 node%6, %7 ms of the "

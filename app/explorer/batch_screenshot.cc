@@ -1,8 +1,6 @@
 #include "app/explorer/batch_screenshot.h"
 
 #include <QApplication>
-#include <QGuiApplication>
-#include <QScreen>
 #include <QTimer>
 #include <cstdio>
 
@@ -15,8 +13,9 @@ BatchScreenshot::BatchScreenshot(MainWindow* window, BatchOptions options)
     : QObject(window), window_(window), options_(std::move(options)) {
   options_.tune = options_.tune || options_.refine;
   window->set_dialogs_enabled(false);
-  // The picture shows the whole screen's worth, not the size the last interactive session saved.
-  if (QScreen* screen = QGuiApplication::primaryScreen()) window->setGeometry(screen->availableGeometry());
+  // The size a person sees, not the screen's (the offscreen platform's is 800x600) nor the
+  // size a window last closed at.
+  window->resize(options_.width, options_.height);
   connect(window->controller(), &ExplorerController::job_finished, this, &BatchScreenshot::on_finished);
   connect(window->controller(), &ExplorerController::job_failed, this, &BatchScreenshot::on_failed);
 }
@@ -124,8 +123,8 @@ void BatchScreenshot::laid_out() {
 void BatchScreenshot::save() {
   if (saving_) return;
   saving_ = true;
-  window_->graph_view()->fit();  // the whole graph, coloured by the final placement
-  // The selected node, or the changed nodes of a diff, readable.
+  // The graph as it opened (readable, coloured by the final placement); the selected node,
+  // or the changed nodes of a diff, readable.
   if (!options_.select.isEmpty() || !options_.diff.isEmpty()) window_->graph_view()->zoom_to_selection();
   QTimer::singleShot(200, this, [this] {  // let the last repaint land
     bool ok = window_->grab().save(options_.screenshot, "PNG");

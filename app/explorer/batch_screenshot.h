@@ -6,7 +6,8 @@
 // `--collapse-depth N` (name scopes of depth N collapsed, 0: all expanded, instead of the
 // depth the view opens at),
 // `--heatmap` (coloured by kernel time);
-// then saves the window as PNG and quits: status 0, or 2 with the error on stderr (as
+// then saves the window, `--size` big (default 1600x1000, a desktop window whatever the
+// screen: the offscreen platform's is 800x600), as PNG and quits: status 0, or 2 with the error on stderr (as
 // the CLI) when a step failed (the picture is still saved, and no later job runs).
 #pragma once
 
@@ -20,8 +21,10 @@ struct JobFailure;
 struct JobReport;
 
 struct BatchOptions {
-  QString screenshot;  // PNG path
-  QString placement;   // load after the model (empty: none)
+  static constexpr int kDefaultWidth = 1600, kDefaultHeight = 1000;
+  QString screenshot;                                  // PNG path
+  int width = kDefaultWidth, height = kDefaultHeight;  // the window's size in the picture
+  QString placement;                                   // load after the model (empty: none)
   bool tune = false;
   bool refine = false;  // implies tune
   bool profile = false;

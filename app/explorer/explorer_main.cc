@@ -1,6 +1,6 @@
 // collage-explorer [MODEL] [--dim NAME=V ...] [--tune [--refine]] [--placement FILE]
 //                  [--screenshot PATH [--profile] [--diff OTHER.json | --diff-bucket NAME=V] [--select NODE]
-//                  [--collapse-depth N] [--heatmap]]
+//                  [--collapse-depth N] [--heatmap] [--size WxH]]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <clocale>
@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
       "With --screenshot: collapse the name scopes of this depth (1 = top level; 0 = every scope expanded).",
       "N");
   QCommandLineOption heatmap("heatmap", "With --screenshot: colour the graph by kernel time.");
+  QCommandLineOption size("size", "With --screenshot: the window's size in the picture (default 1600x1000).",
+                          "WxH");
   QCommandLineOption dim(
       "dim",
       "A symbolic input dim's value (repeatable; unlisted ones are 1). With a placement of "
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
   QCommandLineOption remote("remote",
                             "Measure on the team's collage workers (with a postgresql:// cost DB).");
   parser.addOptions({tune, refine, placement, screenshot, profile, diff, select, collapse_depth, heatmap,
-                     cost_db, remote, dim, diff_bucket});
+                     size, cost_db, remote, dim, diff_bucket});
   parser.process(app);
   collage::DimValues dims;
   try {
@@ -87,6 +89,20 @@ int main(int argc, char** argv) {
     options.select = parser.value(select);
     options.heatmap = parser.isSet(heatmap);
     options.diff_bucket = parser.value(diff_bucket);
+    if (parser.isSet(size)) {
+      const QStringList wh = parser.value(size).split('x');
+      bool ok_w = false, ok_h = false;
+      if (wh.size() == 2) {
+        options.width = wh[0].toInt(&ok_w);
+        options.height = wh[1].toInt(&ok_h);
+      }
+      if (!ok_w || !ok_h || options.width < 320 || options.height < 240 || options.width > 8192 ||
+          options.height > 8192) {
+        std::fprintf(stderr, "error: --size: '%s' is not WIDTHxHEIGHT within 320x240 and 8192x8192\n",
+                     parser.value(size).toStdString().c_str());
+        return 2;
+      }
+    }
     if (parser.isSet(collapse_depth)) {
       bool ok = false;
       options.collapse_depth = parser.value(collapse_depth).toInt(&ok);

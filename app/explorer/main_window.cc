@@ -57,7 +57,8 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   resizeDocks({cost_dock}, {460}, Qt::Horizontal);
   chart_ = new ProgressChart(this);
   chart_->setMinimumHeight(180);
-  QDockWidget* chart_dock = dock("Search progress", chart_, Qt::BottomDockWidgetArea);
+  chart_dock_ = dock("Search progress", chart_, Qt::BottomDockWidgetArea);
+  QDockWidget* chart_dock = chart_dock_;
   log_ = new QPlainTextEdit(this);
   log_->setReadOnly(true);
   dock("Log", log_, Qt::BottomDockWidgetArea);
@@ -98,6 +99,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   connect(c, &ExplorerController::message, this, &MainWindow::log);
   connect(c, &ExplorerController::queue_status, this, &MainWindow::on_queue_status);
   connect(view_, &GraphView::node_selected, this, &MainWindow::show_node);
+  connect(view_, &GraphView::scope_selected, this, &MainWindow::show_scope);
   connect(view_, &GraphView::node_context_menu, this, &MainWindow::node_menu);
   connect(view_, &GraphView::scope_context_menu, this, &MainWindow::scope_menu);
   connect(cost_table_, &CostTable::candidate_selected, this,
@@ -115,6 +117,8 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
+  // Empty charts would take the graph's room: shown once a search has progress to show.
+  chart_dock_->hide();
   threads_->setValue(settings.value("tune/threads", 1).toInt());
   c->set_threads(threads_->value());
   // $COLLAGE_COST_DB wins over the remembered choice, as for the CLI.
@@ -265,14 +269,17 @@ void MainWindow::build_menus_and_toolbar() {
     a->setCheckable(true);
     // A reduced-precision backend is shown (its colour marks a loaded placement's kernels)
     // but not searched: that needs an accuracy budget, which only `collage tune --accuracy` takes.
+    // A backend this CPU cannot run is shown disabled, saying why.
     const bool fp32 = b->precision == Precision::Float32;
-    a->setChecked(fp32);
-    a->setEnabled(fp32);
+    const std::string unavailable = unavailable_reason(*b);
+    a->setChecked(fp32 && unavailable.empty());
+    a->setEnabled(fp32 && unavailable.empty());
     a->setToolTip(QString::fromStdString(
         b->name + " " + b->version +
-        (fp32 ? ""
-              : "\n" + std::string(precision_name(b->precision)) +
-                    ": searched only under an accuracy budget (collage tune --accuracy)")));
+        (!unavailable.empty() ? "\nunavailable: " + unavailable
+         : fp32               ? ""
+                              : "\n" + std::string(precision_name(b->precision)) +
+                      ": searched only under an accuracy budget (collage tune --accuracy)")));
     connect(a, &QAction::toggled, this, &MainWindow::update_backends);
     backend_actions_.push_back(a);
   }
@@ -375,15 +382,22 @@ void MainWindow::open_model(const QString& path, const DimValues& dims) {
   set_busy(true, false);
 }
 
+void MainWindow::show_progress_charts() {
+  chart_dock_->show();
+  chart_dock_->raise();
+}
+
 void MainWindow::start_tune() {
   if (!controller_->start_tune()) return;
   chart_->clear();
+  show_progress_charts();
   set_busy(true, true);
 }
 
 void MainWindow::start_refine() {
   if (!controller_->start_refine()) return;
   chart_->clear_refine();
+  show_progress_charts();
   set_busy(true, true);
 }
 
@@ -467,7 +481,7 @@ void MainWindow::on_finished(const JobReport& report) {
       view_->set_graph(controller_->graph(), controller_->layout());  // opens fitted
       cost_table_->clear();
       chart_->clear();
-      inspected_ = -1;
+      inspected_ = inspected_scope_ = -1;
       diff_panel_->clear();  // both held the previous model's nodes
       profile_panel_->clear();
       status += QString(", shown in %1 s").arg(report.seconds, 0, 'f', 2);
@@ -510,13 +524,16 @@ void MainWindow::on_finished(const JobReport& report) {
       view_->set_placement(&*controller_->placement());
       chart_->clear();
       chart_->show_placement("loaded", *controller_->placement());
+      show_progress_charts();
       break;
   }
   for (const QString& line : report.log) log(line);
   status_->setText(status);
-  // A new placement changes why the inspected node runs where it does.
+  // A new placement changes why the inspected node runs where it does, and a scope's time.
   if (report.job != Job::Load && inspected_ >= 0)
     inspector_->show_node(controller_->node_details(inspected_));
+  if (report.job != Job::Load && inspected_scope_ > 0)
+    inspector_->show_scope(controller_->scope_details(inspected_scope_));
 }
 
 void MainWindow::on_failed(const JobFailure& f) {
@@ -552,7 +569,15 @@ void MainWindow::show_node(int node) {
   if (!controller_->graph() || node < 0 || node >= controller_->graph()->num_nodes()) return;
   if (controller_->tuned()) cost_table_->show_node(node);  // the candidates covering it
   inspected_ = node;
+  inspected_scope_ = -1;
   inspector_->show_node(controller_->node_details(node));
+}
+
+void MainWindow::show_scope(int scope) {
+  if (!controller_->graph()) return;
+  inspected_ = -1;
+  inspected_scope_ = scope;
+  inspector_->show_scope(controller_->scope_details(scope));
 }
 
 void MainWindow::set_heatmap(bool on) { heatmap_action_->setChecked(on); }

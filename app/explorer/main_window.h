@@ -70,6 +70,7 @@ class MainWindow : public QMainWindow {
   ExplorerController* controller() const { return controller_; }
   GraphView* graph_view() const { return view_; }
   ProgressChart* progress_chart() const { return chart_; }
+  QDockWidget* progress_dock() const { return chart_dock_; }
   CostTable* cost_table() const { return cost_table_; }
   PlacementDiffPanel* diff_panel() const { return diff_panel_; }
   ProfilePanel* profile_panel() const { return profile_panel_; }
@@ -81,7 +82,9 @@ class MainWindow : public QMainWindow {
   void on_failed(const JobFailure& failure);
   void on_queue_status(const QueueStatus& status);
   void set_busy(bool busy, bool stoppable);
+  void show_progress_charts();  // the Search progress dock, hidden until a search reports
   void show_node(int node);
+  void show_scope(int scope);
   void show_comparison(const PlacementComparison& comparison);
   void export_placement();
   void export_artifact_dialog();
@@ -101,6 +104,7 @@ class MainWindow : public QMainWindow {
   ExplorerController* controller_;
   GraphView* view_;
   ProgressChart* chart_;
+  QDockWidget* chart_dock_;
   CostTable* cost_table_;
   Inspector* inspector_;
   PlacementDiffPanel* diff_panel_;
@@ -127,7 +131,8 @@ class MainWindow : public QMainWindow {
   size_t find_index_ = 0;
   QMenu* recent_menu_;
   bool dialogs_ = true;
-  int inspected_ = -1;  // the node the inspector shows
+  int inspected_ = -1;        // the node the inspector shows
+  int inspected_scope_ = -1;  // or the name scope
 };
 
 }  // namespace collage

@@ -295,7 +295,7 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
   topts.pins = options.pins;
   topts.contests.rounds = options.contest_rounds;
   std::vector<const BackendSpec*> backends = options.backends;
-  if (backends.empty()) backends = options.accuracy.enabled() ? all_backends() : default_backends();
+  if (backends.empty()) backends = options.accuracy.enabled() ? available_backends() : default_backends();
   for (const BackendSpec* b : backends)
     if (b->precision != Precision::Float32 && !options.accuracy.enabled())
       throw Error(ErrorKind::InvalidInput,

@@ -297,7 +297,7 @@ struct RefineRunReport {
 
 // refine -> verify and time the refined placement -> side by side -> keep or revert.
 // A refine stopped through the observer still ends with its best placement, verified and
-// compared (README "tune --refine"). Throws InvalidInput when no graph-level backend is selected.
+// compared (docs/cli.md, "collage tune"). Throws InvalidInput when no graph-level backend is selected.
 RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
                            const RefineStepOptions& options, CostDb* db,
                            ProgressObserver* observer = nullptr);

@@ -26,7 +26,7 @@ inline const char* precision_name(Precision p) {
 }
 
 struct CompileOptions {
-  int threads = 1;  // applied to every library's thread pool (see README: threads)
+  int threads = 1;  // applied to every library's thread pool (docs/backends.md: threads)
 };
 
 // Compiles a sub-graph for its exact shapes. The kernel's inputs are
@@ -50,7 +50,18 @@ struct BackendSpec {
   std::function<bool(const Graph&, const Node&)> supports_node;
   // Sets the library's thread count (process-wide for OpenMP/OpenBLAS); may be empty.
   std::function<void(int threads)> set_threads;
+  // Why this CPU cannot run the backend's kernels ("" or empty: it can). A backend that needs
+  // an instruction set the CPU lacks (bf16 dot products, ...) is unavailable with this reason:
+  // listed as such, left out of every default selection and of candidate enumeration, and
+  // refused with the reason when named explicitly. Asked each time (oneDNN's view of the CPU
+  // follows ONEDNN_MAX_CPU_ISA), so keep it cheap.
+  std::function<std::string()> unavailable;
 };
+
+// "" when the CPU can run `backend`, else why not (BackendSpec::unavailable).
+inline std::string unavailable_reason(const BackendSpec& backend) {
+  return backend.unavailable ? backend.unavailable() : std::string();
+}
 
 // The one place a thread count reaches the libraries: every backend's set_threads.
 // OpenMP's count is a setting of the calling thread, so call it on the thread that

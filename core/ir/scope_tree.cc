@@ -154,6 +154,12 @@ std::vector<bool> ScopeTree::collapsed_at_depth(int depth) const {
 void ScopeTree::expand(std::vector<bool>& collapsed, int scope) const {
   collapsed.resize(scopes_.size(), false);
   collapsed[static_cast<size_t>(scope)] = false;
+  // A scope holding nothing but one child scope would open into one box again.
+  while (this->scope(scope).children.size() == 1 &&
+         this->scope(this->scope(scope).children[0]).nodes.size() == this->scope(scope).nodes.size()) {
+    scope = this->scope(scope).children[0];
+    collapsed[static_cast<size_t>(scope)] = false;
+  }
   for (int c : this->scope(scope).children) collapsed[static_cast<size_t>(c)] = true;
 }
 

@@ -73,7 +73,9 @@ class ScopeTree {
   // Collapse states are one flag per scope (the root's is ignored).
   // Every scope of depth `depth` collapsed (depth < 1: none, all expanded).
   std::vector<bool> collapsed_at_depth(int depth) const;
-  // Opens `scope` one level: it is shown expanded, its children collapsed.
+  // Opens `scope` one level: it is shown expanded, its children collapsed. A scope whose only
+  // content is one child scope opens through it (PyTorch's features.3 -> features.3.0 ->
+  // block opens at block's children in one step).
   void expand(std::vector<bool>& collapsed, int scope) const;
   // The outermost collapsed scope holding `node`, or -1 when the node is shown itself.
   int collapsed_owner(NodeId node, const std::vector<bool>& collapsed) const;

@@ -25,7 +25,7 @@ struct Settings {
   // it (`--prune-ratio`; 0 measures everything).
   double bucket_prune_ratio = 4;
   // Each candidate kernel: warm-up runs, then samples until `measure_min_time_ms` was spent
-  // timing and at least `measure_min_samples` were taken (README "tune").
+  // timing and at least `measure_min_samples` were taken (docs/cli.md, "collage tune").
   int measure_warmup_runs = 2;
   int measure_min_samples = 10;
   int measure_max_samples = 2000;
@@ -44,7 +44,7 @@ struct Settings {
   // the last-level cache, is timed with the caches flushed before each sample and its runtime
   // inputs read back in (core/backend_api/kernel_signature.h: measured_cold).
   size_t cold_weight_min_bytes = size_t{1} << 20;
-  // Graph-level search (README "tune --refine"): fitness is the median of `fitness_runs`
+  // Graph-level search (docs/cli.md, "collage tune"): fitness is the median of `fitness_runs`
   // timed runs after a warm-up; an elitist GA of `refine_population` genomes stops after
   // `refine_generations`, `refine_patience` generations without improvement or
   // `refine_budget_s` seconds.

@@ -22,7 +22,7 @@ struct Tolerance {
   double peak_rtol = 0;
 };
 
-// The tuner's rule for each candidate kernel against the native reference (README "tune").
+// The tuner's rule for each candidate kernel against the native reference (docs/cli.md, "collage tune").
 inline constexpr Tolerance kKernelTolerance{1e-4, 1e-3, 1e-3};
 
 struct TensorComparison {

@@ -1,6 +1,6 @@
 // Close contests: where the op-level search chose between kernels whose measured costs lie
 // within the measuring noise. On a shared machine one measurement of a kernel can be off by
-// a third for a minute (README "tune"), so such a choice is a coin toss until the rivals are
+// a third for a minute (docs/cli.md, "collage tune"), so such a choice is a coin toss until the rivals are
 // measured again side by side. A contest is one signature of the searched placement (every
 // kernel of it, e.g. one layer's attention in all twelve layers) and the kernels the search
 // places instead once that signature is ruled out, when the placement then costs at most

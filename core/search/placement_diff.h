@@ -57,7 +57,7 @@ PlacementDiff diff_buckets(const Graph& graph_a, const Placement& a, const Graph
 // "onednn x2, native": the backends of some kernels, most kernels first (ties by name).
 std::string backend_summary(const std::vector<PlacedKernel>& kernels);
 
-// The diff as JSON (README "collage diff --json"); with `graph`, node names beside the ids.
+// The diff as JSON (docs/cli.md, "collage diff"); with `graph`, node names beside the ids.
 std::string placement_diff_to_json(const PlacementDiff& diff, const Graph* graph = nullptr);
 
 }  // namespace collage

@@ -9,6 +9,7 @@ std::vector<Candidate> enumerate_candidates(const Graph& graph,
   std::vector<Candidate> out;
   ConvexityChecker convexity(graph);
   for (const BackendSpec* spec : backends) {
+    if (!unavailable_reason(*spec).empty()) continue;  // the CPU cannot run its kernels
     std::set<std::vector<size_t>> seen;
     const size_t pattern_max =
         spec->limits.max_pattern_nodes ? spec->limits.max_pattern_nodes : spec->limits.max_nodes;

@@ -19,7 +19,8 @@ struct Candidate {
 };
 
 // Matches every pattern at every node and runs every rule's generator; keeps
-// convex groups within the backend's limits; one entry per (backend, node set).
+// convex groups within the backend's limits; one entry per (backend, node set). A backend
+// this CPU cannot run (unavailable_reason) offers none.
 std::vector<Candidate> enumerate_candidates(const Graph& graph,
                                             const std::vector<const BackendSpec*>& backends);
 

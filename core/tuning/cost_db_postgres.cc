@@ -70,7 +70,7 @@ class PostgresStore : public CostStore {
   explicit PostgresStore(const std::string& url) : db_(url, "cost DB") {
     // Costs are a cache: a server crash may lose the last commits (never half a row or a
     // corrupt table), which are re-measured; waiting for the WAL flush on every stored
-    // cost would cost ~4 ms each on this VM (tests/bench/cost_db_bench.sh).
+    // cost would cost ~4 ms each on a 2-core cloud machine (tests/bench/cost_db_bench.sh).
     db_.exec("SET synchronous_commit TO off");
     pg::migrate(db_, "schema_version", kMigrations);
   }

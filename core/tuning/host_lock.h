@@ -17,7 +17,7 @@ class HostMeasureLock {
   HostMeasureLock(const HostMeasureLock&) = delete;
   HostMeasureLock& operator=(const HostMeasureLock&) = delete;
 
-  // The lock file: /tmp/collage-measure.lock (not $TMPDIR: every user and session of
+  // The lock file: /tmp/collage-measure.lock (not $TMPDIR: every user and login of
   // the machine must meet at the same file).
   static const char* path();
 

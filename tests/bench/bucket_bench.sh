@@ -1,5 +1,5 @@
 #!/bin/bash
-# Shape buckets (README "Shape buckets"): one `collage tune --dim seq=16,32,64,128,256` against five
+# Shape buckets (docs/shape-buckets.md): one `collage tune --dim seq=16,32,64,128,256` against five
 # separate one-shape tunes of the same model, each with a fresh cost DB, and then per bucket:
 #   - size: the bucketed artifact against one one-shape artifact (the weights are stored once);
 #   - latency: the bucketed artifact (collage-run --dim) vs the separately tuned one-shape artifact

@@ -1,4 +1,4 @@
-// Evaluation of OpenCV DNN as a candidate graph-level backend (issue 6): runs a
+// Evaluation of OpenCV DNN as a candidate graph-level backend: runs a
 // whole model through cv::dnn::readNetFromONNX at one thread and reports its
 // median latency and its largest difference from the native reference. A whole
 // model is the largest region such a backend could be given (no boundary

@@ -1,4 +1,4 @@
-// A graph-level backend's potential on a whole model (issue 12): every node the
+// A graph-level backend's potential on a whole model: every node the
 // backend supports goes into regions as large as convexity allows (in practice one
 // region for a CNN), the rest runs natively. Prints the median latency over REPEAT
 // runs at THREADS threads, the largest difference from the native reference, and

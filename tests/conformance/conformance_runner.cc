@@ -2,7 +2,7 @@
 // output_*.pb) through the importer and the native executor.
 //
 // Every case is in scope unless the model itself shows it belongs to one of the
-// documented out-of-scope classes (see classify() and README "Import"):
+// documented out-of-scope classes (see classify() and docs/import.md):
 //   ai.onnx.ml domain, ai.onnx.preview.training domain, string tensors,
 //   sequence/map/optional types, float8/int4 tensors, and control flow
 //   (If/Loop/Scan: the importer refuses sub-graphs with a fixed message).

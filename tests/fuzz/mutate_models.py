@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Mutation run over the run path (issue 26): hostile models through `collage info` and `collage run`.
+"""Mutation run over the run path: hostile models through `collage info` and `collage run`.
 
     /usr/bin/python3 tests/fuzz/mutate_models.py [--count N] [--seed S] [--jobs J] [--out DIR]
                                                  [--collage build/app/collage] [--limit SECONDS]

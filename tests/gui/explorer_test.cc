@@ -2,6 +2,8 @@
 // edge, finds nodes, reports a broken file instead of crashing, tunes into a
 // coloured placement, honours and explains pins, round-trips placements, stops
 // on request, and keeps the event loop responsive while working.
+#include <QDockWidget>
+#include <QGraphicsItem>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -12,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 
 #include "app/explorer/main_window.h"
 #include "app/explorer/model/backend_colors.h"
@@ -25,6 +28,7 @@
 #include "resources/samples/zoo.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
+#include "widgets/inspector.h"
 #include "widgets/placement_diff_panel.h"
 #include "widgets/progress_chart.h"
 
@@ -434,6 +438,78 @@ class ExplorerTest : public QObject {
       QVERIFY2(window.rect().contains(r), qPrintable(a->text() + " is clipped"));
     }
     QCOMPARE(backends, static_cast<int>(collage::all_backends().size()));
+    // A backend this CPU cannot run is shown disabled and says why.
+    for (QAction* a : legend->actions()) {
+      const collage::BackendSpec* b = collage::find_backend(a->text().toStdString());
+      if (!b) continue;
+      const std::string why = collage::unavailable_reason(*b);
+      if (why.empty()) continue;
+      QVERIFY(!a->isEnabled() && !a->isChecked());
+      QVERIFY2(a->toolTip().contains(QString::fromStdString("unavailable: " + why)),
+               qPrintable(a->toolTip()));
+    }
+  }
+
+  // Before any search the graph has the room: the Search progress dock appears with the first
+  // progress to show (a tune started).
+  void the_progress_charts_appear_with_a_search() {
+    MainWindow window;
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    JobSpy job(window.controller());
+    window.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(job.wait(30000));
+    QVERIFY(!window.progress_dock()->isVisible());
+    window.start_tune();
+    QVERIFY(window.progress_dock()->isVisible());
+    QVERIFY(job.wait(120000));
+    QVERIFY(window.progress_chart()->point_count() > 0);
+  }
+
+  // Selecting a collapsed scope box shows in the inspector its time, its share of the
+  // placement, its kernels and backend mix, computed here from the placement by node names.
+  void selecting_a_scope_box_shows_where_its_time_goes() {
+    MainWindow window;
+    window.resize(1600, 1000);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    ExplorerController* c = window.controller();
+    JobSpy job(c);
+    window.open_model(COLLAGE_SAMPLE_MODEL);
+    QVERIFY(job.wait(30000));
+    window.start_tune();
+    QVERIFY(job.wait(120000));
+    collage::GraphView* view = window.graph_view();
+    QSignalSpy relaid(view, &collage::GraphView::layout_changed);
+    view->collapse_to_depth(1);
+    QVERIFY(relaid.wait(30000));
+    const int layer1 = view->scope_tree()->find("/layer1");
+    QVERIFY(layer1 > 0);
+    QGraphicsItem* box = view->scope_item(layer1);
+    QVERIFY(box);
+    box->setSelected(true);
+    double want = 0, total = 0;
+    std::set<std::string> backends;
+    for (const collage::PlacedKernel& k : c->placement()->kernels) {
+      total += k.cost.median_ms;
+      for (collage::NodeId n : k.nodes)
+        if (c->graph()->node(n).name.rfind("/layer1/", 0) == 0) {
+          want += k.cost.median_ms / static_cast<double>(k.nodes.size());
+          backends.insert(k.backend);
+        }
+    }
+    auto* inspector = window.findChild<collage::Inspector*>();
+    QVERIFY(inspector);
+    const QString text = inspector->toPlainText();
+    QVERIFY2(text.contains("/layer1"), qPrintable(text));
+    QVERIFY2(text.contains(QString("%1 ms, %2% of the placement's %3 ms")
+                               .arg(want, 0, 'f', 3)
+                               .arg(100 * want / total, 0, 'f', 1)
+                               .arg(total, 0, 'f', 3)),
+             qPrintable(text));
+    QVERIFY(text.contains("Backend mix") && text.contains("Costliest kernels"));
+    for (const std::string& b : backends) QVERIFY2(text.contains(QString::fromStdString(b)), b.c_str());
   }
 };
 

@@ -11,6 +11,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -356,6 +357,74 @@ class GraphViewTest : public QObject {
     QCOMPARE(view.node_count(), graph_.num_nodes());
     QCOMPARE(view.scope_box_count(), 0);
     QVERIFY(!view.kernel_label(kernel_of_[top["/layer2"][0]]).isEmpty());
+  }
+
+  // PyTorch nests modules whose only content is one module (EfficientNet's features.3 ->
+  // features.3.0 -> block): one double-click on the outer box opens through the chain.
+  void double_click_opens_through_single_child_chains() {
+    Graph chained = graph_;
+    for (collage::Node& n : chained.nodes)
+      if (n.name.rfind("/layer2/", 0) == 0) n.name = "/layer2/wrap/inner" + n.name.substr(7);
+    GraphView view;
+    view.resize(900, 650);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy relaid(&view, &GraphView::layout_changed);
+    view.set_graph(&chained, layout_);
+    view.collapse_to_depth(1);
+    QVERIFY(relaid.wait(30000));
+    const collage::ScopeTree& tree = *view.scope_tree();
+    const int layer2 = tree.find("/layer2"), wrap = tree.find("/layer2/wrap"),
+              inner = tree.find("/layer2/wrap/inner");
+    QVERIFY(layer2 > 0 && wrap > 0 && inner > 0);
+    QVERIFY(tree.scope(inner).children.size() > 1);
+    QGraphicsItem* box = view.scope_item(layer2);
+    QVERIFY(box);
+    view.centerOn(box);
+    relaid.clear();
+    QTest::mouseDClick(view.viewport(), Qt::LeftButton, Qt::NoModifier,
+                       view.mapFromScene(box->sceneBoundingRect().center()));
+    QVERIFY(relaid.wait(30000));
+    QCOMPARE(relaid.count(), 1);  // one relayout for the whole chain
+    for (int s : {layer2, wrap, inner}) QVERIFY(!view.is_collapsed(s) && view.scope_item(s) == nullptr);
+    for (int block : tree.scope(inner).children) QVERIFY(view.scope_item(block) != nullptr);
+  }
+
+  // Expand all on a graph too large to read fitted keeps legible text, as opening does: on
+  // the selection when there is one, else on the graph's start.
+  void expand_all_keeps_a_legible_zoom_on_the_selection_or_the_start() {
+    GraphView view;
+    view.set_open_readable(true);
+    view.resize(900, 650);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy relaid(&view, &GraphView::layout_changed);
+    view.set_graph(&graph_, layout_);
+    QVERIFY(relaid.wait(60000));
+    const NodeId picked = graph_.num_nodes() * 2 / 3;  // far from the start
+    view.highlight({picked});
+    view.expand_all();
+    QVERIFY(relaid.wait(60000));
+    QCOMPARE(view.scope_box_count(), 0);
+    QVERIFY2(view.label_px() >= GraphView::kLegibleLabelPx, qPrintable(QString::number(view.label_px())));
+    const std::vector<NodeId> selected = view.selected_nodes();
+    QVERIFY(std::find(selected.begin(), selected.end(), picked) != selected.end());
+    QRectF area;
+    for (NodeId n : selected) area = area.united(view.node_item(n)->sceneBoundingRect());
+    QVERIFY(view.visible_scene_rect().contains(area.center()));
+    // Nothing selected: the start.
+    view.scene()->clearSelection();
+    view.collapse_to_depth(1);
+    QVERIFY(relaid.wait(60000));
+    view.expand_all();
+    QVERIFY(relaid.wait(60000));
+    QVERIFY(view.label_px() >= GraphView::kLegibleLabelPx);
+    QRectF top;
+    for (NodeId n = 0; n < graph_.num_nodes(); ++n) {
+      QRectF r = view.node_item(n)->sceneBoundingRect();
+      if (top.isNull() || r.top() < top.top()) top = r;
+    }
+    QVERIFY(view.visible_scene_rect().intersects(top));
   }
 
   // Opening readable (the explorer's setting): ResNet-50 fitted whole in 900×650 px draws

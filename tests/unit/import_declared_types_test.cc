@@ -1,4 +1,4 @@
-// The run path's hostile models (issue 26's mutation run): what a model declares about its
+// The run path's hostile models (found by tests/fuzz/mutate_models.py): what a model declares about its
 // values, output counts beyond the op's, omitted required inputs, flags outside {0, 1} and
 // sizes past the limits are refused at import with a message naming value and node, so
 // that execution never meets a kernel output the graph contradicts (an Internal error).

@@ -5,6 +5,8 @@
 #include <cpuid.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
 #include <tuple>
 
 #include "backend_check.h"
@@ -18,9 +20,14 @@ namespace {
 using namespace collage::testing;
 
 // AVX512_BF16 (CPUID 7.1 EAX bit 5) or AMX-BF16 (CPUID 7.0 EDX bit 22), read independently
-// of oneDNN: the backend must have a kernel exactly where the CPU has the instructions
-// (with ONEDNN_MAX_CPU_ISA unset: a cap below AVX512_BF16 makes the backend refuse).
+// of oneDNN, and no ONEDNN_MAX_CPU_ISA cap below them (a cap to AVX2 runs oneDNN's AVX2
+// paths on any CPU): the backend must have a kernel exactly where both hold.
 bool cpu_has_bf16_dot_products() {
+  const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const std::string isa = cap ? cap : "ALL";
+  if (isa != "ALL" && isa.find("BF16") == std::string::npos && isa.find("AMX") == std::string::npos &&
+      isa.find("FP16") == std::string::npos)
+    return false;
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid_max(0, nullptr) < 7) return false;
   __cpuid_count(7, 0, a, b, c, d);
@@ -44,7 +51,9 @@ TEST(OnednnBf16, IsAReducedPrecisionBackendOfFullyConnectedLayers) {
   for (const BackendSpec* b : default_backends()) EXPECT_NE(b->name, "onednn-bf16");
   Graph g = dense_model(4, 64, 48);
   std::set<std::string> labels;
-  for (const Candidate& c : enumerate_candidates(g, {&onednn_bf16_backend()})) {
+  BackendSpec patterns_only = onednn_bf16_backend();  // its patterns, whatever this CPU can run
+  patterns_only.unavailable = nullptr;
+  for (const Candidate& c : enumerate_candidates(g, {&patterns_only})) {
     labels.insert(c.label);
     for (size_t n : c.nodes.indices())  // a product of two activations is not a layer
       EXPECT_FALSE(g.node(static_cast<NodeId>(n)).op_type == "MatMul" &&
@@ -62,8 +71,21 @@ TEST(OnednnBf16, HasAKernelExactlyWhereTheCpuHasBf16DotProducts) {
   ASSERT_EQ(g.nodes[0].op_type, "Gemm");
   SubGraph sub = make_subgraph(g, gemm);
   if (cpu_has_bf16_dot_products()) {
+    EXPECT_EQ(unavailable_reason(onednn_bf16_backend()), "");
     EXPECT_NE(onednn_bf16_backend().compile(g, sub, CompileOptions{}), nullptr);
     return;
+  }
+  // Unavailable with the reason: listed as such, out of every selection, no candidates.
+  const std::string why = unavailable_reason(onednn_bf16_backend());
+  EXPECT_NE(why.find("AVX512_BF16"), std::string::npos) << why;
+  for (const BackendSpec* b : available_backends()) EXPECT_NE(b->name, "onednn-bf16");
+  EXPECT_TRUE(enumerate_candidates(g, {&onednn_bf16_backend()}).empty());
+  try {
+    select_backends("onednn-bf16,native");
+    ADD_FAILURE() << "an unavailable backend was selected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+    EXPECT_NE(std::string(e.what()).find("unavailable on this CPU: " + why), std::string::npos) << e.what();
   }
   try {
     onednn_bf16_backend().compile(g, sub, CompileOptions{});

@@ -20,7 +20,7 @@ namespace collage {
 namespace {
 
 // A reduced-precision kernel's outputs against the fp32 reference under the budget int8
-// kernels are documented to meet on their own (README "Precision"); "" when they do.
+// kernels are documented to meet on their own (docs/backends.md, precision); "" when they do.
 std::string reduced_precision_error(const Graph& g, const BackendSpec& backend, const IndexSet& nodes,
                                     const std::vector<Tensor>& values) {
   SubGraph sub = make_subgraph(g, nodes);

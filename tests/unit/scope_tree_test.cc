@@ -64,6 +64,41 @@ TEST(ScopeTree, CollapseAndExpand) {
   EXPECT_EQ(t.collapsed_at_depth(0), std::vector<bool>(static_cast<size_t>(t.size()), false));
 }
 
+// torchvision's EfficientNet: features.3 holds only features.3.0, which holds only block.
+// Opening features.3 shows block's children at once; a scope with nodes of its own beside
+// its one child (layer2 here) opens one level only.
+TEST(ScopeTree, ExpandOpensThroughSingleChildChains) {
+  ScopeTree t({
+      "/features/features.3/features.3.0/block/block.0/block.0.0/Conv",  // 0
+      "/features/features.3/features.3.0/block/block.0/block.0.1/Relu",  // 1
+      "/features/features.3/features.3.0/block/block.1/block.1.0/Conv",  // 2
+      "/features/features.3/features.3.0/block/block.1/block.1.1/Relu",  // 3
+      "/layer2/layer2.0/a/Conv",                                         // 4
+      "/layer2/layer2.0/b/Relu",                                         // 5
+      "/layer2/Add",                                                     // 6
+  });
+  const int features3 = t.find("/features/features.3"),
+            block = t.find("/features/features.3/features.3.0/block");
+  const int b0 = t.find("/features/features.3/features.3.0/block/block.0");
+  const int b1 = t.find("/features/features.3/features.3.0/block/block.1");
+  const int layer2 = t.find("/layer2"), layer20 = t.find("/layer2/layer2.0");
+  ASSERT_GT(features3, 0);
+  ASSERT_GT(block, 0);
+  ASSERT_GT(b0, 0);
+  ASSERT_GT(layer20, 0);
+  std::vector<bool> collapsed = t.collapsed_at_depth(2);
+  ASSERT_TRUE(collapsed[static_cast<size_t>(features3)]);
+  t.expand(collapsed, features3);
+  // One step: every scope of the chain open, block's children shown as boxes.
+  for (int s = features3; s <= block; ++s) EXPECT_FALSE(collapsed[static_cast<size_t>(s)]) << t.scope(s).path;
+  EXPECT_EQ(t.collapsed_owner(0, collapsed), b0);
+  EXPECT_EQ(t.collapsed_owner(3, collapsed), b1);
+  collapsed = t.collapsed_at_depth(1);
+  t.expand(collapsed, layer2);
+  EXPECT_TRUE(collapsed[static_cast<size_t>(layer20)]);  // layer2 has a node of its own: one level
+  EXPECT_EQ(t.collapsed_owner(6, collapsed), -1);
+}
+
 TEST(ScopeTree, UnitsPerDepthMatchTheCollapsedGraph) {
   ScopeTree t(kNames);
   NodeEdges e;

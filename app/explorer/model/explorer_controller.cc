@@ -414,6 +414,11 @@ QString attribute_text(const Attribute& a) {
 
 }  // namespace
 
+ScopeDetails ExplorerController::scope_details(int scope) const {
+  if (!graph_) return {};
+  return collage::scope_details(*graph_, placement_ ? &*placement_ : nullptr, scope);
+}
+
 NodeDetails ExplorerController::node_details(int node) const {
   NodeDetails d;
   if (!graph_ || node < 0 || node >= graph_->num_nodes()) return d;

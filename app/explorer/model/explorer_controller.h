@@ -18,6 +18,7 @@
 
 #include "app/explorer/model/graph_layout.h"
 #include "app/explorer/model/node_details.h"
+#include "app/explorer/model/scope_details.h"
 #include "app/workflow/workflow.h"
 #include "core/ir/graph.h"
 #include "core/ir/shape_buckets.h"
@@ -138,6 +139,7 @@ class ExplorerController : public QObject {
   void clear_pins(int node);
   std::vector<NodeId> candidate_nodes(size_t index) const;  // nodes of tuned candidate `index`
   NodeDetails node_details(int node) const;                 // what the inspector shows
+  ScopeDetails scope_details(int scope) const;              // of a name scope (ScopeTree::of ids)
 
   // ---- why here, and what if (core/search/explain.h) ----
   // From tune results and the placement only: re-searches over those costs, with the
