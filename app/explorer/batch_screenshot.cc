@@ -100,10 +100,14 @@ void BatchScreenshot::shoot(const QString& failed_step) {
   QString failure = failed_step;
   if (!options_.select.isEmpty() && window_->controller()->graph()) {
     int node = window_->controller()->node_id(options_.select.toStdString());
+    const ScopeTree* tree = window_->graph_view()->scope_tree();
+    const int scope = node < 0 && tree ? tree->find(options_.select.toStdString()) : -1;
     if (node >= 0)
       window_->select_node(node);
+    else if (scope > 0)
+      pending_scope_ = scope;  // selected once the view shows its box (after any collapse)
     else if (failure.isEmpty())
-      failure = QString("--select %1: the model has no node with that name").arg(options_.select);
+      failure = QString("--select %1: the model has no node or name scope with that name").arg(options_.select);
   }
   failed_ = !failure.isEmpty();
   // The picture is still saved, but a failure is the exit status (2), as in the CLI.
@@ -123,6 +127,7 @@ void BatchScreenshot::laid_out() {
 void BatchScreenshot::save() {
   if (saving_) return;
   saving_ = true;
+  if (pending_scope_ > 0) window_->select_scope(pending_scope_);
   // The graph as it opened (readable, coloured by the final placement); the selected node,
   // or the changed nodes of a diff, readable.
   if (!options_.select.isEmpty() || !options_.diff.isEmpty()) window_->graph_view()->zoom_to_selection();

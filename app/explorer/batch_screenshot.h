@@ -2,7 +2,8 @@
 // this order: load the model, load `--placement` (and its costs from the cost DB),
 // `--tune`, `--refine`, `--profile` (the profile dock with the timeline), `--diff
 // OTHER.json` (the diff dock against OTHER, changed nodes highlighted), `--select NODE`
-// (the inspector on that node, "Why here" included once costs are known),
+// (the inspector on that node, "Why here" included once costs are known; or on a name scope
+// such as /features/features.3, its box shown and selected),
 // `--collapse-depth N` (name scopes of depth N collapsed, 0: all expanded, instead of the
 // depth the view opens at),
 // `--heatmap` (coloured by kernel time);
@@ -56,6 +57,7 @@ class BatchScreenshot : public QObject {
   bool done_ = false;    // shoot() ran
   bool failed_ = false;  // a step failed: exit status 2
   bool saving_ = false;
+  int pending_scope_ = -1;  // --select named a scope: selected just before the picture
 };
 
 }  // namespace collage

@@ -582,6 +582,15 @@ void MainWindow::show_scope(int scope) {
 
 void MainWindow::set_heatmap(bool on) { heatmap_action_->setChecked(on); }
 
+void MainWindow::select_scope(int scope) {
+  const ScopeTree* tree = view_->scope_tree();
+  if (!tree || scope <= 0 || scope >= tree->size()) return;
+  if (!view_->is_collapsed(scope)) return select_node(tree->scope(scope).nodes.front());
+  view_->highlight(tree->scope(scope).nodes);  // selects the box, which emits scope_selected
+  show_scope(scope);
+  view_->zoom_to_selection();
+}
+
 void MainWindow::select_node(int node) {
   view_->highlight({node});
   show_node(node);

@@ -55,6 +55,7 @@ class MainWindow : public QMainWindow {
   void start_export_artifact(const QString& path);
   std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
   void select_node(int node);                         // selected in the graph, shown in the inspector
+  void select_scope(int scope);  // its box shown (opening what holds it), selected and inspected
   void set_heatmap(bool on);                          // as the toolbar's Heatmap
   // The Measure menu: the cost DB (a file or postgresql://...) and whether Tune and Refine
   // measure on the team's `collage worker`s (only with a postgresql:// DB). `remember`

@@ -510,6 +510,11 @@ class ExplorerTest : public QObject {
              qPrintable(text));
     QVERIFY(text.contains("Backend mix") && text.contains("Costliest kernels"));
     for (const std::string& b : backends) QVERIFY2(text.contains(QString::fromStdString(b)), b.c_str());
+    // Selected by name (batch --select /layer2): its box selected, the inspector on it.
+    const int layer2 = view->scope_tree()->find("/layer2");
+    window.select_scope(layer2);
+    QVERIFY(view->scope_item(layer2)->isSelected());
+    QVERIFY(inspector->toPlainText().startsWith("/layer2"));
   }
 };
 
