@@ -102,7 +102,8 @@ GraphView::GraphView(QWidget* parent) : QGraphicsView(parent) {
   minimap_->hide();
   connect(minimap_, &Minimap::navigated, this, [this] { auto_fit_ = false; });
   connect(scene(), &QGraphicsScene::selectionChanged, this, [this] {
-    invalidate_overview();  // it shows the selection
+    invalidate_overview();             // it shows the selection
+    if (restoring_selection_) return;  // the same selection after a relayout: nothing to tell
     for (NodeItem* item : node_items_)
       if (item && item->isSelected()) {
         emit node_selected(item->node());
@@ -594,7 +595,9 @@ void GraphView::show_layout(std::shared_ptr<Shown> shown, NodeId focus, const st
     // As opening does: a layout illegible when fitted (Expand all on a large model) shows
     // legible text on what was selected, else on the graph's start.
     if (open_readable_ && label_px() < kLegibleLabelPx) {
+      restoring_selection_ = true;
       highlight(selected);
+      restoring_selection_ = false;
       if (scene()->selectedItems().isEmpty())
         zoom_to_legible_start();
       else

@@ -187,6 +187,7 @@ class GraphView : public QGraphicsView {
   bool minimap_refresh_pending_ = false;
   bool auto_fit_ = true;  // fitted and not moved by the user since: refit on resize
   bool open_readable_ = false;
+  bool restoring_selection_ = false;  // show_layout() selects again what was selected
   int overview_items_ = kOverviewItems;
   std::unique_ptr<QImage> overview_;   // null: drawn again when next needed
   unsigned overview_generation_ = 0;   // of the scene's look; bumped by invalidate_overview()

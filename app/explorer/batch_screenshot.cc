@@ -103,11 +103,12 @@ void BatchScreenshot::shoot(const QString& failed_step) {
     const ScopeTree* tree = window_->graph_view()->scope_tree();
     const int scope = node < 0 && tree ? tree->find(options_.select.toStdString()) : -1;
     if (node >= 0)
-      window_->select_node(node);
+      pending_node_ = node;  // selected once the view shows it (after any collapse)
     else if (scope > 0)
-      pending_scope_ = scope;  // selected once the view shows its box (after any collapse)
+      pending_scope_ = scope;
     else if (failure.isEmpty())
-      failure = QString("--select %1: the model has no node or name scope with that name").arg(options_.select);
+      failure =
+          QString("--select %1: the model has no node or name scope with that name").arg(options_.select);
   }
   failed_ = !failure.isEmpty();
   // The picture is still saved, but a failure is the exit status (2), as in the CLI.
@@ -127,10 +128,12 @@ void BatchScreenshot::laid_out() {
 void BatchScreenshot::save() {
   if (saving_) return;
   saving_ = true;
+  if (pending_node_ >= 0) window_->select_node(pending_node_);
   if (pending_scope_ > 0) window_->select_scope(pending_scope_);
   // The graph as it opened (readable, coloured by the final placement); the selected node,
   // or the changed nodes of a diff, readable.
-  if (!options_.select.isEmpty() || !options_.diff.isEmpty()) window_->graph_view()->zoom_to_selection();
+  if ((!options_.select.isEmpty() && pending_scope_ < 0) || !options_.diff.isEmpty())
+    window_->graph_view()->zoom_to_selection();
   QTimer::singleShot(200, this, [this] {  // let the last repaint land
     bool ok = window_->grab().save(options_.screenshot, "PNG");
     std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to",

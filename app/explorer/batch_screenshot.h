@@ -57,7 +57,8 @@ class BatchScreenshot : public QObject {
   bool done_ = false;    // shoot() ran
   bool failed_ = false;  // a step failed: exit status 2
   bool saving_ = false;
-  int pending_scope_ = -1;  // --select named a scope: selected just before the picture
+  int pending_node_ = -1;  // --select's node or scope: selected just before the picture
+  int pending_scope_ = -1;
 };
 
 }  // namespace collage

@@ -61,7 +61,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   QDockWidget* chart_dock = chart_dock_;
   log_ = new QPlainTextEdit(this);
   log_->setReadOnly(true);
-  dock("Log", log_, Qt::BottomDockWidgetArea);
+  QDockWidget* log_dock = dock("Log", log_, Qt::BottomDockWidgetArea);
   // Shown when there is something to show, as tabs beside the candidates and the chart: the
   // diff table is narrow like the candidate table, the timeline wide like the chart.
   diff_panel_ = new PlacementDiffPanel(this);
@@ -117,8 +117,10 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
   restoreState(settings.value("window/state").toByteArray());
-  // Empty charts would take the graph's room: shown once a search has progress to show.
+  // Empty charts would take the graph's room: shown once a search has progress to show; until
+  // then the log below the graph is a few lines high.
   chart_dock_->hide();
+  resizeDocks({log_dock}, {kLogLines * fontMetrics().height()}, Qt::Vertical);
   threads_->setValue(settings.value("tune/threads", 1).toInt());
   c->set_threads(threads_->value());
   // $COLLAGE_COST_DB wins over the remembered choice, as for the CLI.
@@ -524,7 +526,6 @@ void MainWindow::on_finished(const JobReport& report) {
       view_->set_placement(&*controller_->placement());
       chart_->clear();
       chart_->show_placement("loaded", *controller_->placement());
-      show_progress_charts();
       break;
   }
   for (const QString& line : report.log) log(line);
@@ -588,7 +589,6 @@ void MainWindow::select_scope(int scope) {
   if (!view_->is_collapsed(scope)) return select_node(tree->scope(scope).nodes.front());
   view_->highlight(tree->scope(scope).nodes);  // selects the box, which emits scope_selected
   show_scope(scope);
-  view_->zoom_to_selection();
 }
 
 void MainWindow::select_node(int node) {

@@ -32,6 +32,7 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
+  static constexpr int kLogLines = 6;  // the log's height before a search shows its charts
   MainWindow();
 
   // The user's actions; errors become dialogs (none in batch mode).
@@ -56,7 +57,7 @@ class MainWindow : public QMainWindow {
   std::vector<NodeId> find_all(const QString& text);  // selects and returns the matches
   void select_node(int node);                         // selected in the graph, shown in the inspector
   void select_scope(int scope);  // its box shown (opening what holds it), selected and inspected
-  void set_heatmap(bool on);                          // as the toolbar's Heatmap
+  void set_heatmap(bool on);     // as the toolbar's Heatmap
   // The Measure menu: the cost DB (a file or postgresql://...) and whether Tune and Refine
   // measure on the team's `collage worker`s (only with a postgresql:// DB). `remember`
   // keeps the choice for the next start (the menu does; --cost-db/--remote do not).

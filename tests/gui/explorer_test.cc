@@ -461,6 +461,9 @@ class ExplorerTest : public QObject {
     window.open_model(COLLAGE_SAMPLE_MODEL);
     QVERIFY(job.wait(30000));
     QVERIFY(!window.progress_dock()->isVisible());
+    QVERIFY2(
+        window.graph_view()->height() >= window.height() * 0.6,
+        qPrintable(QString("graph %1 px of %2").arg(window.graph_view()->height()).arg(window.height())));
     window.start_tune();
     QVERIFY(window.progress_dock()->isVisible());
     QVERIFY(job.wait(120000));
