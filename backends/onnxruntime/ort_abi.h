@@ -88,7 +88,7 @@ enum class ONNXTensorElementDataType : int32_t {
   kInt4 = 22,
 };
 
-// The library's only exported entry point. OrtApiBase is not versioned and is exactly two pointers.
+// The C function the library exports to reach the C API. OrtApiBase is not versioned: exactly two pointers.
 inline constexpr char kOrtGetApiBaseSymbol[] = "OrtGetApiBase";
 
 struct OrtApiBase {

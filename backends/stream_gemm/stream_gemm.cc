@@ -219,6 +219,9 @@ const BackendSpec& stream_gemm_backend() {
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
       return std::make_unique<StreamGemmKernel>(g, sub, o.threads);
     };
+    s.unavailable = [] {
+      return stream_gemm::supported() ? std::string() : std::string("this CPU lacks AVX2 or FMA");
+    };
     return s;
   }();
   return spec;

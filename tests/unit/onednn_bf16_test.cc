@@ -99,7 +99,8 @@ TEST(OnednnBf16, HasAKernelExactlyWhereTheCpuHasBf16DotProducts) {
 // Integers below 256 are exact in bf16 and their products' sums exact in fp32, whatever the
 // order: the bf16 kernel must then give the fp32 product bitwise, bias and Relu included.
 TEST(OnednnBf16, OperandsOnTheBf16GridGiveTheExactProduct) {
-  if (!cpu_has_bf16_dot_products()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  if (!cpu_has_bf16_dot_products())
+    GTEST_SKIP() << "this CPU has no bf16 dot products (AVX512_BF16 or AMX-BF16)";
   const int64_t m = 7, k = 96, n = 40;
   OnnxTestModel model(17);
   model.input("x", {m, k});
@@ -132,7 +133,8 @@ TEST(OnednnBf16, OperandsOnTheBf16GridGiveTheExactProduct) {
 // Random operands: bf16's 8 significant bits, errors averaging out over K terms, keep every
 // candidate within 1% of its output's peak, and it must differ from fp32 (it is bf16).
 TEST(OnednnBf16, EveryCandidateIsWithinOnePercentOfItsPeak) {
-  if (!cpu_has_bf16_dot_products()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  if (!cpu_has_bf16_dot_products())
+    GTEST_SKIP() << "this CPU has no bf16 dot products (AVX512_BF16 or AMX-BF16)";
   for (auto [batch, in, out] :
        {std::tuple<int64_t, int64_t, int64_t>{4, 64, 48}, {3, 33, 17}, {1, 256, 96}}) {
     Graph g = dense_model(batch, in, out);
