@@ -352,7 +352,8 @@ int command_tune(const std::vector<std::string>& argv) {
   if (args.has("--refine")) {
     if (workflow::graph_level_backends(backends).empty())
       throw Error(ErrorKind::InvalidInput,
-                  "--refine needs a graph-level backend in --backends (onednn-region, xnnpack-graph)");
+                  "--refine needs a graph-level backend in --backends (onednn-region, xnnpack-graph, "
+                  "onnxruntime-region)");
     ropts.backends = backends;
     ropts.threads = threads;
     ropts.repeat = topts.repeat;

@@ -10,6 +10,23 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev libopenblas-openmp-dev libxnnpack-dev libpthreadpool-dev
   xvfb xauth bc clang-format
 )
+# ONNX Runtime's CPU library, as the npm package onnxruntime-node ships it (its install script,
+# which downloads GPU providers, is skipped): the onnxruntime backend loads it at run time.
+# Optional: without it (no npm, no registry) everything builds and runs, the backend unavailable.
+ORT_VERSION=1.30.0
+ort_dir="$(dirname "$0")/../third_party/onnxruntime-node"
+if ! grep -qs "\"version\": \"$ORT_VERSION\"" "$ort_dir/node_modules/onnxruntime-node/package.json"; then
+  if command -v npm > /dev/null; then
+    echo "install_deps: installing onnxruntime-node $ORT_VERSION into third_party/onnxruntime-node"
+    mkdir -p "$ort_dir"
+    npm install --prefix "$ort_dir" "onnxruntime-node@$ORT_VERSION" --ignore-scripts --no-audit --no-fund \
+      --loglevel=error > /dev/null ||
+      echo "install_deps: onnxruntime-node not installed: the onnxruntime backend stays unavailable" >&2
+  else
+    echo "install_deps: npm not found: the onnxruntime backend stays unavailable" >&2
+  fi
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

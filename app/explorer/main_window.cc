@@ -263,6 +263,7 @@ void MainWindow::build_menus_and_toolbar() {
   QToolBar* legend = addToolBar("Backends");
   legend->setObjectName("backend-legend");
   legend->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  legend->setStyleSheet("QToolButton { min-width: 0px; padding: 1px 4px; }");  // eleven fit in a row
   legend->addWidget(new QLabel(" backends: ", this));
   for (const BackendSpec* b : all_backends()) {
     QPixmap swatch(12, 12);
@@ -285,8 +286,6 @@ void MainWindow::build_menus_and_toolbar() {
     connect(a, &QAction::toggled, this, &MainWindow::update_backends);
     backend_actions_.push_back(a);
   }
-  legend->addSeparator();
-  legend->addAction("Re-search with pins", this, &MainWindow::start_tune);
   find_box_ = new QLineEdit(this);
   find_box_->setPlaceholderText("find node or op (Ctrl+F, Enter = next)");
   find_box_->setMaximumWidth(260);

@@ -397,7 +397,7 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   std::vector<const BackendSpec*> graph_level = graph_level_backends(backends);
   if (graph_level.empty())
     throw Error(ErrorKind::InvalidInput,
-                "refining needs a graph-level backend (onednn-region, xnnpack-graph)");
+                "refining needs a graph-level backend (onednn-region, xnnpack-graph, onnxruntime-region)");
   set_backend_threads(options.threads);
   RefineOptions ropts;
   ropts.population = options.population;

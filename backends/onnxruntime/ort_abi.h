@@ -117,6 +117,8 @@ using GetErrorMessageFn = const char* (*)(const OrtStatus* status);
 // Environment and session (v1).
 constexpr size_t kCreateEnv = 3;
 using CreateEnvFn = OrtStatus* (*)(OrtLoggingLevel level, const char* log_id, OrtEnv** out);
+constexpr size_t kDisableTelemetryEvents = 6;
+using DisableTelemetryEventsFn = OrtStatus* (*)(const OrtEnv* env);
 constexpr size_t kCreateSessionFromArray = 8;
 using CreateSessionFromArrayFn = OrtStatus* (*)(const OrtEnv* env, const void* model_bytes, size_t model_size,
                                                 const OrtSessionOptions* options, OrtSession** out);

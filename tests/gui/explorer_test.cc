@@ -419,11 +419,11 @@ class ExplorerTest : public QObject {
     fs::remove(path);
   }
 
-  // The backend toggles are the colour legend: at 1400 px (the main job's screenshot width)
-  // every one of them is on screen, none behind a toolbar's overflow button.
-  void backend_legend_is_fully_visible_at_1400_px() {
+  // The backend toggles are the colour legend: at 1600 px (the screenshot's width) every one
+  // of them is on screen, none behind a toolbar's overflow button.
+  void backend_legend_is_fully_visible_at_1600_px() {
     MainWindow window;
-    window.resize(1400, 900);
+    window.resize(1600, 1000);
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
     auto* legend = window.findChild<QToolBar*>("backend-legend");

@@ -13,9 +13,11 @@ inline QColor backend_color(const QString& backend) {
   if (backend == "blas") return QColor(0xf4, 0xb4, 0x00);
   if (backend == "xnnpack") return QColor(0x0f, 0x9d, 0x58);
   if (backend == "stream-gemm") return QColor(0xdb, 0x44, 0x37);  // the project's own GEMM: red
+  if (backend == "onnxruntime") return QColor(0x00, 0xac, 0xc1);  // a whole runtime of its own: cyan
   // Graph-level backends: a darker shade of their library's colour.
   if (backend == "onednn-region") return QColor(0x1a, 0x4f, 0xb0);
   if (backend == "xnnpack-graph") return QColor(0x0a, 0x6b, 0x3c);
+  if (backend == "onnxruntime-region") return QColor(0x00, 0x6f, 0x7d);
   // Reduced precision: a colour of its own (purple), whatever the library.
   if (backend == "onednn-int8") return QColor(0x8e, 0x44, 0xad);
   if (backend == "onednn-bf16") return QColor(0xc0, 0x6c, 0xd8);  // a lighter purple

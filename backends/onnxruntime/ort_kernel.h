@@ -1,0 +1,23 @@
+// A sub-graph run by ONNX Runtime: one InferenceSession over the region's own ONNX model
+// (ort_model.h), graph optimizations at their highest level inside it. The executor's buffers
+// are handed to ORT as they are, inputs and preallocated outputs alike: nothing is copied at
+// the boundary. Threads: the session's own intra-op pool of `threads`, told not to spin when
+// idle, so it does not compete with the OpenMP pool the other backends' kernels run on.
+#pragma once
+
+#include <memory>
+
+#include "core/ir/kernel.h"
+#include "core/ir/subgraph.h"
+
+namespace collage::ort {
+
+// Throws Error(Unsupported) naming ORT's message when ORT refuses the region (or is not loaded).
+std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads);
+
+// Whether ORT's CPU execution provider is offered a node: default-domain ops whose tensors are
+// of the types its CPU kernels take; ORT itself decides at compile time (a refusal is an
+// invalid candidate with its reason).
+bool offered(const Graph& graph, const Node& node);
+
+}  // namespace collage::ort

@@ -1,0 +1,98 @@
+#include "backends/onnxruntime/ort_model.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+
+#include "core/ir/error.h"
+#include "core/tensor_io/tensor_proto.h"
+
+namespace collage::ort {
+
+namespace {
+
+void describe(onnx::ValueInfoProto* info, const Value& v) {
+  if (v.name.empty()) throw Error(ErrorKind::Unsupported, "onnxruntime: a value without a name");
+  if (!v.shape_known)
+    throw Error(ErrorKind::Unsupported, "onnxruntime: value '" + v.name + "' has no static shape");
+  info->set_name(v.name);
+  onnx::TypeProto_Tensor* t = info->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(static_cast<int32_t>(v.dtype));  // DType follows TensorProto's numbering
+  onnx::TensorShapeProto* shape = t->mutable_shape();
+  for (int64_t d : v.shape) shape->add_dim()->set_dim_value(d);
+}
+
+void write_attribute(onnx::AttributeProto* a, const std::string& name, const Attribute& attr) {
+  a->set_name(name);
+  switch (attr.kind) {
+    case AttrKind::Int:
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(attr.i);
+      break;
+    case AttrKind::Float:
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(attr.f);
+      break;
+    case AttrKind::String:
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(attr.s);
+      break;
+    case AttrKind::Ints:
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t v : attr.ints) a->add_ints(v);
+      break;
+    case AttrKind::Floats:
+      a->set_type(onnx::AttributeProto::FLOATS);
+      for (float v : attr.floats) a->add_floats(v);
+      break;
+    case AttrKind::Strings:
+      a->set_type(onnx::AttributeProto::STRINGS);
+      for (const std::string& v : attr.strings) a->add_strings(v);
+      break;
+    case AttrKind::Tensor:
+      a->set_type(onnx::AttributeProto::TENSOR);
+      *a->mutable_t() = tensor_to_proto(attr.t, name);
+      break;
+  }
+}
+
+}  // namespace
+
+std::string region_model(const Graph& graph, const SubGraph& sub) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("collage");
+  std::map<std::string, int> opsets;  // domain -> the model's opset for it
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("region");
+  for (ValueId v : sub.inputs) describe(g->add_input(), graph.value(v));
+  for (ValueId v : sub.constants) {
+    const Value& value = graph.value(v);
+    if (value.name.empty()) throw Error(ErrorKind::Unsupported, "onnxruntime: a constant without a name");
+    *g->add_initializer() = tensor_to_proto(*value.constant, value.name);
+  }
+  for (NodeId id : sub.node_list) {
+    const Node& n = graph.node(id);
+    onnx::NodeProto* p = g->add_node();
+    p->set_name(n.name);
+    p->set_op_type(n.op_type);
+    if (!n.domain.empty()) p->set_domain(n.domain);
+    for (ValueId v : n.inputs) p->add_input(v == kNoValue ? std::string() : graph.value(v).name);
+    for (ValueId v : n.outputs) p->add_output(v == kNoValue ? std::string() : graph.value(v).name);
+    for (const auto& [name, attr] : n.attrs) write_attribute(p->add_attribute(), name, attr);
+    int& opset = opsets[n.domain];
+    opset = std::max(opset, n.opset);
+  }
+  for (ValueId v : sub.outputs) describe(g->add_output(), graph.value(v));
+  for (const auto& [domain, version] : opsets) {
+    onnx::OperatorSetIdProto* o = model.add_opset_import();
+    o->set_domain(domain);
+    o->set_version(version);
+  }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    throw Error(ErrorKind::Internal, "onnxruntime: cannot serialize a region");
+  return bytes;
+}
+
+}  // namespace collage::ort
