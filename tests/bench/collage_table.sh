@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Benchmark (not part of the test suite): Collage's headline table. Per model, at THREADS threads:
+# each fp32 backend alone (an op-level search over that backend's candidates, native filling what it
+# lacks), ONNX Runtime alone (onnxruntime-node, the peer), Collage op-level (every backend) and Collage
+# refined (`tune --refine`), each exported and run by collage-run, and the speed-up of Collage refined
+# over the best single backend and over ONNX Runtime. One tune with a fresh cost DB measures every
+# candidate; the single-backend searches reuse its costs. The sides are timed in ROUNDS rounds, each
+# side REPEAT runs a round, in rotating order; each figure is the median of its round medians. The
+# refined artifact's outputs are checked against ONNX Runtime's.
+# usage: tests/bench/collage_table.sh SAMPLE|MODEL.onnx ...
+# env: BUILD (build dir), REPEAT (default 20), ROUNDS (default 3), THREADS (default 1), BUDGET (default 60s)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source tests/bench/ort_setup.sh
+repeat=${REPEAT:-20} rounds=${ROUNDS:-3} threads=${THREADS:-1}
+collage="$build/app/collage" run="$build/app/runtime/collage-run"
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2)}'; }
+# The fp32 op-level backends this machine can run (collage --help lists each with its precision).
+mapfile -t singles < <("$collage" --help | sed -n 's/^  \([a-z0-9-]*\) (fp32)$/\1/p' | grep -vE 'region|graph|^native$')
+singles=(native "${singles[@]}")
+printf "%-16s" model; for b in "${singles[@]}"; do printf " %11s" "$b"; done
+printf " %11s %11s %11s %11s %8s %8s\n" best_single ort_alone op_level refined vs_best vs_ort
+log_best=0 log_ort=0 n=0
+for m in "$@"; do
+  if [[ "$m" == *.onnx ]]; then
+    model="$m" m=$(basename "$m" .onnx)
+  else
+    "$build/resources/collage-samples" "$bench" --only "$m" > /dev/null
+    model="$bench/$m.onnx"
+  fi
+  dir="$bench/table_$m" db="$bench/table_$m/costs.sqlite"
+  rm -rf "$dir" && mkdir -p "$dir"
+  out=$("$collage" tune "$model" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" \
+          -o "$dir/refined.json" 2>/dev/null)
+  echo "$out" | grep -q "verified against the native reference: ok" || { echo "$m: verification failed" >&2; exit 1; }
+  "$collage" tune "$model" --threads "$threads" --cost-db "$db" --contest-rounds 0 -o "$dir/op_level.json" > /dev/null 2>&1
+  sides=(op_level refined)
+  for b in "${singles[@]}"; do
+    "$collage" tune "$model" --threads "$threads" --cost-db "$db" --contest-rounds 0 --backends "$b" \
+      -o "$dir/$b.json" > /dev/null 2>&1
+    sides+=("$b")
+  done
+  for s in "${sides[@]}"; do
+    "$collage" export "$model" --placement "$dir/$s.json" -o "$dir/$s.collage" > /dev/null
+  done
+  ort_out=$(node tests/bench/ort_run.js "$model" "$dir/ort" 3 "$threads")
+  args=()
+  for i in $(echo "$ort_out" | sed -n 's/^inputs //p'); do args+=(--input "$i"); done
+  "$run" "$dir/refined.collage" "${args[@]}" --output-dir "$dir/out" > /dev/null
+  for o in $(echo "$ort_out" | sed -n 's/^outputs //p'); do
+    "$collage" compare "$dir/out/$o.pb" "$dir/ort/ort_$o.pb" --rtol 1e-3 --atol 1e-3 > /dev/null ||
+      { echo "$m: output $o disagrees with ONNX Runtime" >&2; exit 1; }
+  done
+  declare -A times=()
+  all=(ort "${sides[@]}")
+  for ((r = 0; r < rounds; ++r)); do
+    for ((k = 0; k < ${#all[@]}; ++k)); do  # rotate the order each round
+      s=${all[$(((k + r) % ${#all[@]}))]}
+      if [ "$s" = ort ]; then
+        t=$(node tests/bench/ort_run.js "$model" "$dir/ort" "$repeat" "$threads" | sed -n 's/^ort median \([0-9.]*\) ms.*/\1/p')
+      else
+        t=$("$run" "$dir/$s.collage" "${args[@]}" --repeat "$repeat" | sed -n 's/.*: median \([0-9.]*\) ms.*/\1/p')
+      fi
+      times[$s]+="$t "
+    done
+  done
+  ms() { printf "%s\n" ${times[$1]} | median; }
+  best="" best_ms=""
+  printf "%-16s" "$m"
+  for b in "${singles[@]}"; do
+    t=$(ms "$b"); printf " %11.3f" "$t"
+    if [ -z "$best_ms" ] || (($(echo "$t < $best_ms" | bc -l))); then best=$b best_ms=$t; fi
+  done
+  ort=$(ms ort) op=$(ms op_level) ref=$(ms refined)
+  printf " %11s %11.3f %11.3f %11.3f %7.2fx %7.2fx\n" "$best" "$ort" "$op" "$ref" \
+    "$(echo "$best_ms / $ref" | bc -l)" "$(echo "$ort / $ref" | bc -l)"
+  log_best=$(echo "$log_best + l($best_ms / $ref)" | bc -l) log_ort=$(echo "$log_ort + l($ort / $ref)" | bc -l)
+  n=$((n + 1))
+  unset times
+done
+printf "geomean over %d models: Collage refined %.2fx the best single backend, %.2fx ONNX Runtime alone\n" "$n" \
+  "$(echo "e($log_best / $n)" | bc -l)" "$(echo "e($log_ort / $n)" | bc -l)"
+echo "ms: median of $rounds round medians, $repeat runs a round, $threads thread(s); single backends: an op-level"
+echo "search over that backend's candidates, native for the rest; ort_alone: onnxruntime-node, the model as it is"
