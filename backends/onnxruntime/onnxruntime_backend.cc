@@ -15,7 +15,7 @@ const BackendSpec& onnxruntime_backend() {
         [](const Graph& g, const Node& n) { return ort::runtime() && ort::offered(g, n); }));
     s.limits.max_nodes = 8;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
-      return ort::compile_region(g, sub, o.threads);
+      return ort::compile_region(g, sub, o.threads, /*spin=*/false);  // OpenMP kernels run beside it
     };
     s.unavailable = [] { return ort::unavailable_reason(); };
     return s;

@@ -51,7 +51,7 @@ using ValueHandle = Owned<OrtValue, kReleaseValue>;
 
 class OrtKernel : public Kernel {
  public:
-  OrtKernel(const Runtime& r, const Graph& g, const SubGraph& sub, int threads) : r_(r) {
+  OrtKernel(const Runtime& r, const Graph& g, const SubGraph& sub, int threads, bool spin) : r_(r) {
     for (ValueId v : sub.inputs) inputs_.push_back(g.value(v).name);
     for (ValueId v : sub.outputs) {
       outputs_.push_back(g.value(v).name);
@@ -70,7 +70,8 @@ class OrtKernel : public Kernel {
     r.check(r.fn<SetInterOpNumThreadsFn>(kSetInterOpNumThreads)(raw, 1), "threads");
     r.check(r.fn<SetSessionExecutionModeFn>(kSetSessionExecutionMode)(raw, ExecutionMode::kSequential),
             "mode");
-    r.check(r.fn<AddSessionConfigEntryFn>(kAddSessionConfigEntry)(raw, kConfigIntraOpAllowSpinning, "0"),
+    r.check(r.fn<AddSessionConfigEntryFn>(kAddSessionConfigEntry)(raw, kConfigIntraOpAllowSpinning,
+                                                                  spin ? "1" : "0"),
             "spinning");
     r.check(r.fn<SetSessionLogSeverityLevelFn>(kSetSessionLogSeverityLevel)(raw, 3), "logging");
     OrtSession* session = nullptr;
@@ -138,13 +139,13 @@ bool offered(const Graph& graph, const Node& node) {
   return true;
 }
 
-std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads) {
+std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads, bool spin) {
   const Runtime* r = runtime();
   if (!r) throw Error(ErrorKind::Unsupported, "onnxruntime: " + unavailable_reason());
   for (NodeId id : sub.node_list)
     if (!offered(graph, graph.node(id)))
       throw Error(ErrorKind::Unsupported, "onnxruntime: " + graph.node(id).describe() + " is not offered");
-  return std::make_unique<OrtKernel>(*r, graph, sub, threads);
+  return std::make_unique<OrtKernel>(*r, graph, sub, threads, spin);
 }
 
 }  // namespace collage::ort
