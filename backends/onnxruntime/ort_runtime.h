@@ -14,7 +14,7 @@ namespace collage::ort {
 
 struct Runtime {
   const OrtApi* api = nullptr;   // served at kMinApiVersion
-  OrtEnv* env = nullptr;         // one environment for every session (logging: warnings and up)
+  OrtEnv* env = nullptr;         // one environment for every session (logging: errors only)
   OrtMemoryInfo* cpu = nullptr;  // plain CPU memory: the executor's own buffers
   std::string path;              // the library loaded
   std::string version;           // "1.30.0"
