@@ -94,6 +94,14 @@ class GraphViewTest : public QObject {
         collage::collapse(tree, collage::node_edges(g), tree.collapsed_at_depth(depth)).units.size());
   }
 
+  // The explorer's setting: opens readable, here in 900x650 px.
+  void show_readable(GraphView& view) {
+    view.set_open_readable(true);
+    view.resize(900, 650);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+  }
+
   void show(GraphView& view) {
     view.resize(900, 650);
     view.show();
@@ -394,10 +402,7 @@ class GraphViewTest : public QObject {
   // the selection when there is one, else on the graph's start.
   void expand_all_keeps_a_legible_zoom_on_the_selection_or_the_start() {
     GraphView view;
-    view.set_open_readable(true);
-    view.resize(900, 650);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    show_readable(view);
     QSignalSpy relaid(&view, &GraphView::layout_changed);
     view.set_graph(&graph_, layout_);
     QVERIFY(relaid.wait(60000));
@@ -434,10 +439,7 @@ class GraphViewTest : public QObject {
   // legible; one level deeper, fitted, they are not.
   void opens_at_the_deepest_depth_with_legible_labels() {
     GraphView view;
-    view.set_open_readable(true);
-    view.resize(900, 650);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    show_readable(view);
     QSignalSpy relaid(&view, &GraphView::layout_changed);
     view.set_graph(&graph_, layout_);
     // The expanded graph is not built first: nothing is shown until the opening view is.
@@ -493,10 +495,7 @@ class GraphViewTest : public QObject {
     for (NodeId n = 0; n < flat.num_nodes(); ++n)
       flat.nodes[static_cast<size_t>(n)].name = "n" + std::to_string(n);
     GraphView view;
-    view.set_open_readable(true);
-    view.resize(900, 650);
-    view.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    show_readable(view);
     view.set_graph(&flat, layout_);
     QVERIFY(!view.layout_pending());
     QVERIFY(!view.opened_whole());
