@@ -21,5 +21,5 @@ export COLLAGE_COST_DB="${COLLAGE_COST_DB:-$out/costs.sqlite}"
 if [ -n "${DISPLAY:-}" ]; then
   ./build/app/collage-explorer "$model" --placement "$out/placement.json"
 else
-  xvfb-run -a -s "-screen 0 1400x900x24" ./build/app/collage-explorer "$model" --tune --screenshot "$out/explorer.png"
+  xvfb-run -a -s "-screen 0 1600x1000x24" ./build/app/collage-explorer "$model" --tune --screenshot "$out/explorer.png"
 fi
