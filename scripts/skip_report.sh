@@ -10,12 +10,16 @@ skipped=$(grep -c '(Skipped)' "$summary" || true)
 if [ -z "$total" ]; then echo "skip_report: no CTest summary in $summary" >&2; exit 0; fi
 if [ "$skipped" -gt 0 ] && [ -f "$log" ]; then
   echo "skipped tests and why:"
-  # LastTest.log holds each test's output after a "N/M Test: NAME" line; googletest writes
-  # "FILE:LINE: Skipped" and the reason on the next line.
+  # The skipped tests' names from CTest's list, their reasons from LastTest.log, which holds each
+  # test's output after a "N/M Test: NAME" line: googletest writes "FILE:LINE: Skipped" and the
+  # reason on the next line; a script that exits with its skip code says "skipped: REASON".
   awk '
+    FNR == NR { skipped[$0] = 1; next }
     /^[0-9]+\/[0-9]+ Test: / { sub(/^[0-9]+\/[0-9]+ Test: /, ""); name = $0; next }
+    !(name in skipped) { next }
     want { if ($0 != "") { print "  " name ": " $0; want = 0 } ; next }
-    /: Skipped$/ { want = 1 }
-  ' "$log" | sort -u
+    /: Skipped$/ { want = 1; next }
+    /^skipped: / { sub(/^skipped: /, ""); print "  " name ": " $0 }
+  ' <(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$summary") "$log" | sort -u
 fi
 echo "tests: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"
