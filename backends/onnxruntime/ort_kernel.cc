@@ -128,8 +128,8 @@ class OrtKernel : public Kernel {
 
 bool offered(const Graph& graph, const Node& node) {
   if (!node.domain.empty() && node.domain != "ai.onnx") return false;
-  for (const auto& list : {node.inputs, node.outputs})
-    for (ValueId v : list) {
+  for (const std::vector<ValueId>* list : {&node.inputs, &node.outputs})  // not copies of both
+    for (ValueId v : *list) {
       if (v == kNoValue) continue;
       const Value& value = graph.value(v);
       if (!ort_dtype(value.dtype) || !value.shape_known) return false;
