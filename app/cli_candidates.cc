@@ -66,7 +66,7 @@ int command_candidates(const std::vector<std::string>& argv) {
     return 0;
   }
   std::printf("model: %s (%d nodes)\n", path.c_str(), graph.num_nodes());
-  std::printf("%-10s %10s %8s %8s  %s\n", "backend", "candidates", "fused", "covers", "largest group");
+  std::printf("%-18s %10s %8s %8s  %s\n", "backend", "candidates", "fused", "covers", "largest group");
   for (const BackendSpec* b : backends) {
     size_t count = 0, fused = 0, largest = 0;
     std::string largest_label = "-";
@@ -82,7 +82,7 @@ int command_candidates(const std::vector<std::string>& argv) {
         largest_label = c.label;
       }
     }
-    std::printf("%-10s %10zu %8zu %7zu%%  %s\n", b->name.c_str(), count, fused,
+    std::printf("%-18s %10zu %8zu %7zu%%  %s\n", b->name.c_str(), count, fused,
                 graph.num_nodes() ? 100 * covered.popcount() / static_cast<size_t>(graph.num_nodes()) : 0,
                 largest_label.c_str());
   }
@@ -90,7 +90,7 @@ int command_candidates(const std::vector<std::string>& argv) {
   if (!args.has("--backends"))
     for (const BackendSpec* b : all_backends())
       if (const std::string why = unavailable_reason(*b); !why.empty())
-        std::printf("%-10s unavailable: %s\n", b->name.c_str(), why.c_str());
+        std::printf("%-18s unavailable: %s\n", b->name.c_str(), why.c_str());
   return 0;
 }
 

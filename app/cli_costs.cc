@@ -46,10 +46,10 @@ int command_costs(const std::vector<std::string>& argv) {
   auto records = db.list(backend);
   std::printf("cost DB %s: %zu records%s\n", db.path().c_str(), records.size(),
               backend.empty() ? "" : (" for backend " + backend).c_str());
-  std::printf("%-10s %-28s %7s %10s %10s %8s %9s  %s\n", "backend", "label", "threads", "median ms", "p90 ms",
+  std::printf("%-18s %-28s %7s %10s %10s %8s %9s  %s\n", "backend", "label", "threads", "median ms", "p90 ms",
               "samples", "build ms", "status");
   for (const CostRecord& r : records)
-    std::printf("%-10s %-28.28s %7d %10.4f %10.4f %8d %9.2f  %s\n", r.backend.c_str(), r.label.c_str(),
+    std::printf("%-18s %-28.28s %7d %10.4f %10.4f %8d %9.2f  %s\n", r.backend.c_str(), r.label.c_str(),
                 r.key.threads, r.cost.median_ms, r.cost.p90_ms, r.cost.samples, r.cost.build_ms,
                 r.cost.valid() ? "ok" : ("invalid: " + r.cost.invalid_reason).c_str());
   return 0;

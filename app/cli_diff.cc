@@ -149,7 +149,7 @@ int command_diff(const std::vector<std::string>& argv) {
         for (const PlacedKernel& k : *kernels) {
           char cost[32] = "    no cost";
           if (k.cost.valid()) std::snprintf(cost, sizeof cost, "%8.3f ms", k.cost.median_ms);
-          std::printf("  %s %-14s %-28s %s  nodes %s\n", side, k.backend.c_str(), k.label.c_str(), cost,
+          std::printf("  %s %-18s %-28s %s  nodes %s\n", side, k.backend.c_str(), k.label.c_str(), cost,
                       nodes_text(k.nodes, g).c_str());
         }
     }

@@ -103,10 +103,10 @@ void print_detail(const Graph& graph, const NodeExplanation& e, const std::vecto
               e.chosen.nodes.size(), e.chosen.nodes.size() == 1 ? "" : "s",
               e.chosen_is_candidate ? "" : ", not a candidate", e.chosen_ms);
   std::printf("why: %s: %s\n", reason_key(e.reason), e.reason_text.c_str());
-  std::printf("candidates covering it:\n  %-6s %-14s %-36s %5s %10s %10s %7s\n", "chosen", "backend", "label",
+  std::printf("candidates covering it:\n  %-6s %-18s %-36s %5s %10s %10s %7s\n", "chosen", "backend", "label",
               "nodes", "median ms", "stddev ms", "samples");
   for (const CandidateCover& c : e.candidates) {
-    std::printf("  %-6s %-14s %-36s %5zu ", c.chosen ? "*" : "", c.backend.c_str(), c.label.c_str(), c.nodes);
+    std::printf("  %-6s %-18s %-36s %5zu ", c.chosen ? "*" : "", c.backend.c_str(), c.label.c_str(), c.nodes);
     if (c.cost.valid())
       std::printf("%10.4f %10.4f %7d\n", c.cost.median_ms, c.cost.stddev_ms, c.cost.samples);
     else
@@ -122,9 +122,9 @@ void print_detail(const Graph& graph, const NodeExplanation& e, const std::vecto
     std::printf("runner-up: %s\n", alternative_text(r).c_str());
   std::printf("what if (predicted change of the whole placement):\n");
   for (const WhatIf& w : what_ifs) {
-    std::printf("  run on %-14s %s\n", w.backend.c_str(),
+    std::printf("  run on %-18s %s\n", w.backend.c_str(),
                 w.current ? "current (it runs there)" : alternative_text(w.run_on).c_str());
-    std::printf("  forbid %-14s %s\n", w.backend.c_str(), alternative_text(w.forbid).c_str());
+    std::printf("  forbid %-18s %s\n", w.backend.c_str(), alternative_text(w.forbid).c_str());
   }
 }
 
@@ -226,7 +226,7 @@ int explain_bucket(const Args& args, const std::string& path, const std::string&
   size_t width = 4;
   for (const NodeExplanation& e : all) width = std::max(width, graph.node(e.node).name.size());
   width = std::min<size_t>(width, 48);
-  std::printf("%-*s %-20s %-14s %-22s %s\n", static_cast<int>(width), "node", "op", "backend", "reason",
+  std::printf("%-*s %-20s %-18s %-22s %s\n", static_cast<int>(width), "node", "op", "backend", "reason",
               "runner-up delta");
   std::map<std::string, int> per_reason;
   int near_ties = 0, without = 0;
@@ -236,7 +236,7 @@ int explain_bucket(const Args& args, const std::string& path, const std::string&
     near_ties += e.runner_up.feasible && e.runner_up.near_tie;
     without += !e.runner_up.feasible;
     std::string delta = e.runner_up.feasible ? signed_ms(e.runner_up.delta_ms) : "none";
-    std::printf("%-*s %-20s %-14s %-22s %s%s\n", static_cast<int>(width), n.name.c_str(), n.op_type.c_str(),
+    std::printf("%-*s %-20s %-18s %-22s %s%s\n", static_cast<int>(width), n.name.c_str(), n.op_type.c_str(),
                 e.chosen.backend.c_str(), reason_key(e.reason), delta.c_str(),
                 e.runner_up.near_tie ? "  ~ near tie" : "");
   }

@@ -6,7 +6,7 @@
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
 #include "app/workflow/workflow.h"
-#include "backends/onednn_int8/int8_matmul.h"
+#include "core/backend_api/int8_weights.h"
 #include "core/import/qdq_writer.h"
 
 namespace collage::cli {
@@ -14,8 +14,8 @@ namespace collage::cli {
 namespace {
 
 // The placement's int8 MatMuls as ONNX integer ops (core/import/qdq_writer.h), with the very
-// weights the onednn-int8 kernels quantize; its int8 Gemms stay fp32 there (said so), and
-// so do its bf16 kernels (ONNX has no integer form for them; said so).
+// weights the int8 kernels (onednn-int8, onnxruntime-int8) quantize; its int8 Gemms stay fp32
+// there (said so), and so do its bf16 kernels (ONNX has no integer form for them; said so).
 void write_qdq(const Graph& graph, const Placement& placement, const std::string& model_path,
                const std::string& out_path) {
   std::vector<QdqMatmul> matmuls;
@@ -23,15 +23,14 @@ void write_qdq(const Graph& graph, const Placement& placement, const std::string
   size_t bf16 = 0;
   for (const PlacedKernel& k : placement.kernels) {
     if (k.backend == "onednn-bf16") ++bf16;
-    if (k.backend != "onednn-int8") continue;
+    if (k.backend != "onednn-int8" && k.backend != "onnxruntime-int8") continue;
     const Node& head = graph.node(k.nodes.front());
     const Value& w = graph.value(head.inputs.at(1));
     if (head.op_type != "MatMul" || !w.constant || w.shape.size() != 2) {
       ++skipped;
       continue;
     }
-    onednn_int8::QuantizedWeights q =
-        onednn_int8::quantize_weights(w.constant->data<float>(), w.shape[0], w.shape[1]);
+    QuantizedWeights q = quantize_weights(w.constant->data<float>(), w.shape[0], w.shape[1]);
     matmuls.push_back({head.name, w.shape[0], w.shape[1], std::move(q.q), std::move(q.scale)});
   }
   size_t written = write_qdq_model(model_path, matmuls, out_path);

@@ -218,9 +218,9 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
       tuned.candidates.size(), tuned.measured_now, tuned.from_cache, tuned.invalid - tuned.skipped,
       tuned.skipped ? (", " + std::to_string(tuned.skipped) + " skipped").c_str() : "",
       tuned.measure_ms / 1000, tuned.search.elapsed_ms);
-  std::printf("%-10s %8s %12s\n", "backend", "kernels", "predicted ms");
+  std::printf("%-18s %8s %12s\n", "backend", "kernels", "predicted ms");
   for (const auto& [name, share] : time_per_backend(placement))
-    std::printf("%-10s %8d %12.3f\n", name.c_str(), share.kernels, share.predicted_ms);
+    std::printf("%-18s %8d %12.3f\n", name.c_str(), share.kernels, share.predicted_ms);
   std::printf(
       "predicted %.3f ms (epsilon %.2f us x %zu kernels), measured median %.3f ms, min %.3f ms over %d "
       "runs\n",

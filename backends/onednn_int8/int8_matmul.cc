@@ -111,23 +111,6 @@ class Int8MatmulKernel : public Kernel {
 
 }  // namespace
 
-QuantizedWeights quantize_weights(const float* w, int64_t k, int64_t n) {
-  QuantizedWeights r;
-  r.scale.assign(static_cast<size_t>(n), 0.0f);
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      r.scale[static_cast<size_t>(j)] = std::max(r.scale[static_cast<size_t>(j)], std::fabs(w[i * n + j]));
-  for (float& s : r.scale) s = s > 0 && std::isfinite(s) ? s / kWeightLevels : 1.0f;
-  r.q.resize(static_cast<size_t>(k * n));
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      float v = std::nearbyint(w[i * n + j] / r.scale[static_cast<size_t>(j)]);
-      r.q[static_cast<size_t>(i * n + j)] =
-          static_cast<int8_t>(std::min<float>(kWeightLevels, std::max<float>(-kWeightLevels, v)));
-    }
-  return r;
-}
-
 std::unique_ptr<Kernel> compile_int8_matmul(const Graph& g, const SubGraph& sub) {
   try {
     return std::make_unique<Int8MatmulKernel>(g, sub);

@@ -51,7 +51,8 @@ using ValueHandle = Owned<OrtValue, kReleaseValue>;
 
 class OrtKernel : public Kernel {
  public:
-  OrtKernel(const Runtime& r, const Graph& g, const SubGraph& sub, int threads, bool spin) : r_(r) {
+  OrtKernel(const Runtime& r, const Graph& g, const SubGraph& sub, int threads, bool spin, bool int8_head)
+      : r_(r) {
     for (ValueId v : sub.inputs) inputs_.push_back(g.value(v).name);
     for (ValueId v : sub.outputs) {
       outputs_.push_back(g.value(v).name);
@@ -59,7 +60,7 @@ class OrtKernel : public Kernel {
     }
     for (const std::string& n : inputs_) input_names_.push_back(n.c_str());
     for (const std::string& n : outputs_) output_names_.push_back(n.c_str());
-    const std::string model = region_model(g, sub);
+    const std::string model = region_model(g, sub, int8_head);
     OrtSessionOptions* raw = nullptr;
     r.check(r.fn<CreateSessionOptionsFn>(kCreateSessionOptions)(&raw), "session options");
     Options options(&r, raw);
@@ -139,13 +140,14 @@ bool offered(const Graph& graph, const Node& node) {
   return true;
 }
 
-std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads, bool spin) {
+std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads, bool spin,
+                                       bool int8_head) {
   const Runtime* r = runtime();
   if (!r) throw Error(ErrorKind::Unsupported, "onnxruntime: " + unavailable_reason());
   for (NodeId id : sub.node_list)
     if (!offered(graph, graph.node(id)))
       throw Error(ErrorKind::Unsupported, "onnxruntime: " + graph.node(id).describe() + " is not offered");
-  return std::make_unique<OrtKernel>(*r, graph, sub, threads, spin);
+  return std::make_unique<OrtKernel>(*r, graph, sub, threads, spin, int8_head);
 }
 
 }  // namespace collage::ort

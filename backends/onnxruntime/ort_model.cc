@@ -3,7 +3,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <vector>
 
+#include "core/backend_api/int8_weights.h"
 #include "core/ir/error.h"
 #include "core/tensor_io/tensor_proto.h"
 
@@ -56,9 +58,54 @@ void write_attribute(onnx::AttributeProto* a, const std::string& name, const Att
   }
 }
 
+onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, const std::string& name,
+                          std::vector<std::string> inputs, std::vector<std::string> outputs) {
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const std::string& i : inputs) n->add_input(i);
+  for (const std::string& o : outputs) n->add_output(o);
+  return n;
+}
+
+// The head MatMul y = x W as dynamic int8 (see region_model); W's own initializer is skipped by
+// the caller when nothing else in the region reads it.
+void write_int8_matmul(onnx::GraphProto* g, const Graph& graph, const Node& n) {
+  const Value& x = graph.value(n.inputs.at(0));
+  const Value& w = graph.value(n.inputs.at(1));
+  if (n.op_type != "MatMul" || !w.constant || w.shape.size() != 2 || x.constant ||
+      w.dtype != DType::Float32 || x.dtype != DType::Float32)
+    throw Error(ErrorKind::Unsupported,
+                "onnxruntime-int8: the head must be a float MatMul of constant [K, N] weights");
+  const int64_t k = w.shape[0], cols = w.shape[1];
+  QuantizedWeights q = quantize_weights(w.constant->data<float>(), k, cols);
+  const std::string p = n.name + "/int8/";
+  onnx::TensorProto* wq = g->add_initializer();
+  wq->set_name(p + "weight_q");
+  wq->set_data_type(onnx::TensorProto::INT8);
+  wq->add_dims(k);
+  wq->add_dims(cols);
+  wq->set_raw_data(q.q.data(), q.q.size());
+  onnx::TensorProto* ws = g->add_initializer();
+  ws->set_name(p + "weight_scale");
+  ws->set_data_type(onnx::TensorProto::FLOAT);
+  ws->add_dims(cols);
+  ws->set_raw_data(q.scale.data(), q.scale.size() * sizeof(float));
+  add_node(g, "DynamicQuantizeLinear", p + "quantize", {x.name},
+           {p + "x_q", p + "x_scale", p + "x_zero_point"});
+  add_node(g, "MatMulInteger", p + "matmul", {p + "x_q", p + "weight_q", p + "x_zero_point"}, {p + "acc"});
+  onnx::NodeProto* cast = add_node(g, "Cast", p + "cast", {p + "acc"}, {p + "acc_f"});
+  onnx::AttributeProto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  add_node(g, "Mul", p + "scales", {p + "x_scale", p + "weight_scale"}, {p + "scale"});
+  add_node(g, "Mul", p + "dequantize", {p + "acc_f", p + "scale"}, {graph.value(n.outputs.at(0)).name});
+}
+
 }  // namespace
 
-std::string region_model(const Graph& graph, const SubGraph& sub) {
+std::string region_model(const Graph& graph, const SubGraph& sub, bool int8_head) {
   onnx::ModelProto model;
   model.set_ir_version(8);
   model.set_producer_name("collage");
@@ -66,13 +113,27 @@ std::string region_model(const Graph& graph, const SubGraph& sub) {
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name("region");
   for (ValueId v : sub.inputs) describe(g->add_input(), graph.value(v));
+  ValueId int8_weights = kNoValue;  // read by the int8 head only: not written in fp32
+  if (int8_head) {
+    int8_weights = graph.node(sub.node_list.at(0)).inputs.at(1);
+    for (size_t i = 1; i < sub.node_list.size(); ++i)
+      for (ValueId v : graph.node(sub.node_list[i]).inputs)
+        if (v == int8_weights) int8_weights = kNoValue;
+  }
   for (ValueId v : sub.constants) {
+    if (v == int8_weights) continue;
     const Value& value = graph.value(v);
     if (value.name.empty()) throw Error(ErrorKind::Unsupported, "onnxruntime: a constant without a name");
     *g->add_initializer() = tensor_to_proto(*value.constant, value.name);
   }
   for (NodeId id : sub.node_list) {
     const Node& n = graph.node(id);
+    int& opset = opsets[n.domain];
+    opset = std::max(opset, n.opset);
+    if (int8_head && id == sub.node_list.front()) {
+      write_int8_matmul(g, graph, n);
+      continue;
+    }
     onnx::NodeProto* p = g->add_node();
     p->set_name(n.name);
     p->set_op_type(n.op_type);
@@ -80,8 +141,16 @@ std::string region_model(const Graph& graph, const SubGraph& sub) {
     for (ValueId v : n.inputs) p->add_input(v == kNoValue ? std::string() : graph.value(v).name);
     for (ValueId v : n.outputs) p->add_output(v == kNoValue ? std::string() : graph.value(v).name);
     for (const auto& [name, attr] : n.attrs) write_attribute(p->add_attribute(), name, attr);
-    int& opset = opsets[n.domain];
-    opset = std::max(opset, n.opset);
+  }
+  // DynamicQuantizeLinear is opset 11; raising an older region's opset could change what its
+  // other nodes mean, so such a region is refused instead.
+  if (int8_head) {
+    int opset = 0;
+    for (const char* domain : {"", "ai.onnx"})
+      if (auto it = opsets.find(domain); it != opsets.end()) opset = std::max(opset, it->second);
+    if (opset < 11)
+      throw Error(ErrorKind::Unsupported, "onnxruntime-int8: the model is opset " + std::to_string(opset) +
+                                              "; DynamicQuantizeLinear needs 11 or later");
   }
   for (ValueId v : sub.outputs) describe(g->add_output(), graph.value(v));
   for (const auto& [domain, version] : opsets) {

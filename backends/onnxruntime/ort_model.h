@@ -12,6 +12,9 @@ namespace collage::ort {
 
 // The serialized ModelProto. Throws Error(Unsupported) for what an ONNX model cannot say here
 // (an unknown shape, a value without a name).
-std::string region_model(const Graph& graph, const SubGraph& sub);
+// `int8_head`: node_list[0] is a MatMul of constant [K, N] weights, written as dynamic int8 (the
+// form `export --qdq` writes: DynamicQuantizeLinear, MatMulInteger over the shared 7-bit weights
+// of int8_weights.h, Cast, Mul by the scales), which ORT fuses into its DynamicQuantizeMatMul.
+std::string region_model(const Graph& graph, const SubGraph& sub, bool int8_head = false);
 
 }  // namespace collage::ort

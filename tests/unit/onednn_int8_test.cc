@@ -93,7 +93,7 @@ TEST(OnednnInt8, ValuesOnTheQuantizationGridGiveTheExactProduct) {
 
 TEST(OnednnInt8, WeightsUseSevenBitsPerColumn) {
   Tensor w = random_tensor_f32({32, 10}, 5, 3.0f);
-  onednn_int8::QuantizedWeights q = onednn_int8::quantize_weights(w.data<float>(), 32, 10);
+  QuantizedWeights q = quantize_weights(w.data<float>(), 32, 10);
   for (int64_t j = 0; j < 10; ++j) {
     int peak = 0;
     for (int64_t i = 0; i < 32; ++i) {
@@ -103,7 +103,7 @@ TEST(OnednnInt8, WeightsUseSevenBitsPerColumn) {
           std::fabs(w.data<float>()[i * 10 + j] - static_cast<float>(v) * q.scale[static_cast<size_t>(j)]),
           q.scale[static_cast<size_t>(j)] * 0.5f * 1.0001f);
     }
-    EXPECT_EQ(peak, onednn_int8::kWeightLevels) << "column " << j;
+    EXPECT_EQ(peak, kWeightLevels) << "column " << j;
   }
 }
 

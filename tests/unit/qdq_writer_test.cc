@@ -44,7 +44,7 @@ TEST(QdqWriter, TheIntegerOpsComputeWhatTheInt8KernelComputes) {
     std::ofstream out(dir.file("fp32.onnx"), std::ios::binary);
     out << matmul_model(w).bytes();
   }
-  onednn_int8::QuantizedWeights q = onednn_int8::quantize_weights(w.data<float>(), 64, 48);
+  QuantizedWeights q = quantize_weights(w.data<float>(), 64, 48);
   ASSERT_EQ(
       write_qdq_model(dir.file("fp32.onnx"), {{"fc/MatMul", 64, 48, q.q, q.scale}}, dir.file("qdq.onnx")),
       1u);
@@ -81,7 +81,7 @@ TEST(QdqWriter, RefusesANodeTheModelLacks) {
     std::ofstream out(dir.file("fp32.onnx"), std::ios::binary);
     out << matmul_model(w).bytes();
   }
-  onednn_int8::QuantizedWeights q = onednn_int8::quantize_weights(w.data<float>(), 8, 4);
+  QuantizedWeights q = quantize_weights(w.data<float>(), 8, 4);
   try {
     write_qdq_model(dir.file("fp32.onnx"), {{"no/such/MatMul", 8, 4, q.q, q.scale}}, dir.file("qdq.onnx"));
     ADD_FAILURE() << "wrote a model for a node it lacks";

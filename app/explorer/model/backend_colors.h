@@ -20,7 +20,8 @@ inline QColor backend_color(const QString& backend) {
   if (backend == "onnxruntime-region") return QColor(0x00, 0x6f, 0x7d);
   // Reduced precision: a colour of its own (purple), whatever the library.
   if (backend == "onednn-int8") return QColor(0x8e, 0x44, 0xad);
-  if (backend == "onednn-bf16") return QColor(0xc0, 0x6c, 0xd8);  // a lighter purple
+  if (backend == "onednn-bf16") return QColor(0xc0, 0x6c, 0xd8);       // a lighter purple
+  if (backend == "onnxruntime-int8") return QColor(0x6a, 0x1b, 0x9a);  // a deeper purple
   return QColor::fromHsv(static_cast<int>(qHash(backend) % 360), 140, 220);
 }
 

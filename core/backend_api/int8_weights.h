@@ -1,0 +1,21 @@
+// The one int8 weight quantization every int8 fully connected kernel uses (onednn-int8,
+// onnxruntime-int8) and `export --qdq` writes, so that the same placement computes the same
+// numbers whichever of them runs a layer: per output column, symmetric, 7 bits ([-63, 63]),
+// so that AVX2's u8 x s8 pair products (vpmaddubsw, 16-bit saturating) cannot saturate.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace collage {
+
+struct QuantizedWeights {
+  std::vector<int8_t> q;     // [K, N] row-major
+  std::vector<float> scale;  // [N]: w ~= q * scale per column (1 for an all-zero column)
+};
+inline constexpr int kWeightLevels = 63;  // |q| <= 63: AVX2's 16-bit pair sums cannot saturate
+
+// `w`: [K, N] row-major fp32.
+QuantizedWeights quantize_weights(const float* w, int64_t k, int64_t n);
+
+}  // namespace collage

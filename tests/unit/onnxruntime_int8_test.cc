@@ -1,0 +1,119 @@
+// backends/onnxruntime_int8: ONNX Runtime's dynamic int8 fully connected layers, on the same
+// 7-bit weights as onednn-int8, against the native fp32 reference (skipped, naming the reason,
+// where the library is not installed).
+#include "backends/onnxruntime_int8/onnxruntime_int8.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "backend_check.h"
+#include "backend_test_models.h"
+#include "backends/onnxruntime/ort_runtime.h"
+#include "core/ir/accuracy.h"
+
+namespace collage {
+namespace {
+
+using namespace collage::testing;
+
+std::vector<Tensor> run_int8(const Graph& g, const IndexSet& nodes, const std::vector<Tensor>& values) {
+  SubGraph sub = make_subgraph(g, nodes);
+  std::unique_ptr<Kernel> kernel = onnxruntime_int8_backend().compile(g, sub, CompileOptions{});
+  std::vector<const Tensor*> args;
+  for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+  HeapAllocator alloc;
+  return kernel->run(args, alloc);
+}
+
+TEST(OnnxRuntimeInt8, IsAReducedPrecisionBackendOfConstantWeightMatMuls) {
+  EXPECT_EQ(onnxruntime_int8_backend().precision, Precision::Int8);
+  EXPECT_EQ(unavailable_reason(onnxruntime_int8_backend()), ort::unavailable_reason());
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  Graph g = dense_model(4, 64, 48);
+  std::set<std::string> labels;
+  for (const Candidate& c : enumerate_candidates(g, {&onnxruntime_int8_backend()})) {
+    labels.insert(c.label);
+    const Node& head = g.node(static_cast<NodeId>(c.nodes.indices().front()));
+    EXPECT_EQ(head.op_type, "MatMul") << c.label;
+    EXPECT_TRUE(g.value(head.inputs[1]).constant) << c.label << ": two activations, nothing to quantize once";
+  }
+  EXPECT_TRUE(labels.count("MatMul+Add"));
+}
+
+// Activations on the u8 grid and weights on the 7-bit grid quantize without loss: the kernel must
+// give the fp32 product exactly.
+TEST(OnnxRuntimeInt8, ValuesOnTheQuantizationGridGiveTheExactProduct) {
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  const int64_t m = 5, k = 64, n = 24;
+  OnnxTestModel model(17);
+  model.input("x", {m, k});
+  Tensor w(DType::Float32, {k, n}), bias(DType::Float32, {n});
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j)  // each column reaches +-63, so its scale is 1
+      w.data<float>()[i * n + j] = i == j % k ? 63.0f : static_cast<float>((i * 7 + j * 13) % 127 - 63);
+  for (int64_t j = 0; j < n; ++j) bias.data<float>()[j] = static_cast<float>(j - 10);
+  model.initializer("w", w);
+  model.initializer("b", bias);
+  model.node("MatMul", {"x", "w"}, {"mm"});
+  model.node("Add", {"mm", "b"}, {"y"});
+  model.output("y");
+  Graph g = import_model(model);
+  Tensor x(DType::Float32, {m, k});
+  for (int64_t i = 0; i < m * k; ++i)  // integers in [-100, 155], both ends present: scale 1, zero point 100
+    x.data<float>()[i] = i == 0 ? -100.0f : i == 1 ? 155.0f : static_cast<float>((i * 37) % 256 - 100);
+  std::vector<Tensor> values = reference_values(g, {x});
+  IndexSet all(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
+  std::vector<Tensor> got = run_int8(g, all, values);
+  const Tensor& want = values[static_cast<size_t>(g.outputs[0])];
+  ASSERT_EQ(got[0].shape(), want.shape());
+  for (int64_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[0].data<float>()[i], want.data<float>()[i]) << i;
+}
+
+// Every candidate within 2% of its output's peak (7-bit weights, 8-bit activations), and not
+// exact: the int8 path really ran.
+TEST(OnnxRuntimeInt8, EveryCandidateIsWithinTwoPercentOfItsPeak) {
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  for (auto [batch, in, out] :
+       {std::tuple<int64_t, int64_t, int64_t>{4, 64, 48}, {3, 33, 17}, {1, 256, 96}}) {
+    Graph g = dense_model(batch, in, out);
+    std::vector<Tensor> values = reference_values(g);
+    AccuracyBudget budget = parse_accuracy("max-rel=2e-2,cosine=0.999");
+    size_t checked = 0;
+    for (const Candidate& c : enumerate_candidates(g, {&onnxruntime_int8_backend()})) {
+      SubGraph sub = make_subgraph(g, c.nodes);
+      std::vector<Tensor> got = run_int8(g, c.nodes, values);
+      ASSERT_EQ(got.size(), sub.outputs.size());
+      AccuracyMeasure acc =
+          measure_accuracy(got[0], values[static_cast<size_t>(sub.outputs[0])], budget, c.label, false);
+      EXPECT_TRUE(acc.ok()) << acc.failure;
+      EXPECT_GT(acc.max_rel, 0) << c.label << ": int8 and fp32 should not agree exactly on random data";
+      ++checked;
+    }
+    EXPECT_GE(checked, 2u);
+  }
+}
+
+// An opset-10 model: DynamicQuantizeLinear does not exist there, so the candidate is refused.
+TEST(OnnxRuntimeInt8, AModelBeforeOpset11IsRefusedNamingIt) {
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  Graph g = dense_model(2, 8, 4);
+  for (Node& n : g.nodes) n.opset = 10;
+  size_t refused = 0;
+  for (const Candidate& c : enumerate_candidates(g, {&onnxruntime_int8_backend()})) {
+    ++refused;
+    try {
+      onnxruntime_int8_backend().compile(g, make_subgraph(g, c.nodes), CompileOptions{});
+      ADD_FAILURE() << c.label << " compiled at opset 10";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+      EXPECT_NE(std::string(e.what()).find("opset 10"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GE(refused, 1u);
+}
+
+}  // namespace
+}  // namespace collage
