@@ -12,9 +12,12 @@ namespace collage::ort {
 
 namespace {
 
+// float16 too: the executor stores half tensors as half, and ORT runs a half model as ORT alone
+// does (casting to fp32 around the ops its CPU provider has no half kernel for).
 bool ort_dtype(DType t) {
   switch (t) {
     case DType::Float32:
+    case DType::Float16:
     case DType::Int64:
     case DType::Int32:
     case DType::Int8:
