@@ -3,9 +3,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
-#include <vector>
+#include <utility>
 
 #include "core/backend_api/int8_weights.h"
+#include "core/import/qdq_writer.h"
 #include "core/ir/error.h"
 #include "core/tensor_io/tensor_proto.h"
 
@@ -58,16 +59,6 @@ void write_attribute(onnx::AttributeProto* a, const std::string& name, const Att
   }
 }
 
-onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, const std::string& name,
-                          std::vector<std::string> inputs, std::vector<std::string> outputs) {
-  onnx::NodeProto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(name);
-  for (const std::string& i : inputs) n->add_input(i);
-  for (const std::string& o : outputs) n->add_output(o);
-  return n;
-}
-
 // The head MatMul y = x W as dynamic int8 (see region_model); W's own initializer is skipped by
 // the caller when nothing else in the region reads it.
 void write_int8_matmul(onnx::GraphProto* g, const Graph& graph, const Node& n) {
@@ -77,30 +68,11 @@ void write_int8_matmul(onnx::GraphProto* g, const Graph& graph, const Node& n) {
       w.dtype != DType::Float32 || x.dtype != DType::Float32)
     throw Error(ErrorKind::Unsupported,
                 "onnxruntime-int8: the head must be a float MatMul of constant [K, N] weights");
-  const int64_t k = w.shape[0], cols = w.shape[1];
-  QuantizedWeights q = quantize_weights(w.constant->data<float>(), k, cols);
-  const std::string p = n.name + "/int8/";
-  onnx::TensorProto* wq = g->add_initializer();
-  wq->set_name(p + "weight_q");
-  wq->set_data_type(onnx::TensorProto::INT8);
-  wq->add_dims(k);
-  wq->add_dims(cols);
-  wq->set_raw_data(q.q.data(), q.q.size());
-  onnx::TensorProto* ws = g->add_initializer();
-  ws->set_name(p + "weight_scale");
-  ws->set_data_type(onnx::TensorProto::FLOAT);
-  ws->add_dims(cols);
-  ws->set_raw_data(q.scale.data(), q.scale.size() * sizeof(float));
-  add_node(g, "DynamicQuantizeLinear", p + "quantize", {x.name},
-           {p + "x_q", p + "x_scale", p + "x_zero_point"});
-  add_node(g, "MatMulInteger", p + "matmul", {p + "x_q", p + "weight_q", p + "x_zero_point"}, {p + "acc"});
-  onnx::NodeProto* cast = add_node(g, "Cast", p + "cast", {p + "acc"}, {p + "acc_f"});
-  onnx::AttributeProto* to = cast->add_attribute();
-  to->set_name("to");
-  to->set_type(onnx::AttributeProto::INT);
-  to->set_i(onnx::TensorProto::FLOAT);
-  add_node(g, "Mul", p + "scales", {p + "x_scale", p + "weight_scale"}, {p + "scale"});
-  add_node(g, "Mul", p + "dequantize", {p + "acc_f", p + "scale"}, {graph.value(n.outputs.at(0)).name});
+  QdqMatmul m{n.name, w.shape[0], w.shape[1], {}, {}};
+  QuantizedWeights q = quantize_weights(w.constant->data<float>(), m.k, m.n);
+  m.q = std::move(q.q);
+  m.scale = std::move(q.scale);
+  append_int8_matmul(*g, m, x.name, graph.value(n.outputs.at(0)).name);
 }
 
 }  // namespace

@@ -27,6 +27,34 @@ onnx::NodeProto make_node(const std::string& op, const std::string& name, std::v
 
 }  // namespace
 
+void append_int8_matmul(onnx::GraphProto& graph, const QdqMatmul& m, const std::string& x,
+                        const std::string& y) {
+  const std::string p = m.node + "/qdq/";
+  onnx::TensorProto* wq = graph.add_initializer();
+  wq->set_name(p + "weight_q");
+  wq->set_data_type(onnx::TensorProto::INT8);
+  wq->add_dims(m.k);
+  wq->add_dims(m.n);
+  wq->set_raw_data(m.q.data(), m.q.size());
+  onnx::TensorProto* ws = graph.add_initializer();
+  ws->set_name(p + "weight_scale");
+  ws->set_data_type(onnx::TensorProto::FLOAT);
+  ws->add_dims(m.n);
+  ws->set_raw_data(m.scale.data(), m.scale.size() * sizeof(float));
+  *graph.add_node() =
+      make_node("DynamicQuantizeLinear", p + "quantize", {x}, {p + "x_q", p + "x_scale", p + "x_zero_point"});
+  *graph.add_node() =
+      make_node("MatMulInteger", p + "matmul", {p + "x_q", p + "weight_q", p + "x_zero_point"}, {p + "acc"});
+  onnx::NodeProto cast = make_node("Cast", p + "cast", {p + "acc"}, {p + "acc_f"});
+  onnx::AttributeProto* to = cast.add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  *graph.add_node() = cast;
+  *graph.add_node() = make_node("Mul", p + "scales", {p + "x_scale", p + "weight_scale"}, {p + "scale"});
+  *graph.add_node() = make_node("Mul", p + "dequantize", {p + "acc_f", p + "scale"}, {y});
+}
+
 size_t write_qdq_model(const std::string& onnx_path, const std::vector<QdqMatmul>& matmuls,
                        const std::string& out_path) {
   std::error_code ec;
@@ -52,31 +80,11 @@ size_t write_qdq_model(const std::string& onnx_path, const std::vector<QdqMatmul
       throw Error(ErrorKind::InvalidInput, "--qdq: node '" + m.node + "' is not a MatMul");
     if (m.q.size() != static_cast<size_t>(m.k * m.n) || m.scale.size() != static_cast<size_t>(m.n))
       throw Error(ErrorKind::InvalidInput, "--qdq: node '" + m.node + "': weights do not match [K, N]");
-    const std::string p = m.node + "/qdq/";
-    onnx::TensorProto* wq = graph->add_initializer();
-    wq->set_name(p + "weight_q");
-    wq->set_data_type(onnx::TensorProto::INT8);
-    wq->add_dims(m.k);
-    wq->add_dims(m.n);
-    wq->set_raw_data(m.q.data(), m.q.size());
-    onnx::TensorProto* ws = graph->add_initializer();
-    ws->set_name(p + "weight_scale");
-    ws->set_data_type(onnx::TensorProto::FLOAT);
-    ws->add_dims(m.n);
-    ws->set_raw_data(m.scale.data(), m.scale.size() * sizeof(float));
-    const std::string& x = node.input(0);
-    *nodes.Add() = make_node("DynamicQuantizeLinear", p + "quantize", {x},
-                             {p + "x_q", p + "x_scale", p + "x_zero_point"});
-    *nodes.Add() = make_node("MatMulInteger", p + "matmul", {p + "x_q", p + "weight_q", p + "x_zero_point"},
-                             {p + "acc"});
-    onnx::NodeProto cast = make_node("Cast", p + "cast", {p + "acc"}, {p + "acc_f"});
-    onnx::AttributeProto* to = cast.add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::FLOAT);
-    *nodes.Add() = cast;
-    *nodes.Add() = make_node("Mul", p + "scales", {p + "x_scale", p + "weight_scale"}, {p + "scale"});
-    *nodes.Add() = make_node("Mul", p + "dequantize", {p + "acc_f", p + "scale"}, {node.output(0)});
+    // The new nodes go to `nodes` (the rewritten list), their initializers to the graph.
+    onnx::GraphProto part;
+    append_int8_matmul(part, m, node.input(0), node.output(0));
+    for (onnx::TensorProto& t : *part.mutable_initializer()) graph->add_initializer()->Swap(&t);
+    for (onnx::NodeProto& n : *part.mutable_node()) nodes.Add()->Swap(&n);
     wanted.erase(it);
     ++rewritten;
   }

@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+namespace onnx {
+class GraphProto;
+}
+
 namespace collage {
 
 struct QdqMatmul {
@@ -19,6 +23,13 @@ struct QdqMatmul {
   std::vector<int8_t> q;     // [K, N] row-major
   std::vector<float> scale;  // [N]: W ~= q * scale per column
 };
+
+// Appends y = x W in the form above to `graph`: the initializers PREFIX/weight_q and
+// PREFIX/weight_scale (PREFIX = m.node + "/qdq") and the five nodes, reading value `x` and
+// writing value `y`; m.q and m.scale must hold K * N and N values. The one writer of this form:
+// `export --qdq` and onnxruntime-int8's regions.
+void append_int8_matmul(onnx::GraphProto& graph, const QdqMatmul& m, const std::string& x,
+                        const std::string& y);
 
 // Reads `onnx_path`, rewrites each listed MatMul (InvalidInput naming a node the file lacks or
 // that is not a MatMul of [K, N] weights), writes `out_path`. Returns the nodes rewritten.
