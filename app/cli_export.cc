@@ -6,38 +6,23 @@
 #include "app/cli_commands.h"
 #include "app/model_loading.h"
 #include "app/workflow/workflow.h"
-#include "core/backend_api/int8_weights.h"
 #include "core/import/qdq_writer.h"
 
 namespace collage::cli {
 
 namespace {
 
-// The placement's int8 MatMuls as ONNX integer ops (core/import/qdq_writer.h), with the very
-// weights the int8 kernels (onednn-int8, onnxruntime-int8) quantize; its int8 Gemms stay fp32
-// there (said so), and so do its bf16 kernels (ONNX has no integer form for them; said so).
 void write_qdq(const Graph& graph, const Placement& placement, const std::string& model_path,
                const std::string& out_path) {
-  std::vector<QdqMatmul> matmuls;
-  size_t skipped = 0;
-  size_t bf16 = 0;
-  for (const PlacedKernel& k : placement.kernels) {
-    if (k.backend == "onednn-bf16") ++bf16;
-    if (k.backend != "onednn-int8" && k.backend != "onnxruntime-int8") continue;
-    const Node& head = graph.node(k.nodes.front());
-    const Value& w = graph.value(head.inputs.at(1));
-    if (head.op_type != "MatMul" || !w.constant || w.shape.size() != 2) {
-      ++skipped;
-      continue;
-    }
-    QuantizedWeights q = quantize_weights(w.constant->data<float>(), w.shape[0], w.shape[1]);
-    matmuls.push_back({head.name, w.shape[0], w.shape[1], std::move(q.q), std::move(q.scale)});
-  }
-  size_t written = write_qdq_model(model_path, matmuls, out_path);
-  std::printf("QDQ model written to %s: %zu int8 MatMul%s as DynamicQuantizeLinear + MatMulInteger%s%s\n",
-              out_path.c_str(), written, written == 1 ? "" : "s",
-              skipped ? (", " + std::to_string(skipped) + " int8 Gemm(s) left fp32").c_str() : "",
-              bf16 ? (", " + std::to_string(bf16) + " bf16 kernel(s) left fp32").c_str() : "");
+  workflow::QdqPlan plan = workflow::qdq_plan(graph, placement);
+  size_t written = write_qdq_model(model_path, plan.matmuls, out_path);
+  std::printf(
+      "QDQ model written to %s: %zu int8 MatMul%s as DynamicQuantizeLinear + MatMulInteger%s%s\n",
+      out_path.c_str(), written, written == 1 ? "" : "s",
+      plan.int8_left_fp32 ? (", " + std::to_string(plan.int8_left_fp32) + " int8 Gemm(s) left fp32").c_str()
+                          : "",
+      plan.bf16_left_fp32 ? (", " + std::to_string(plan.bf16_left_fp32) + " bf16 kernel(s) left fp32").c_str()
+                          : "");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "app/workflow/remote_fitness.h"
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
+#include "core/backend_api/int8_weights.h"
 #include "core/ir/statistics.h"
 #include "core/runtime/executor.h"
 #include "core/search/placement_buckets.h"
@@ -195,6 +196,34 @@ bool reduced_precision(const Placement& placement) {
   for (const PlacedKernel& k : placement.kernels)
     if (const BackendSpec* b = find_backend(k.backend); b && b->precision != Precision::Float32) return true;
   return false;
+}
+
+QdqPlan qdq_plan(const Graph& graph, const Placement& placement) {
+  QdqPlan plan;
+  for (const PlacedKernel& k : placement.kernels) {
+    const BackendSpec* b = find_backend(k.backend);
+    if (!b || b->precision == Precision::Float32) continue;
+    if (b->precision == Precision::BFloat16) {
+      ++plan.bf16_left_fp32;
+      continue;
+    }
+    std::vector<NodeId> int8;
+    if (b->kind == BackendKind::GraphLevel) {
+      for (NodeId n : k.nodes)
+        if (int8_weights_matmul(graph, graph.node(n))) int8.push_back(n);
+    } else if (int8_weights_matmul(graph, graph.node(k.nodes.front()))) {
+      int8.push_back(k.nodes.front());
+    } else {
+      ++plan.int8_left_fp32;
+    }
+    for (NodeId n : int8) {
+      const Node& node = graph.node(n);
+      const Value& w = graph.value(node.inputs.at(1));
+      QuantizedWeights q = quantize_weights(w.constant->data<float>(), w.shape[0], w.shape[1]);
+      plan.matmuls.push_back({node.name, w.shape[0], w.shape[1], std::move(q.q), std::move(q.scale)});
+    }
+  }
+  return plan;
 }
 
 std::vector<const BackendSpec*> search_backends(const std::vector<const BackendSpec*>& selected) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/import/onnx_import.h"
+#include "core/import/qdq_writer.h"
 #include "core/ir/accuracy.h"
 #include "core/ir/settings.h"
 #include "core/ir/shape_buckets.h"
@@ -159,6 +160,16 @@ struct RunOptions {
 };
 // Whether some kernel of `placement` runs on a reduced-precision backend.
 bool reduced_precision(const Placement& placement);
+
+// What `export --qdq` writes for a placement: the MatMuls its int8 kernels quantize, with the
+// very weights they use (an op-level int8 kernel's head; every int8_weights_matmul inside an int8
+// graph-level region), and what stays fp32 for want of an ONNX integer form.
+struct QdqPlan {
+  std::vector<QdqMatmul> matmuls;
+  size_t int8_left_fp32 = 0;  // int8 kernels whose head is not such a MatMul (e.g. a Gemm)
+  size_t bf16_left_fp32 = 0;  // bf16 kernels: ONNX has no integer form for them
+};
+QdqPlan qdq_plan(const Graph& graph, const Placement& placement);
 
 struct VerifyReport {
   std::vector<Tensor> outputs;

@@ -205,6 +205,8 @@ using AddInitializerFn = OrtStatus* (*)(OrtSessionOptions* options, const char* 
 
 // Session config keys for AddSessionConfigEntry; values are the strings "0" or "1".
 inline constexpr char kConfigIntraOpAllowSpinning[] = "session.intra_op.allow_spinning";
+// Spin only while a Run is under way: the pool stops spinning when Run returns (ORT >= 1.12).
+inline constexpr char kConfigForceSpinningStop[] = "session.force_spinning_stop";
 inline constexpr char kConfigInterOpAllowSpinning[] = "session.inter_op.allow_spinning";
 inline constexpr char kConfigUseEnvAllocators[] = "session.use_env_allocators";
 

@@ -54,7 +54,7 @@ using ValueHandle = Owned<OrtValue, kReleaseValue>;
 
 class OrtKernel : public Kernel {
  public:
-  OrtKernel(const Runtime& r, const Graph& g, const SubGraph& sub, int threads, bool spin, bool int8_head)
+  OrtKernel(const Runtime& r, const Graph& g, const SubGraph& sub, int threads, bool spin, Int8 int8)
       : r_(r) {
     for (ValueId v : sub.inputs) inputs_.push_back(g.value(v).name);
     for (ValueId v : sub.outputs) {
@@ -63,7 +63,7 @@ class OrtKernel : public Kernel {
     }
     for (const std::string& n : inputs_) input_names_.push_back(n.c_str());
     for (const std::string& n : outputs_) output_names_.push_back(n.c_str());
-    const std::string model = region_model(g, sub, int8_head);
+    const std::string model = region_model(g, sub, int8);
     OrtSessionOptions* raw = nullptr;
     r.check(r.fn<CreateSessionOptionsFn>(kCreateSessionOptions)(&raw), "session options");
     Options options(&r, raw);
@@ -77,6 +77,11 @@ class OrtKernel : public Kernel {
     r.check(r.fn<AddSessionConfigEntryFn>(kAddSessionConfigEntry)(raw, kConfigIntraOpAllowSpinning,
                                                                   spin ? "1" : "0"),
             "spinning");
+    // A spinning region stops spinning as it returns: the kernels after it run on OpenMP's
+    // workers, on the same cores.
+    if (spin)
+      r.check(r.fn<AddSessionConfigEntryFn>(kAddSessionConfigEntry)(raw, kConfigForceSpinningStop, "1"),
+              "spinning");
     r.check(r.fn<SetSessionLogSeverityLevelFn>(kSetSessionLogSeverityLevel)(raw, 3), "logging");
     OrtSession* session = nullptr;
     r.check(r.fn<CreateSessionFromArrayFn>(kCreateSessionFromArray)(r.env, model.data(), model.size(), raw,
@@ -144,13 +149,13 @@ bool offered(const Graph& graph, const Node& node) {
 }
 
 std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads, bool spin,
-                                       bool int8_head) {
+                                       Int8 int8) {
   const Runtime* r = runtime();
   if (!r) throw Error(ErrorKind::Unsupported, "onnxruntime: " + unavailable_reason());
   for (NodeId id : sub.node_list)
     if (!offered(graph, graph.node(id)))
       throw Error(ErrorKind::Unsupported, "onnxruntime: " + graph.node(id).describe() + " is not offered");
-  return std::make_unique<OrtKernel>(*r, graph, sub, threads, spin, int8_head);
+  return std::make_unique<OrtKernel>(*r, graph, sub, threads, spin, int8);
 }
 
 }  // namespace collage::ort

@@ -10,15 +10,16 @@
 
 #include <memory>
 
+#include "backends/onnxruntime/ort_model.h"
 #include "core/ir/kernel.h"
 #include "core/ir/subgraph.h"
 
 namespace collage::ort {
 
 // Throws Error(Unsupported) naming ORT's message when ORT refuses the region (or is not loaded).
-// `int8_head`: the region's head MatMul runs in dynamic int8 (ort_model.h).
+// `int8`: which of the region's MatMuls run in dynamic int8 (ort_model.h).
 std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads, bool spin,
-                                       bool int8_head = false);
+                                       Int8 int8 = Int8::None);
 
 // Whether ORT's CPU execution provider is offered a node: default-domain ops whose tensors are
 // of the types its CPU kernels take; ORT itself decides at compile time (a refusal is an

@@ -2,7 +2,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "core/backend_api/int8_weights.h"
@@ -59,25 +61,34 @@ void write_attribute(onnx::AttributeProto* a, const std::string& name, const Att
   }
 }
 
-// The head MatMul y = x W as dynamic int8 (see region_model); W's own initializer is skipped by
-// the caller when nothing else in the region reads it.
+// y = x W as dynamic int8 (see region_model); W's own initializer is skipped by the caller
+// when nothing else in the region reads it.
 void write_int8_matmul(onnx::GraphProto* g, const Graph& graph, const Node& n) {
-  const Value& x = graph.value(n.inputs.at(0));
   const Value& w = graph.value(n.inputs.at(1));
-  if (n.op_type != "MatMul" || !w.constant || w.shape.size() != 2 || x.constant ||
-      w.dtype != DType::Float32 || x.dtype != DType::Float32)
-    throw Error(ErrorKind::Unsupported,
-                "onnxruntime-int8: the head must be a float MatMul of constant [K, N] weights");
   QdqMatmul m{n.name, w.shape[0], w.shape[1], {}, {}};
   QuantizedWeights q = quantize_weights(w.constant->data<float>(), m.k, m.n);
   m.q = std::move(q.q);
   m.scale = std::move(q.scale);
-  append_int8_matmul(*g, m, x.name, graph.value(n.outputs.at(0)).name);
+  append_int8_matmul(*g, m, graph.value(n.inputs[0]).name, graph.value(n.outputs.at(0)).name);
 }
 
 }  // namespace
 
-std::string region_model(const Graph& graph, const SubGraph& sub, bool int8_head) {
+std::vector<NodeId> int8_nodes(const Graph& graph, const SubGraph& sub, Int8 int8) {
+  std::vector<NodeId> out;
+  if (int8 == Int8::Head) {
+    if (sub.node_list.empty() || !int8_weights_matmul(graph, graph.node(sub.node_list.front())))
+      throw Error(ErrorKind::Unsupported,
+                  "onnxruntime-int8: the head must be a float MatMul of constant [K, N] weights");
+    out.push_back(sub.node_list.front());
+  } else if (int8 == Int8::EveryWeightsMatMul) {
+    for (NodeId id : sub.node_list)
+      if (int8_weights_matmul(graph, graph.node(id))) out.push_back(id);
+  }
+  return out;
+}
+
+std::string region_model(const Graph& graph, const SubGraph& sub, Int8 int8) {
   onnx::ModelProto model;
   model.set_ir_version(8);
   model.set_producer_name("collage");
@@ -85,15 +96,16 @@ std::string region_model(const Graph& graph, const SubGraph& sub, bool int8_head
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name("region");
   for (ValueId v : sub.inputs) describe(g->add_input(), graph.value(v));
-  ValueId int8_weights = kNoValue;  // read by the int8 head only: not written in fp32
-  if (int8_head) {
-    int8_weights = graph.node(sub.node_list.at(0)).inputs.at(1);
-    for (size_t i = 1; i < sub.node_list.size(); ++i)
-      for (ValueId v : graph.node(sub.node_list[i]).inputs)
-        if (v == int8_weights) int8_weights = kNoValue;
+  const std::vector<NodeId> in_int8 = int8_nodes(graph, sub, int8);
+  auto is_int8 = [&](NodeId id) { return std::find(in_int8.begin(), in_int8.end(), id) != in_int8.end(); };
+  std::set<ValueId> fp32_reads;  // constants some node reads in fp32: only these become initializers
+  for (NodeId id : sub.node_list) {
+    const Node& n = graph.node(id);
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (!(is_int8(id) && i == 1)) fp32_reads.insert(n.inputs[i]);
   }
   for (ValueId v : sub.constants) {
-    if (v == int8_weights) continue;
+    if (!fp32_reads.count(v)) continue;
     const Value& value = graph.value(v);
     if (value.name.empty()) throw Error(ErrorKind::Unsupported, "onnxruntime: a constant without a name");
     *g->add_initializer() = tensor_to_proto(*value.constant, value.name);
@@ -102,7 +114,7 @@ std::string region_model(const Graph& graph, const SubGraph& sub, bool int8_head
     const Node& n = graph.node(id);
     int& opset = opsets[n.domain];
     opset = std::max(opset, n.opset);
-    if (int8_head && id == sub.node_list.front()) {
+    if (is_int8(id)) {
       write_int8_matmul(g, graph, n);
       continue;
     }
@@ -116,7 +128,7 @@ std::string region_model(const Graph& graph, const SubGraph& sub, bool int8_head
   }
   // DynamicQuantizeLinear is opset 11; raising an older region's opset could change what its
   // other nodes mean, so such a region is refused instead.
-  if (int8_head) {
+  if (!in_int8.empty()) {
     int opset = 0;
     for (const char* domain : {"", "ai.onnx"})
       if (auto it = opsets.find(domain); it != opsets.end()) opset = std::max(opset, it->second);

@@ -4,17 +4,25 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/ir/graph.h"
 #include "core/ir/subgraph.h"
 
 namespace collage::ort {
 
+// Which MatMuls of the region are written as dynamic int8 (the form `export --qdq` writes:
+// DynamicQuantizeLinear, MatMulInteger over the shared 7-bit weights of int8_weights.h, Cast,
+// Mul by the scales), which ORT fuses into its DynamicQuantizeMatMul:
+//   Head: node_list[0], which must be one (int8_weights_matmul);
+//   EveryWeightsMatMul: each node of the region that is one (none is fine: then all fp32).
+enum class Int8 { None, Head, EveryWeightsMatMul };
+
 // The serialized ModelProto. Throws Error(Unsupported) for what an ONNX model cannot say here
-// (an unknown shape, a value without a name).
-// `int8_head`: node_list[0] is a MatMul of constant [K, N] weights, written as dynamic int8 (the
-// form `export --qdq` writes: DynamicQuantizeLinear, MatMulInteger over the shared 7-bit weights
-// of int8_weights.h, Cast, Mul by the scales), which ORT fuses into its DynamicQuantizeMatMul.
-std::string region_model(const Graph& graph, const SubGraph& sub, bool int8_head = false);
+// (an unknown shape, a value without a name), and for int8 in a model older than opset 11.
+std::string region_model(const Graph& graph, const SubGraph& sub, Int8 int8 = Int8::None);
+
+// The nodes `region_model` writes in int8, in node_list order.
+std::vector<NodeId> int8_nodes(const Graph& graph, const SubGraph& sub, Int8 int8);
 
 }  // namespace collage::ort

@@ -3,14 +3,14 @@
 #include "backends/onnxruntime/onnxruntime_backend.h"
 #include "backends/onnxruntime/ort_kernel.h"
 #include "backends/onnxruntime/ort_runtime.h"
+#include "core/backend_api/int8_weights.h"
 
 namespace collage {
 
 namespace {
 
 bool int8_matmul(const Graph& g, const Node& n) {
-  return ort::runtime() && input_is_constant(g, n, 1) && g.value(n.inputs[1]).shape.size() == 2 &&
-         !input_is_constant(g, n, 0) && g.value(n.inputs[0]).shape.size() >= 2 && ort::offered(g, n);
+  return ort::runtime() && int8_weights_matmul(g, n) && ort::offered(g, n);
 }
 
 std::vector<PatternPtr> patterns() {
@@ -36,7 +36,7 @@ const BackendSpec& onnxruntime_int8_backend() {
     s.patterns = patterns();
     s.limits.max_nodes = 3;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
-      return ort::compile_region(g, sub, o.threads, /*spin=*/false, /*int8_head=*/true);
+      return ort::compile_region(g, sub, o.threads, /*spin=*/false, ort::Int8::Head);
     };
     s.unavailable = [] { return ort::unavailable_reason(); };
     return s;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/backend_api/pattern.h"
+
 namespace collage {
 
 QuantizedWeights quantize_weights(const float* w, int64_t k, int64_t n) {
@@ -20,6 +22,15 @@ QuantizedWeights quantize_weights(const float* w, int64_t k, int64_t n) {
           static_cast<int8_t>(std::min<float>(kWeightLevels, std::max<float>(-kWeightLevels, v)));
     }
   return r;
+}
+
+bool int8_weights_matmul(const Graph& g, const Node& n) {
+  if (n.op_type != "MatMul" || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+  if (!input_is_constant(g, n, 1) || input_is_constant(g, n, 0)) return false;
+  const Value& x = g.value(n.inputs[0]);
+  const Value& w = g.value(n.inputs[1]);
+  return w.shape.size() == 2 && x.shape.size() >= 2 && x.dtype == DType::Float32 &&
+         w.dtype == DType::Float32 && g.value(n.outputs[0]).dtype == DType::Float32;
 }
 
 }  // namespace collage

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/ir/graph.h"
+
 namespace collage {
 
 struct QuantizedWeights {
@@ -17,5 +19,9 @@ inline constexpr int kWeightLevels = 63;  // |q| <= 63: AVX2's 16-bit pair sums 
 
 // `w`: [K, N] row-major fp32.
 QuantizedWeights quantize_weights(const float* w, int64_t k, int64_t n);
+
+// The MatMuls these weights are for: float32, constant [K, N] weights, activations computed
+// (not constant) of rank >= 2. Every int8 kernel and `export --qdq` ask this one question.
+bool int8_weights_matmul(const Graph& graph, const Node& node);
 
 }  // namespace collage

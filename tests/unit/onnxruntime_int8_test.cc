@@ -10,7 +10,9 @@
 
 #include "backend_check.h"
 #include "backend_test_models.h"
+#include "backends/onnxruntime/ort_model.h"
 #include "backends/onnxruntime/ort_runtime.h"
+#include "backends/onnxruntime_int8_region/onnxruntime_int8_region.h"
 #include "core/ir/accuracy.h"
 
 namespace collage {
@@ -18,9 +20,10 @@ namespace {
 
 using namespace collage::testing;
 
-std::vector<Tensor> run_int8(const Graph& g, const IndexSet& nodes, const std::vector<Tensor>& values) {
+std::vector<Tensor> run_int8(const Graph& g, const IndexSet& nodes, const std::vector<Tensor>& values,
+                             const BackendSpec& backend = onnxruntime_int8_backend()) {
   SubGraph sub = make_subgraph(g, nodes);
-  std::unique_ptr<Kernel> kernel = onnxruntime_int8_backend().compile(g, sub, CompileOptions{});
+  std::unique_ptr<Kernel> kernel = backend.compile(g, sub, CompileOptions{});
   std::vector<const Tensor*> args;
   for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
   HeapAllocator alloc;
@@ -113,6 +116,83 @@ TEST(OnnxRuntimeInt8, AModelBeforeOpset11IsRefusedNamingIt) {
     }
   }
   EXPECT_GE(refused, 1u);
+}
+
+// x -> MatMul(w1) + b1 -> Relu -> MatMul(w2) -> h2; scores = MatMul(h2, h2^T): two layers of
+// weights and one product of two activations.
+Graph two_layers_and_an_activation_product() {
+  OnnxTestModel model(17);
+  model.input("x", {6, 40});
+  model.initializer("w1", random_tensor_f32({40, 32}, 11));
+  model.initializer("b1", random_tensor_f32({32}, 12));
+  model.initializer("w2", random_tensor_f32({32, 24}, 13));
+  model.node("MatMul", {"x", "w1"}, {"m1"});
+  model.node("Add", {"m1", "b1"}, {"a1"});
+  model.node("Relu", {"a1"}, {"r1"});
+  model.node("MatMul", {"r1", "w2"}, {"h2"});
+  auto& t = model.node("Transpose", {"h2"}, {"h2t"});
+  OnnxTestModel::attr_ints(t, "perm", {1, 0});
+  model.node("MatMul", {"h2", "h2t"}, {"scores"});
+  model.output("scores");
+  return import_model(model);
+}
+
+IndexSet all_nodes(const Graph& g) {
+  IndexSet all(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
+  return all;
+}
+
+TEST(OnnxRuntimeInt8Region, IsAGraphLevelInt8BackendThatQuantizesOnlyWeightMatMuls) {
+  const BackendSpec& region = onnxruntime_int8_region_backend();
+  EXPECT_EQ(region.kind, BackendKind::GraphLevel);
+  EXPECT_EQ(region.precision, Precision::Int8);
+  EXPECT_EQ(unavailable_reason(region), ort::unavailable_reason());
+  Graph g = two_layers_and_an_activation_product();
+  std::vector<std::string> int8;
+  for (NodeId n : ort::int8_nodes(g, make_subgraph(g, all_nodes(g)), ort::Int8::EveryWeightsMatMul))
+    int8.push_back(g.value(g.node(n).inputs[1]).name);
+  EXPECT_EQ(int8, (std::vector<std::string>{"w1", "w2"}));  // not the product of two activations
+}
+
+// A region computes each weight layer as the op-level int8 kernel computes it alone (the same
+// weights, the same dynamic activation quantization), so chaining the op-level kernels gives the
+// region's output; and it is not the fp32 one.
+TEST(OnnxRuntimeInt8Region, ComputesWhatTheOpLevelInt8KernelsComputeInTurn) {
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  Graph g = two_layers_and_an_activation_product();
+  std::vector<Tensor> fp32 = reference_values(g);
+  std::vector<Tensor> region = run_int8(g, all_nodes(g), fp32, onnxruntime_int8_region_backend());
+  ASSERT_EQ(region.size(), 1u);
+
+  std::vector<Tensor> chained = fp32;  // layer by layer: op-level int8 kernels, the rest native
+  auto kernel_of = [&](std::vector<size_t> nodes) {
+    IndexSet s(g.nodes.size());
+    for (size_t n : nodes) s.add(n);
+    SubGraph sub = make_subgraph(g, s);
+    std::vector<Tensor> out = run_int8(g, s, chained);
+    chained[static_cast<size_t>(sub.outputs.at(0))] = std::move(out.at(0));
+  };
+  kernel_of({0, 1, 2});  // MatMul+Add+Relu
+  kernel_of({3});        // MatMul
+  HeapAllocator alloc;
+  for (size_t id : {4, 5}) {  // Transpose, MatMul of two activations: native fp32, as in the region
+    const Node& n = g.nodes[id];
+    std::vector<const Tensor*> args;
+    for (ValueId v : n.inputs) args.push_back(&chained[static_cast<size_t>(v)]);
+    chained[static_cast<size_t>(n.outputs[0])] = native::evaluate_node(n, args, alloc).at(0);
+  }
+  const Tensor& want = chained[static_cast<size_t>(g.outputs[0])];
+  const Tensor& exact = fp32[static_cast<size_t>(g.outputs[0])];
+  float peak = 0, from_chain = 0, from_fp32 = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    peak = std::max(peak, std::fabs(exact.data<float>()[i]));
+    from_chain = std::max(from_chain, std::fabs(region[0].data<float>()[i] - want.data<float>()[i]));
+    from_fp32 = std::max(from_fp32, std::fabs(region[0].data<float>()[i] - exact.data<float>()[i]));
+  }
+  EXPECT_LE(from_chain, 1e-5f * peak);
+  EXPECT_GT(from_fp32, 1e-4f * peak) << "the int8 path did not run";
+  EXPECT_LE(from_fp32, 5e-2f * peak);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "backends/onednn/onednn_spec.h"
 #include "backends/onednn_int8/onednn_int8.h"
 #include "backends/registry.h"
+#include "core/backend_api/int8_weights.h"
 #include "temp_dir.h"
 
 namespace collage {
@@ -129,6 +130,43 @@ TEST(PrecisionWorkflow, AKernelRefusedUnderATighterBudgetIsMeasuredAgainUnderALo
   cached = false;
   EXPECT_GE(int8_valid(workflow::tune(g, tune_options("max-rel=5e-2"), &db), cached), 4u);
   EXPECT_FALSE(cached) << "the refusals cached under max-rel=1e-7 must not decide under max-rel=5e-2";
+}
+
+// export --qdq's plan: an op-level int8 kernel quantizes its head MatMul (a Gemm head stays fp32,
+// counted), an int8 region every MatMul of constant weights inside it, never a product of two
+// activations; the weights are the shared 7-bit ones.
+TEST(QdqPlan, TakesEachInt8KernelsWeightMatMulsAndNothingElse) {
+  Graph g = dense_model(4, 64, 48);
+  auto reader_of = [&](const std::string& input) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (ValueId v : g.nodes[i].inputs)
+        if (v != kNoValue && g.value(v).name == input) return static_cast<NodeId>(i);
+    throw std::runtime_error("no node reads " + input);
+  };
+  const NodeId gemm = reader_of("w");
+  const Node& weights_matmul = g.node(reader_of("wt"));
+  Placement p;
+  PlacedKernel head;
+  head.backend = "onednn-int8";
+  head.nodes = {gemm};
+  PlacedKernel region;
+  region.backend = "onnxruntime-int8-region";
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (static_cast<NodeId>(i) != gemm) region.nodes.push_back(static_cast<NodeId>(i));
+  p.kernels = {head, region};
+  workflow::QdqPlan plan = workflow::qdq_plan(g, p);
+  ASSERT_EQ(plan.matmuls.size(), 1u);
+  EXPECT_EQ(plan.matmuls[0].node, weights_matmul.name);
+  EXPECT_EQ(plan.int8_left_fp32, 1u);
+  EXPECT_EQ(plan.bf16_left_fp32, 0u);
+  const Tensor& w = *g.value(weights_matmul.inputs[1]).constant;
+  QuantizedWeights q = quantize_weights(w.data<float>(), w.shape()[0], w.shape()[1]);
+  EXPECT_EQ(plan.matmuls[0].q, q.q);
+  EXPECT_EQ(plan.matmuls[0].scale, q.scale);
+
+  region.backend = "onnxruntime-region";  // fp32: nothing to write
+  p.kernels = {region};
+  EXPECT_TRUE(workflow::qdq_plan(g, p).matmuls.empty());
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ inline QColor backend_color(const QString& backend) {
   if (backend == "onednn-int8") return QColor(0x8e, 0x44, 0xad);
   if (backend == "onednn-bf16") return QColor(0xc0, 0x6c, 0xd8);       // a lighter purple
   if (backend == "onnxruntime-int8") return QColor(0x6a, 0x1b, 0x9a);  // a deeper purple
+  if (backend == "onnxruntime-int8-region") return QColor(0x4a, 0x14, 0x8c);
   return QColor::fromHsv(static_cast<int>(qHash(backend) % 360), 140, 220);
 }
 
