@@ -78,6 +78,31 @@ const std::string& single_model(const Args& args, const char* command) {
 
 }  // namespace
 
+namespace {
+
+// "bodies:" then, per control-flow node, each body's node count and op mix (nested indented).
+void print_bodies(const Graph& graph, const std::string& indent) {
+  bool first = true;
+  for (const Node& n : graph.nodes)
+    for (const auto& [key, a] : n.attrs) {
+      if (a.kind != AttrKind::Graph || !a.g) continue;
+      if (first && indent.empty()) std::cout << "bodies:\n";
+      first = false;
+      std::map<std::string, int> ops;
+      for (const Node& b : a.g->nodes) ops[b.op_type]++;
+      std::vector<std::pair<std::string, int>> sorted(ops.begin(), ops.end());
+      std::stable_sort(sorted.begin(), sorted.end(), [](auto& x, auto& y) { return x.second > y.second; });
+      std::string mix;
+      for (const auto& [op, count] : sorted)
+        mix += (mix.empty() ? "" : ", ") + std::to_string(count) + " " + op;
+      std::cout << indent << "  " << n.name << " (" << n.op_type << ") " << key << ": " << a.g->nodes.size()
+                << " nodes" << (mix.empty() ? "" : " (" + mix + ")") << "\n";
+      print_bodies(*a.g, indent + "  ");
+    }
+}
+
+}  // namespace
+
 int command_info(const std::vector<std::string>& argv) {
   Args args = parse_args(argv, with_model_options({}), {});
   const std::string& path = single_model(args, "info");
@@ -113,6 +138,7 @@ int command_info(const std::vector<std::string>& argv) {
   std::stable_sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.second > b.second; });
   std::cout << "ops:\n";
   for (const auto& [op, count] : ops) std::printf("  %-24s %d\n", op.c_str(), count);
+  print_bodies(graph, "");
   return 0;
 }
 

@@ -30,6 +30,7 @@ const OpTable& op_table() {
     register_grid_ops(t);
     register_select_ops(t);
     register_unpool_ops(t);
+    register_control_flow_ops(t);
     register_image_ops(t);
     return t;
   }();
@@ -107,7 +108,9 @@ std::vector<Tensor> run_widened(OpFunction fn, const Node& node, KernelInputs in
 std::vector<Tensor> run_op(OpFunction fn, const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   bool any_half = false;
   for (const Tensor* t : inputs) any_half = any_half || (t && is_half_dtype(t->dtype()));
-  if (!any_half || node.op_type == "Cast" || node.op_type == "CastLike") return fn(node, inputs, alloc);
+  // A body computes in its own nodes' types: its inputs are passed as they are.
+  if (!any_half || node.op_type == "Cast" || node.op_type == "CastLike" || node.has_bodies())
+    return fn(node, inputs, alloc);
   return run_widened(fn, node, inputs, alloc);
 }
 

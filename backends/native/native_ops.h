@@ -60,7 +60,8 @@ void register_grid_ops(OpTable& table);        // GridSample, AffineGrid
 void register_select_ops(OpTable& table);      // EyeLike, OneHot, TopK, Compress, NonZero, ReverseSequence,
                                                // Unique, CenterCropPad
 void register_unpool_ops(OpTable& table);      // MaxUnpool, Col2Im
-void register_image_ops(OpTable& table);       // image_ops.cc (+ image_codecs.cc): ImageDecoder
+void register_control_flow_ops(OpTable& table);  // control_flow_ops.cc: If, Loop, Scan (bodies run here)
+void register_image_ops(OpTable& table);         // image_ops.cc (+ image_codecs.cc): ImageDecoder
 void register_tensor_ops(OpTable& table);  // Concat, Split, Slice, Gather, Pad, DepthToSpace, SpaceToDepth,
                                            // Constant*, Range, Identity, Dropout
 

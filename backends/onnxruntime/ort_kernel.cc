@@ -137,6 +137,7 @@ class OrtKernel : public Kernel {
 
 bool offered(const Graph& graph, const Node& node) {
   if (!node.domain.empty() && node.domain != "ai.onnx") return false;
+  if (node.has_bodies()) return false;  // bodies run on the native kernels (and their own placement)
   for (const std::vector<ValueId>* list : {&node.inputs, &node.outputs})  // not copies of both
     for (ValueId v : *list) {
       if (v == kNoValue) continue;

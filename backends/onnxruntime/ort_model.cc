@@ -58,6 +58,8 @@ void write_attribute(onnx::AttributeProto* a, const std::string& name, const Att
       a->set_type(onnx::AttributeProto::TENSOR);
       *a->mutable_t() = tensor_to_proto(attr.t, name);
       break;
+    case AttrKind::Graph:  // ort::offered keeps control-flow nodes out of every region
+      throw Error(ErrorKind::Unsupported, "onnxruntime: attribute '" + name + "' is a body");
   }
 }
 

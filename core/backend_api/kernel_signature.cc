@@ -15,6 +15,8 @@ namespace {
 
 std::string type_text(const Value& v) { return std::string(dtype_name(v.dtype)) + shape_to_string(v.shape); }
 
+std::string body_text(const Graph& body);
+
 std::string attr_text(const Attribute& a) {
   std::ostringstream s;
   auto list = [&](const auto& xs) {
@@ -43,6 +45,9 @@ std::string attr_text(const Attribute& a) {
       break;
     case AttrKind::Tensor:
       s << dtype_name(a.t.dtype()) << shape_to_string(a.t.shape());
+      break;
+    case AttrKind::Graph:
+      s << "graph(" << (a.g ? body_text(*a.g) : std::string()) << ')';
       break;
   }
   return s.str();
@@ -182,6 +187,15 @@ std::string device_fingerprint() {
   }();
   return fingerprint;
 }
+
+namespace {
+// A body's whole structure, as a model's (bodies nest).
+std::string body_text(const Graph& body) {
+  IndexSet all(body.nodes.size());
+  for (size_t i = 0; i < body.nodes.size(); ++i) all.add(i);
+  return structure_text(body, make_subgraph(body, all), "body", "");
+}
+}  // namespace
 
 std::string model_fingerprint(const Graph& graph) {
   IndexSet all(graph.nodes.size());

@@ -218,11 +218,9 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const Node& node, con
       out.t = tensor_from_proto(a.t(), base_dir);
       return out;
     }
-    case onnx::AttributeProto::GRAPH:
     case onnx::AttributeProto::GRAPHS:
-      throw Error(ErrorKind::Unsupported,
-                  node.describe() + ": attribute '" + a.name() +
-                      "' holds a sub-graph; control flow (If/Loop/Scan) is not supported");
+      throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
+                                              "' holds a list of sub-graphs, which no supported op takes");
     default:
       throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
                                               "' has unsupported type " +
@@ -230,9 +228,61 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const Node& node, con
   }
 }
 
-Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, int>& opsets,
-                    const std::string& base_dir) {
-  const onnx::GraphProto& g = model.graph();
+// The ops whose GRAPH attributes are bodies the native kernels run (control_flow_ops.cc).
+bool control_flow_op(const Node& node) {
+  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
+}
+
+Graph convert_graph(const onnx::GraphProto& g, const std::map<std::string, int>& opsets,
+                    const std::string& base_dir, std::vector<std::string>* captured);
+
+// A control node's bodies. Each body's own outer reads become its last inputs; the node
+// captures their union, and every body is given all of it (the ones it does not read as
+// unused inputs), so the node's captured inputs line up with each body's.
+std::vector<std::string> convert_bodies(const onnx::NodeProto& np, Node& node,
+                                        const std::map<std::string, int>& opsets,
+                                        const std::string& base_dir) {
+  std::vector<std::pair<std::string, Graph>> bodies;
+  std::vector<size_t> formal;
+  std::vector<std::string> captured;
+  for (const auto& a : np.attribute()) {
+    if (a.type() != onnx::AttributeProto::GRAPH) continue;
+    if (!control_flow_op(node))
+      throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
+                                              "' holds a sub-graph; only If, Loop and Scan take bodies");
+    std::vector<std::string> reads;
+    Graph body = convert_graph(a.g(), opsets, base_dir, &reads);
+    formal.push_back(body.inputs.size() - reads.size());
+    for (const std::string& name : reads)
+      if (std::find(captured.begin(), captured.end(), name) == captured.end()) captured.push_back(name);
+    bodies.emplace_back(a.name(), std::move(body));
+  }
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    Graph& body = bodies[b].second;
+    body.inputs.resize(formal[b]);
+    for (const std::string& name : captured) {
+      ValueId id = body.find_value(name);
+      if (id == kNoValue) {
+        Value v;
+        v.name = name;
+        id = body.add_value(std::move(v));
+      }
+      body.inputs.push_back(id);
+    }
+    body.rebuild_links();
+    import_detail::normalize_legacy_forms(body);
+    body.sort_and_prune();
+    body.validate();
+    node.attrs[bodies[b].first] = Attribute::of_graph(std::move(body));
+  }
+  node.captured = static_cast<int>(captured.size());
+  return captured;
+}
+
+// The model's main graph (`captured` null: every name must resolve here) or a body, whose
+// reads of enclosing graphs' values are appended to `captured` and to its inputs.
+Graph convert_graph(const onnx::GraphProto& g, const std::map<std::string, int>& opsets,
+                    const std::string& base_dir, std::vector<std::string>* captured) {
   Graph graph;
   graph.name = g.name();
   graph.opsets = opsets;
@@ -268,8 +318,22 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
     set_value_type(graph.value(id), in.type());
     graph.inputs.push_back(id);
   }
+  // A name this graph does not define: an outer value a body reads (captured), else an error.
+  auto outer = [&](const std::string& name, const std::string& what) {
+    if (!captured) throw Error(ErrorKind::InvalidModel, what);
+    ValueId id = graph.find_value(name);
+    if (id == kNoValue) {
+      Value v;
+      v.name = name;
+      id = graph.add_value(std::move(v));
+      graph.inputs.push_back(id);
+      captured->push_back(name);
+    }
+    return id;
+  };
   // Values first so that node inputs referring to later nodes' outputs resolve.
   std::set<std::string> node_names;
+  std::vector<std::vector<std::string>> node_captures;
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& np = g.node(i);
     Node node;
@@ -293,7 +357,10 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
                     node.describe() + ": output '" + out + "' overwrites an initialiser or graph input");
       node.outputs.push_back(get_or_add(out));
     }
-    for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, node, base_dir);
+    for (const auto& a : np.attribute())
+      if (a.type() != onnx::AttributeProto::GRAPH)
+        node.attrs[a.name()] = convert_attribute(a, node, base_dir);
+    node_captures.push_back(convert_bodies(np, node, opsets, base_dir));
     graph.add_node(std::move(node));
   }
   for (int i = 0; i < g.node_size(); ++i) {
@@ -305,16 +372,22 @@ Graph convert_graph(const onnx::ModelProto& model, const std::map<std::string, i
       }
       ValueId id = graph.find_value(in);
       if (id == kNoValue)
-        throw Error(ErrorKind::InvalidModel,
-                    node.describe() + ": input '" + in +
-                        "' is not produced by any node, nor an initialiser or graph input");
+        id = outer(in, node.describe() + ": input '" + in +
+                           "' is not produced by any node, nor an initialiser or graph input");
+      node.inputs.push_back(id);
+    }
+    for (const std::string& name : node_captures[static_cast<size_t>(i)]) {
+      ValueId id = graph.find_value(name);
+      if (id == kNoValue)
+        id = outer(name, node.describe() + ": its body reads '" + name +
+                             "', which no node, initialiser or input of the enclosing graphs defines");
       node.inputs.push_back(id);
     }
   }
   for (const auto& out : g.output()) {
     ValueId id = graph.find_value(out.name());
     if (id == kNoValue)
-      throw Error(ErrorKind::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
+      id = outer(out.name(), "graph output '" + out.name() + "' is not produced by any node");
     graph.outputs.push_back(id);
   }
   if (graph.outputs.empty()) throw Error(ErrorKind::InvalidModel, "the graph has no outputs");
@@ -378,7 +451,8 @@ void sort_nodes(onnx::GraphProto& g) {
 
 // ONNX's own shape inference dereferences the type of a dangling input (SEGV in
 // libonnx 1.12), so references are checked first; convert_graph repeats it per node.
-void check_references(const onnx::GraphProto& g) {
+// A body (`outer`: the names of its enclosing graphs defined before its node) may read those.
+void check_references(const onnx::GraphProto& g, const std::set<std::string>& outer = {}, bool body = false) {
   std::set<std::string> known, produced, initializers;
   for (const auto& init : g.initializer()) initializers.insert(init.name());
   // One definition per name (libonnx 1.12 merges two declared shapes of one name into a
@@ -387,7 +461,8 @@ void check_references(const onnx::GraphProto& g) {
     if (!known.insert(in.name()).second)
       throw Error(ErrorKind::InvalidModel, "graph input '" + in.name() + "' is declared twice");
     bool typed = in.has_type() && (!in.type().has_tensor_type() || in.type().tensor_type().elem_type() != 0);
-    if (!typed && !initializers.count(in.name()))
+    // A body's inputs may leave their types to ONNX's inference, which takes them from the node.
+    if (!typed && !initializers.count(in.name()) && !body)
       throw Error(ErrorKind::InvalidModel, "graph input '" + in.name() + "' declares no type");
   }
   for (const auto& node : g.node())
@@ -402,8 +477,19 @@ void check_references(const onnx::GraphProto& g) {
   // ONNX requires nodes in topological order, and its inference reads each input's type
   // from what came before (a node reading its own output was a SEGV in libonnx 1.12).
   for (const auto& node : g.node()) {
+    for (const auto& attribute : node.attribute())
+      if (attribute.has_g()) {
+        std::set<std::string> visible = outer;
+        visible.insert(known.begin(), known.end());
+        try {
+          check_references(attribute.g(), visible, true);
+        } catch (const Error& e) {
+          throw Error(e.kind(), "node '" + node.name() + "' (" + node.op_type() + "), body '" +
+                                    attribute.name() + "': " + e.what());
+        }
+      }
     for (const auto& in : node.input()) {
-      if (in.empty() || known.count(in)) continue;
+      if (in.empty() || known.count(in) || outer.count(in)) continue;
       throw Error(
           ErrorKind::InvalidModel,
           "node '" + node.name() + "' (" + node.op_type() + "): input '" + in + "' " +
@@ -414,7 +500,7 @@ void check_references(const onnx::GraphProto& g) {
     known.insert(node.output().begin(), node.output().end());
   }
   for (const auto& out : g.output())
-    if (!known.count(out.name()))
+    if (!known.count(out.name()) && !outer.count(out.name()))
       throw Error(ErrorKind::InvalidModel, "graph output '" + out.name() + "' is not produced by any node");
 }
 
@@ -574,7 +660,7 @@ Graph import_onnx_bytes(std::string_view bytes, const std::string& base_dir, con
       import_detail::take_declarations(*model.mutable_graph());
   import_detail::check_window_ranks(model.graph(), opsets.count("") ? opsets.at("") : kMinOpset);
   run_onnx_shape_inference(model, opsets, report);
-  Graph graph = convert_graph(model, opsets, base_dir);
+  Graph graph = convert_graph(model.graph(), opsets, base_dir, nullptr);
   model.Clear();                       // free the proto's copy of the weights early
   for (const Value& v : graph.values)  // declared inputs and every shape inference implied
     if (v.shape_known && v.dtype != DType::Undefined)

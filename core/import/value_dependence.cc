@@ -55,6 +55,12 @@ bool steers_shape(const Node& node, size_t slot) {
   // (X, roi, scales, sizes): roi does not steer. Opset-10 Resize (X, scales) and Upsample
   // have this form too once normalize.cc rewrote them (their opset stays the model's).
   if (op == "Resize") return slot == 2 || slot == 3;
+  // Loop's M and cond decide how many iterations stack into its scan outputs; without scan
+  // outputs the loop-carried values keep their shapes (checked as the loop runs).
+  if (op == "Loop") {
+    const size_t formal = node.inputs.size() - static_cast<size_t>(node.captured);
+    return slot < 2 && node.outputs.size() + 2 > formal;
+  }
   auto it = steering_table().find(op);
   if (it == steering_table().end()) return false;
   for (int s : it->second)

@@ -66,6 +66,20 @@ std::vector<float> Node::attr_floats(const std::string& key, const std::vector<f
   return a ? a->floats : fallback;
 }
 
+Attribute Attribute::of_graph(Graph body) {
+  Attribute a;
+  a.kind = AttrKind::Graph;
+  a.g = std::make_shared<const Graph>(std::move(body));
+  return a;
+}
+
+const Graph& Node::body(const std::string& key) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end() || it->second.kind != AttrKind::Graph || !it->second.g)
+    throw Error(ErrorKind::InvalidModel, describe() + ": it has no body '" + key + "'");
+  return *it->second.g;
+}
+
 std::string Node::describe() const {
   std::string s = "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op_type;
   if (opset > 0) s += ", opset " + std::to_string(opset);

@@ -4,8 +4,10 @@
 // consumers, so iterating nodes in id order is a valid execution order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +21,10 @@ using ValueId = int32_t;
 constexpr ValueId kNoValue = -1;  // an omitted optional input
 constexpr NodeId kNoNode = -1;
 
-enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
+class Graph;
+
+// Graph: a body of a control-flow node (If's branches, Loop's and Scan's body).
+enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor, Graph };
 
 struct Attribute {
   AttrKind kind = AttrKind::Int;
@@ -30,12 +35,14 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<std::string> strings;
   Tensor t;
+  std::shared_ptr<const Graph> g;  // AttrKind::Graph; shared: copies of the node share the body
 
   static Attribute of_int(int64_t v);
   static Attribute of_float(float v);
   static Attribute of_string(std::string v);
   static Attribute of_ints(std::vector<int64_t> v);
   static Attribute of_floats(std::vector<float> v);
+  static Attribute of_graph(Graph body);
 };
 
 struct Value {
@@ -58,6 +65,10 @@ struct Node {
   std::vector<ValueId> inputs;  // kNoValue for omitted optional inputs
   std::vector<ValueId> outputs;
   std::map<std::string, Attribute> attrs;
+  // A control-flow node's bodies read outer values by name (ONNX's outer scope). Those values
+  // are the node's last `captured` inputs, so the graph's dataflow, order and buffer lifetimes
+  // see them; every body's inputs end with the same values, in the same order, by name.
+  int captured = 0;
 
   bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
   int64_t attr_int(const std::string& key, int64_t fallback) const;
@@ -65,6 +76,11 @@ struct Node {
   std::string attr_string(const std::string& key, const std::string& fallback) const;
   std::vector<int64_t> attr_ints(const std::string& key, const std::vector<int64_t>& fallback = {}) const;
   std::vector<float> attr_floats(const std::string& key, const std::vector<float>& fallback = {}) const;
+  bool has_bodies() const {
+    return std::any_of(attrs.begin(), attrs.end(),
+                       [](const auto& a) { return a.second.kind == AttrKind::Graph; });
+  }
+  const Graph& body(const std::string& key) const;  // InvalidModel if the node has no such body
   // "node 'conv1' (Conv, opset 11)": the prefix of every error about a node.
   std::string describe() const;
 };

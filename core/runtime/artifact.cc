@@ -24,6 +24,7 @@ namespace {
 
 constexpr char kMagic[8] = {'C', 'O', 'L', 'L', 'A', 'G', 'E', '\x1a'};
 constexpr size_t kAlign = 64;
+constexpr int kMaxBodyDepth = 32;                       // nesting of control-flow bodies an artifact may hold
 constexpr uint64_t kMaxArenaBytes = uint64_t(1) << 34;  // 16 GiB: refuse plans no real model needs
 
 // Header layout (little-endian): magic[8], u32 major, u32 minor, u64 manifest offset,
@@ -126,6 +127,8 @@ class WeightsWriter {
   std::unordered_map<std::pair<const std::byte*, size_t>, size_t, AddressHash> at_address_;  // -> offset
 };
 
+json graph_json(const Graph& g, WeightsWriter& weights);
+
 json attribute_json(const Attribute& a, WeightsWriter& weights) {
   switch (a.kind) {
     case AttrKind::Int:
@@ -145,8 +148,34 @@ json attribute_json(const Attribute& a, WeightsWriter& weights) {
       return {{"strings", a.strings}};
     case AttrKind::Tensor:
       return {{"tensor", weights.add(a.t)}};
+    case AttrKind::Graph:
+      return {{"graph", graph_json(*a.g, weights)}};
   }
   return {};
+}
+
+// A graph: the plan's own or a body (bodies nest as attributes of their nodes).
+json graph_json(const Graph& g, WeightsWriter& weights) {
+  json values = json::array();
+  for (const Value& v : g.values) {
+    json jv = {{"name", v.name},
+               {"dtype", static_cast<int>(v.dtype)},
+               {"shape", v.shape},
+               {"shape_known", v.shape_known}};
+    if (v.constant) jv["weight"] = weights.add(*v.constant);
+    values.push_back(std::move(jv));
+  }
+  json nodes = json::array();
+  for (const Node& n : g.nodes) {
+    json attrs = json::object();
+    for (const auto& [key, a] : n.attrs) attrs[key] = attribute_json(a, weights);
+    json jn = {{"name", n.name},     {"op", n.op_type},      {"domain", n.domain}, {"opset", n.opset},
+               {"inputs", n.inputs}, {"outputs", n.outputs}, {"attrs", attrs}};
+    if (n.captured) jn["captured"] = n.captured;
+    nodes.push_back(std::move(jn));
+  }
+  return {{"name", g.name},       {"opsets", g.opsets}, {"inputs", g.inputs},
+          {"outputs", g.outputs}, {"values", values},   {"nodes", nodes}};
 }
 
 json tensor_info_json(const std::vector<ArtifactTensorInfo>& list) {
@@ -173,29 +202,7 @@ namespace {
 
 // One plan's part of the manifest: its tensors, placement, graph, kernels and memory plan.
 json plan_json(const Artifact& artifact, WeightsWriter& weights) {
-  const Graph& g = artifact.graph;
   const ArtifactInfo& info = artifact.info;
-  json values = json::array();
-  for (const Value& v : g.values) {
-    json jv = {{"name", v.name},
-               {"dtype", static_cast<int>(v.dtype)},
-               {"shape", v.shape},
-               {"shape_known", v.shape_known}};
-    if (v.constant) jv["weight"] = weights.add(*v.constant);
-    values.push_back(std::move(jv));
-  }
-  json nodes = json::array();
-  for (const Node& n : g.nodes) {
-    json attrs = json::object();
-    for (const auto& [key, a] : n.attrs) attrs[key] = attribute_json(a, weights);
-    nodes.push_back({{"name", n.name},
-                     {"op", n.op_type},
-                     {"domain", n.domain},
-                     {"opset", n.opset},
-                     {"inputs", n.inputs},
-                     {"outputs", n.outputs},
-                     {"attrs", attrs}});
-  }
   json plan = json::array();
   for (const KernelGroup& k : artifact.kernels)
     plan.push_back({{"backend", k.backend}, {"label", k.label}, {"nodes", k.nodes}});
@@ -205,13 +212,7 @@ json plan_json(const Artifact& artifact, WeightsWriter& weights) {
       {"inputs", tensor_info_json(info.inputs)},
       {"outputs", tensor_info_json(info.outputs)},
       {"placement", json::parse(info.placement_json.empty() ? "null" : info.placement_json)},
-      {"graph",
-       {{"name", g.name},
-        {"opsets", g.opsets},
-        {"inputs", g.inputs},
-        {"outputs", g.outputs},
-        {"values", values},
-        {"nodes", nodes}}},
+      {"graph", graph_json(artifact.graph, weights)},
       {"plan", plan},
       {"memory_plan",
        {{"arena_bytes", artifact.memory_plan.arena_bytes},
@@ -398,7 +399,7 @@ class ManifestParser {
     return Tensor(dtype, std::move(shape), std::make_shared<Storage>(at, bytes, reader_.owner()));
   }
 
-  Attribute attribute(const json& j) {
+  Attribute attribute(const json& j, int depth) {
     Attribute a;
     if (!j.is_object() || j.size() != 1)
       throw Error(ErrorKind::InvalidInput, "an attribute must have one field");
@@ -422,6 +423,8 @@ class ManifestParser {
     } else if (kind == "tensor") {
       a.kind = AttrKind::Tensor;
       a.t = weight(v);
+    } else if (kind == "graph") {
+      a = Attribute::of_graph(graph(v, depth + 1));
     } else {
       throw Error(ErrorKind::InvalidInput, "unknown attribute kind '" + kind + "'");
     }
@@ -480,8 +483,51 @@ class ManifestParser {
     info.placement_json = m.at("placement").dump(2);
     info.unplanned_bytes = m.at("memory_plan").at("unplanned_bytes").get<size_t>();
 
-    Graph& g = art.graph;
-    const json& jg = m.at("graph");
+    art.graph = graph(m.at("graph"), 0);
+    const Graph& g = art.graph;
+    for (ValueId id : g.inputs)
+      info.inputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
+    for (ValueId id : g.outputs)
+      info.outputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
+
+    std::vector<int> covered(g.nodes.size(), 0);
+    for (const json& jk : m.at("plan")) {
+      KernelGroup k;
+      k.backend = jk.at("backend").get<std::string>();
+      k.label = jk.at("label").get<std::string>();
+      for (const json& id : jk.at("nodes")) {
+        NodeId n = static_cast<NodeId>(int_in(id, 0, g.num_nodes() - 1, "node id"));
+        if (!k.nodes.empty() && n <= k.nodes.back())
+          throw Error(ErrorKind::InvalidInput, "kernel node ids must ascend");
+        if (covered[static_cast<size_t>(n)]++)
+          throw Error(ErrorKind::InvalidInput, "node " + std::to_string(n) + " is in two kernels");
+        k.nodes.push_back(n);
+      }
+      if (k.nodes.empty()) throw Error(ErrorKind::InvalidInput, "a kernel has no nodes");
+      art.kernels.push_back(std::move(k));
+    }
+    for (size_t n = 0; n < covered.size(); ++n)
+      if (!covered[n]) throw Error(ErrorKind::InvalidInput, "node '" + g.nodes[n].name + "' is in no kernel");
+    const json& jm = m.at("memory_plan");
+    MemoryPlan& plan = art.memory_plan;
+    plan.arena_bytes = jm.at("arena_bytes").get<size_t>();
+    if (plan.arena_bytes > kMaxArenaBytes)
+      throw Error(ErrorKind::InvalidInput, "the memory plan's arena is implausibly large");
+    for (const json& jb : jm.at("buffers")) {
+      MemoryPlan::Buffer b{jb.at(0).get<int64_t>(), jb.at(1).get<int64_t>()};
+      if (b.bytes < 0 || (b.offset != MemoryPlan::kHeap &&
+                          (b.offset < 0 || static_cast<uint64_t>(b.offset) + static_cast<uint64_t>(b.bytes) >
+                                               plan.arena_bytes)))
+        throw Error(ErrorKind::InvalidInput, "a memory plan buffer lies outside the arena");
+      plan.buffers.push_back(b);
+    }
+    return art;
+  }
+
+  // A plan's graph or a body (`depth`: how deep in bodies; bounded against hostile nesting).
+  Graph graph(const json& jg, int depth) {
+    if (depth > kMaxBodyDepth) throw Error(ErrorKind::InvalidInput, "bodies nest too deeply");
+    Graph g;
     g.name = jg.at("name").get<std::string>();
     g.opsets = jg.at("opsets").get<std::map<std::string, int>>();
     const json& jvalues = jg.at("values");
@@ -506,7 +552,10 @@ class ManifestParser {
         n.inputs.push_back(static_cast<ValueId>(int_in(id, -1, num_values - 1, "value id")));
       for (const json& id : jn.at("outputs"))
         n.outputs.push_back(static_cast<ValueId>(int_in(id, 0, num_values - 1, "value id")));
-      for (const auto& [key, ja] : jn.at("attrs").items()) n.attrs[key] = attribute(ja);
+      for (const auto& [key, ja] : jn.at("attrs").items()) n.attrs[key] = attribute(ja, depth);
+      if (jn.contains("captured"))
+        n.captured = static_cast<int>(
+            int_in(jn.at("captured"), 0, static_cast<int64_t>(n.inputs.size()), "captured count"));
       g.nodes.push_back(std::move(n));
     }
     for (const json& id : jg.at("inputs"))
@@ -520,44 +569,7 @@ class ManifestParser {
           throw Error(ErrorKind::InvalidInput, "value '" + g.value(out).name + "' is produced twice");
     g.rebuild_links();
     g.validate();
-    for (ValueId id : g.inputs)
-      info.inputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
-    for (ValueId id : g.outputs)
-      info.outputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
-
-    std::vector<int> covered(g.nodes.size(), 0);
-    for (const json& jk : m.at("plan")) {
-      KernelGroup k;
-      k.backend = jk.at("backend").get<std::string>();
-      k.label = jk.at("label").get<std::string>();
-      for (const json& id : jk.at("nodes")) {
-        NodeId n = static_cast<NodeId>(int_in(id, 0, g.num_nodes() - 1, "node id"));
-        if (!k.nodes.empty() && n <= k.nodes.back())
-          throw Error(ErrorKind::InvalidInput, "kernel node ids must ascend");
-        if (covered[static_cast<size_t>(n)]++)
-          throw Error(ErrorKind::InvalidInput, "node " + std::to_string(n) + " is in two kernels");
-        k.nodes.push_back(n);
-      }
-      if (k.nodes.empty()) throw Error(ErrorKind::InvalidInput, "a kernel has no nodes");
-      art.kernels.push_back(std::move(k));
-    }
-    for (size_t n = 0; n < covered.size(); ++n)
-      if (!covered[n]) throw Error(ErrorKind::InvalidInput, "node '" + g.nodes[n].name + "' is in no kernel");
-
-    const json& jm = m.at("memory_plan");
-    MemoryPlan& plan = art.memory_plan;
-    plan.arena_bytes = jm.at("arena_bytes").get<size_t>();
-    if (plan.arena_bytes > kMaxArenaBytes)
-      throw Error(ErrorKind::InvalidInput, "the memory plan's arena is implausibly large");
-    for (const json& jb : jm.at("buffers")) {
-      MemoryPlan::Buffer b{jb.at(0).get<int64_t>(), jb.at(1).get<int64_t>()};
-      if (b.bytes < 0 || (b.offset != MemoryPlan::kHeap &&
-                          (b.offset < 0 || static_cast<uint64_t>(b.offset) + static_cast<uint64_t>(b.bytes) >
-                                               plan.arena_bytes)))
-        throw Error(ErrorKind::InvalidInput, "a memory plan buffer lies outside the arena");
-      plan.buffers.push_back(b);
-    }
-    return art;
+    return g;
   }
 
  private:

@@ -248,6 +248,15 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
       ValueId out = step.outputs[k];
       if (out == kNoValue) continue;
       const Value& v = graph_.value(out);
+      if ((outs[k].shape() != v.shape || outs[k].dtype() != v.dtype) && v.producer != kNoNode &&
+          graph_.node(v.producer).has_bodies())  // what the inputs made a body do: not a kernel's fault
+        throw Error(ErrorKind::InvalidInput,
+                    graph_.node(v.producer).describe() + ": output '" + v.name + "' came out " +
+                        dtype_name(outs[k].dtype()) + " " + shape_to_string(outs[k].shape()) +
+                        " on these inputs, but the model was imported for " + dtype_name(v.dtype) + " " +
+                        shape_to_string(v.shape) +
+                        " (its bodies give other shapes for other values): bind the inputs that decide it "
+                        "(--bind NAME=FILE.pb)");
       if (outs[k].shape() != v.shape || outs[k].dtype() != v.dtype)
         throw Error(ErrorKind::Internal, step.label + ": output '" + v.name + "' is " +
                                              dtype_name(outs[k].dtype()) + " " +

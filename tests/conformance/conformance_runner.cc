@@ -49,9 +49,7 @@ const char* const kClassTraining = "ai.onnx.preview.training domain";
 const char* const kClassString = "string tensors";
 const char* const kClassSequence = "sequence/map/optional types";
 const char* const kClassLowBits = "float8/int4 tensors";
-const char* const kClassControlFlow = "control flow, not yet supported";
-const char* const kClasses[] = {kClassMlDomain, kClassTraining, kClassString,
-                                kClassSequence, kClassLowBits,  kClassControlFlow};
+const char* const kClasses[] = {kClassMlDomain, kClassTraining, kClassString, kClassSequence, kClassLowBits};
 // Cases whose expected data in ONNX 1.16 contradicts the operator spec: run, and
 // a mismatch is reported as "test-data errata" rather than a failure. Keyed by
 // case name, as the defect is in the data, not in the model.
@@ -61,9 +59,6 @@ const std::map<std::string, std::string> kTestDataErrata = {
     {"test_qlinearmatmul_3D_int8_float16", "expected data wraps instead of saturating (onnx/onnx#7835)"},
     {"test_qlinearmatmul_3D_int8_float32", "expected data wraps instead of saturating (onnx/onnx#7835)"},
 };
-
-// The importer's refusal of sub-graph attributes (core/import/onnx_import.cc).
-const char* const kControlFlowMessage = "control flow (If/Loop/Scan) is not supported";
 
 bool is_low_bit_type(int64_t t) { return t >= 17 && t <= 22; }  // FLOAT8* (17-20), UINT4, INT4
 
@@ -351,7 +346,6 @@ int main(int argc, char** argv) {
           failure = run_case(dir, model, random);
         } catch (const std::exception& e) {
           failure = e.what();
-          if (failure.find(kControlFlowMessage) != std::string::npos) skip_class = kClassControlFlow;
         }
       }
       if (skip_class) {

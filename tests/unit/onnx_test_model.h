@@ -80,6 +80,14 @@ class OnnxTestModel {
     a->set_type(onnx::AttributeProto::FLOATS);
     for (float x : v) a->add_floats(x);
   }
+  // A body (If's branches, Loop's and Scan's body): any graph built with OnnxTestModel.
+  static void attr_graph(onnx::NodeProto& n, const std::string& name, const onnx::GraphProto& g) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = g;
+  }
+  onnx::GraphProto& graph() { return *model_.mutable_graph(); }
   std::string bytes() const { return model_.SerializeAsString(); }
   onnx::ModelProto& proto() { return model_; }
 
