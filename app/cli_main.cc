@@ -80,6 +80,8 @@ const char* kUsage =
     "A model whose shapes depend on input VALUES (Range bounds, a Reshape shape fed by an input,\n"
     "NonMaxSuppression...) is refused naming those inputs; --bind NAME=FILE.pb (repeatable, every\n"
     "command that takes MODEL) specialises it on their values. `run` binds its --input values itself.\n"
+    "--shapes dynamic instead decides such shapes as the model runs (detectors: NonZero, TopK, NMS);\n"
+    "their nodes run on the native kernels, the rest is placed as usual.\n"
     "--memory-budget SIZE (every command that takes MODEL; 512M, 4G; default a quarter of the memory)\n"
     "refuses any tensor larger than SIZE before allocating it.\n"
     "Candidates are measured in worker processes (a crashing library costs one candidate);\n"

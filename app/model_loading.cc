@@ -15,6 +15,7 @@ std::set<std::string> with_model_options(std::set<std::string> value_options) {
   value_options.insert("--dim");
   value_options.insert("--bind");
   value_options.insert("--memory-budget");
+  value_options.insert("--shapes");
   return value_options;
 }
 
@@ -56,6 +57,10 @@ workflow::LoadOptions parse_load_options_for_buckets(const Args& args) {
     options.bound_inputs[name] = read_tensor_file(file);
   }
   if (args.has("--memory-budget")) options.memory_budget_bytes = parse_bytes(args.get("--memory-budget", ""));
+  const std::string shapes = args.get("--shapes", "static");
+  if (shapes != "static" && shapes != "dynamic")
+    throw Error(ErrorKind::InvalidInput, "--shapes " + shapes + ": expected static or dynamic");
+  options.dynamic_shapes = shapes == "dynamic";
   return options;
 }
 

@@ -131,6 +131,7 @@ Graph load_model(const std::string& path, const LoadOptions& options, ImportRepo
   import.dims = options.dims;
   import.bound_inputs = options.bound_inputs;
   import.memory_budget_bytes = options.memory_budget_bytes;
+  import.dynamic_shapes = options.dynamic_shapes;
   import.evaluator = native::node_evaluator();
   return import_onnx_file(path, import, report);
 }

@@ -37,6 +37,9 @@ struct LoadOptions {
   std::map<std::string, Tensor> bound_inputs;
   // `--memory-budget 4G`: the largest tensor the model may ask for (0: a quarter of RAM).
   int64_t memory_budget_bytes = 0;
+  // `--shapes dynamic`: shapes that depend on values computed at run time are decided as the
+  // model runs (ImportOptions::dynamic_shapes) instead of refusing the model.
+  bool dynamic_shapes = false;
 };
 
 // Imports `path` with the native kernels folding constants.

@@ -20,6 +20,7 @@ const BackendSpec& native_backend() {
       return (n.domain.empty() || n.domain == "com.microsoft") && native::supports_op(n.op_type);
     }));
     s.limits.max_nodes = 8;
+    s.takes_dynamic_shapes = true;  // a node kernel computes its output shapes from its inputs
     s.patterns = {layer_norm_pattern(true), gelu_pattern(false, false), gelu_pattern(true, false),
                   gelu_pattern(true, true), attention_pattern(false),   attention_pattern(true)};
     s.limits.max_pattern_nodes = 16;  // decomposed LayerNorm + residual: 10; tanh GELU + bias + MatMul: 11

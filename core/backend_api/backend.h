@@ -46,6 +46,10 @@ struct BackendSpec {
   std::vector<std::shared_ptr<const PatternRule>> rules;
   GroupLimits limits;
   CompileFn compile;
+  // Whether its single-node kernels take shapes known only at run time (values the import left
+  // dynamic, ImportOptions::dynamic_shapes). A node touching such a value is offered to these
+  // backends only, and alone.
+  bool takes_dynamic_shapes = false;
   // Graph-level backends: may this node be part of a region the backend runs whole?
   std::function<bool(const Graph&, const Node&)> supports_node;
   // Sets the library's thread count (process-wide for OpenMP/OpenBLAS); may be empty.

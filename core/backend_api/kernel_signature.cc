@@ -13,7 +13,9 @@ namespace collage {
 
 namespace {
 
-std::string type_text(const Value& v) { return std::string(dtype_name(v.dtype)) + shape_to_string(v.shape); }
+std::string type_text(const Value& v) {
+  return std::string(dtype_name(v.dtype)) + (v.shape_known ? shape_to_string(v.shape) : "[dynamic]");
+}
 
 std::string body_text(const Graph& body);
 

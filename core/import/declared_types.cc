@@ -79,6 +79,8 @@ void check_declarations(Graph& graph, const std::vector<DeclaredType>& declared,
     if (id == kNoValue) continue;  // folded or pruned away: nothing computes it at run time
     Value& v = graph.value(id);
     if (fits(d, v.dtype, v.shape)) continue;
+    // A shape decided at run time: only the element type can be held to the declaration here.
+    if (!v.shape_known && !v.constant && (d.elem_type == 0 || same_type(d.elem_type, v.dtype))) continue;
     DType dtype = v.dtype;
     Shape shape = v.shape;
     if (v.producer != kNoNode && !v.constant) {

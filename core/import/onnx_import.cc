@@ -668,11 +668,12 @@ Graph import_onnx_bytes(std::string_view bytes, const std::string& base_dir, con
   import_detail::normalize_legacy_forms(graph);
   graph.sort_and_prune();
   graph.validate();
-  import_detail::complete_shapes_and_fold(graph, options.evaluator, budget, report);
+  import_detail::complete_shapes_and_fold(graph, options.evaluator, budget, report, options.dynamic_shapes);
   import_detail::resolve_auto_pad(graph);
   graph.sort_and_prune();
   graph.validate();
   for (const Value& v : graph.values) {
+    if (options.dynamic_shapes && !v.shape_known && v.dtype != DType::Undefined) continue;
     if (!v.shape_known || v.dtype == DType::Undefined) {
       std::string where =
           v.producer != kNoNode ? " (output of " + graph.node(v.producer).describe() + ")" : "";

@@ -44,6 +44,11 @@ struct ImportOptions {
   // Seconds import may spend evaluating nodes (folding, learning shapes), all together;
   // checked before each evaluation (Settings::import_evaluation_budget_s).
   double evaluation_budget_s = kSettings.import_evaluation_budget_s;
+  // Shapes that depend on values computed at run time (NonZero, TopK with a computed k, a
+  // detector's kept boxes) are left unknown (Value::shape_known false), decided as the model
+  // runs, instead of refusing the import (ValueDependentShapeError). Only the native kernels
+  // take the nodes that touch them.
+  bool dynamic_shapes = false;
 };
 
 // memory_budget_bytes resolved (0 -> a quarter of physical memory).

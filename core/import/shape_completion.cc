@@ -108,8 +108,9 @@ std::vector<Tensor> evaluate(const Node& n, const NodeEvaluator& evaluator,
 
 class ShapeCompleter {
  public:
-  ShapeCompleter(Graph& graph, const NodeEvaluator& evaluator, int64_t budget, ImportReport& report)
-      : graph_(graph), evaluator_(evaluator), budget_(budget), report_(report) {}
+  ShapeCompleter(Graph& graph, const NodeEvaluator& evaluator, int64_t budget, ImportReport& report,
+                 bool dynamic)
+      : graph_(graph), evaluator_(evaluator), budget_(budget), report_(report), dynamic_(dynamic) {}
 
   void run() {
     const size_t original = graph_.nodes.size();
@@ -322,6 +323,11 @@ class ShapeCompleter {
       steering.push_back(in);
     }
     if (steering.empty()) return false;
+    if (dynamic_) {  // shapes decided at run time: left unknown, and so is everything they steer
+      for (ValueId out : n.outputs)
+        if (out != kNoValue && !graph_.value(out).constant) graph_.value(out).shape_known = false;
+      return true;
+    }
     Refusal r;
     r.node = n.name;
     r.op = n.op_type;
@@ -363,6 +369,7 @@ class ShapeCompleter {
       }
       msg += " on the values of input(s) " + names + "; Collage needs static shapes: bind them with " + binds;
     }
+    msg += " (or decide them as the model runs: --shapes dynamic)";
     throw ValueDependentShapeError(msg, inputs);
   }
 
@@ -425,6 +432,7 @@ class ShapeCompleter {
   const NodeEvaluator& evaluator_;
   int64_t budget_;
   ImportReport& report_;
+  const bool dynamic_;
   std::set<NodeId> dead_;
   std::vector<Refusal> refusals_;
 };
@@ -432,8 +440,8 @@ class ShapeCompleter {
 }  // namespace
 
 void complete_shapes_and_fold(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes,
-                              ImportReport& report) {
-  ShapeCompleter(graph, evaluator, budget_bytes, report).run();
+                              ImportReport& report, bool dynamic_shapes) {
+  ShapeCompleter(graph, evaluator, budget_bytes, report, dynamic_shapes).run();
 }
 
 std::optional<std::vector<Tensor>> evaluate_on_placeholders(const Graph& graph, const Node& n,
@@ -467,7 +475,7 @@ std::optional<std::vector<Tensor>> evaluate_on_placeholders(const Graph& graph, 
 void check_graph_output_shapes(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes) {
   for (ValueId out : graph.outputs) {
     const Value& v = graph.value(out);
-    if (v.producer == kNoNode || v.constant) continue;
+    if (v.producer == kNoNode || v.constant || !v.shape_known) continue;  // dynamic: checked as it runs
     const Node& n = graph.node(v.producer);
     std::optional<std::vector<Tensor>> outputs = evaluate_on_placeholders(graph, n, evaluator, budget_bytes);
     if (!outputs) continue;

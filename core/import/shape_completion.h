@@ -34,8 +34,10 @@ class EvaluationBudget {
 // Rewrites needing input shapes (legacy Softmax axis semantics, opset<7 broadcast),
 // folds constant nodes and completes shapes; drops dead nodes.
 // Every tensor an evaluation allocates is held to `budget_bytes` (refused before allocating).
+// `dynamic_shapes`: a shape steered by a value computed at run time is left unknown (decided
+// as the model runs), as is every shape it steers, instead of refusing the import.
 void complete_shapes_and_fold(Graph& graph, const NodeEvaluator& evaluator, int64_t budget_bytes,
-                              ImportReport& report);
+                              ImportReport& report, bool dynamic_shapes = false);
 
 // Graph output shapes and types are checked by running their producer once on
 // placeholders: where ONNX shape inference gave them (libonnx 1.12 misses e.g. ceil-mode

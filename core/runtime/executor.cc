@@ -248,7 +248,8 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
       ValueId out = step.outputs[k];
       if (out == kNoValue) continue;
       const Value& v = graph_.value(out);
-      if ((outs[k].shape() != v.shape || outs[k].dtype() != v.dtype) && v.producer != kNoNode &&
+      if (((outs[k].shape() != v.shape && v.shape_known) || outs[k].dtype() != v.dtype) &&
+          v.producer != kNoNode &&
           graph_.node(v.producer).has_bodies())  // what the inputs made a body do: not a kernel's fault
         throw Error(ErrorKind::InvalidInput,
                     graph_.node(v.producer).describe() + ": output '" + v.name + "' came out " +
@@ -257,7 +258,7 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
                         shape_to_string(v.shape) +
                         " (its bodies give other shapes for other values): bind the inputs that decide it "
                         "(--bind NAME=FILE.pb)");
-      if (outs[k].shape() != v.shape || outs[k].dtype() != v.dtype)
+      if ((outs[k].shape() != v.shape && v.shape_known) || outs[k].dtype() != v.dtype)
         throw Error(ErrorKind::Internal, step.label + ": output '" + v.name + "' is " +
                                              dtype_name(outs[k].dtype()) + " " +
                                              shape_to_string(outs[k].shape()) + ", the graph says " +

@@ -58,10 +58,14 @@ std::vector<Gene> refine_genes(const Graph& graph, const Placement& op_level,
   if (graph_level.size() > 254)
     throw Error(ErrorKind::InvalidInput, "refine: more than 254 graph-level backends");
   std::vector<Gene> genes;
+  const IndexSet dynamic_nodes = nodes_with_dynamic_shapes(graph);
   for (size_t k = 0; k < op_level.kernels.size(); ++k) {
     const PlacedKernel& kernel = op_level.kernels[k];
     Gene gene;
     gene.kernel = k;
+    bool dynamic = false;
+    for (NodeId n : kernel.nodes) dynamic = dynamic || dynamic_nodes.contains(static_cast<size_t>(n));
+    if (dynamic) continue;  // shapes decided at run time: no region takes it
     for (const BackendSpec* b : graph_level) {
       if (kernel.backend == b->name || !b->supports_node) continue;
       bool ok = true;
