@@ -322,6 +322,11 @@ class ShapeCompleter {
       if (v.shape_known && shape_size(v.shape) == 0) continue;  // an empty tensor has one value
       steering.push_back(in);
     }
+    if (dynamic_ && body_decides_shapes(n)) {
+      for (ValueId out : n.outputs)
+        if (out != kNoValue) graph_.value(out).shape_known = false;
+      return true;
+    }
     if (steering.empty()) return false;
     if (dynamic_) {  // shapes decided at run time: left unknown, and so is everything they steer
       for (ValueId out : n.outputs)
@@ -342,6 +347,16 @@ class ShapeCompleter {
         if (std::find(r.inputs.begin(), r.inputs.end(), name) == r.inputs.end()) r.inputs.push_back(name);
     refusals_.push_back(std::move(r));
     return true;
+  }
+
+  // Control flow whose output shapes are the bodies' decision at run time: a Loop (its carried
+  // values may grow, its condition may end it early; exports declare what tracing saw) and an If
+  // whose condition is computed (its branches may give different shapes).
+  bool body_decides_shapes(const Node& n) const {
+    if (!n.domain.empty()) return false;
+    if (n.op_type == "Loop") return true;
+    return n.op_type == "If" && !n.inputs.empty() && n.inputs[0] != kNoValue &&
+           !graph_.value(n.inputs[0]).constant;
   }
 
   [[noreturn]] void throw_value_dependent() const {

@@ -4,8 +4,7 @@
 // Every case is in scope unless the model itself shows it belongs to one of the
 // documented out-of-scope classes (see classify() and docs/import.md):
 //   ai.onnx.ml domain, ai.onnx.preview.training domain, string tensors,
-//   sequence/map/optional types, float8/int4 tensors, and control flow
-//   (If/Loop/Scan: the importer refuses sub-graphs with a fixed message).
+//   sequence/map/optional types, float8/int4 tensors.
 // Random-number ops (Bernoulli, RandomUniform(Like), RandomNormal(Like),
 // Multinomial, Dropout in training mode) are run, but only the outputs' shapes
 // and dtypes are compared.
@@ -17,6 +16,7 @@
 // they are reported as "known failures" and do not fail the run, but a pending
 // case that passes (or no longer exists) does, so the list can only shrink.
 // --write-pending FILE writes the current in-scope failures as such a list.
+// --shapes dynamic imports with ImportOptions::dynamic_shapes (detector and decoder exports).
 //
 // Last line: "N passed, N failed, N skipped, N pending, N fixed, N errata"; exits 1 on any
 // in-scope failure or fixed/stale pending entry.
@@ -192,8 +192,11 @@ std::vector<Tensor> read_inputs(const fs::path& set_dir, const std::vector<DType
 
 // Empty string = passed; otherwise the failure reason. A model whose shapes depend on
 // input values is imported once per data set, specialised on those inputs' values.
+bool dynamic_shapes = false;  // --shapes dynamic
+
 std::string run_case(const fs::path& dir, const onnx::ModelProto& model, bool shape_only) {
   ImportOptions options;
+  options.dynamic_shapes = dynamic_shapes;
   options.evaluator = native::node_evaluator();
   const std::string path = (dir / "model.onnx").string();
   std::optional<Graph> generic;
@@ -296,6 +299,9 @@ int main(int argc, char** argv) {
     std::string arg = argv[a];
     if ((arg == "--pending" || arg == "--write-pending") && a + 1 < argc) {
       (arg == "--pending" ? pending_path : write_path) = argv[++a];
+    } else if (arg == "--shapes" && a + 1 < argc && std::string(argv[a + 1]) == "dynamic") {
+      dynamic_shapes = true;
+      ++a;
     } else if (arg.rfind("--", 0) == 0) {
       dirs.clear();
       break;
@@ -304,7 +310,8 @@ int main(int argc, char** argv) {
     }
   }
   if (dirs.empty()) {
-    std::cerr << "usage: collage_conformance [--pending FILE] [--write-pending FILE] DIR [DIR ...]\n"
+    std::cerr << "usage: collage_conformance [--pending FILE] [--write-pending FILE] [--shapes dynamic] DIR "
+                 "[DIR ...]\n"
                  "  each DIR holds test_* case folders (model.onnx + test_data_set_*)\n";
     return 2;
   }
