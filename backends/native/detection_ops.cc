@@ -385,13 +385,27 @@ std::vector<Tensor> non_max_suppression(const Node& node, KernelInputs inputs, T
         if (!score_t || s[i] > score_t->data<float>()[0]) order.push_back(i);
       // Highest score first; ties keep the lower box index first.
       std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+      // Only kept boxes whose x-range meets the candidate's can suppress it: the kept boxes are
+      // held sorted by x1, and those starting within the widest kept width before it are checked
+      // (a detector's thousands of boxes, classes offset apart: a few checks instead of all).
       std::vector<int64_t> kept;
+      std::vector<std::pair<float, int64_t>> by_x1;
+      float widest = 0;
       for (int64_t i : order) {
         if (static_cast<int64_t>(kept.size()) >= max_out) break;
-        bool suppressed = std::any_of(kept.begin(), kept.end(), [&](int64_t k) {
-          return overlaps(bx[static_cast<size_t>(k)], bx[static_cast<size_t>(i)], iou);
-        });
-        if (!suppressed) kept.push_back(i);
+        const Box& box = bx[static_cast<size_t>(i)];
+        if (std::isnan(box.x1) || std::isnan(box.x2) || std::isnan(box.y1) || std::isnan(box.y2)) {
+          kept.push_back(i);  // overlaps nothing (as overlaps() says), and stays out of the ordered list
+          continue;
+        }
+        bool suppressed = false;
+        auto it = std::lower_bound(by_x1.begin(), by_x1.end(), std::make_pair(box.x1 - widest, int64_t{-1}));
+        for (; it != by_x1.end() && it->first < box.x2 && !suppressed; ++it)
+          suppressed = overlaps(bx[static_cast<size_t>(it->second)], box, iou);
+        if (suppressed) continue;
+        kept.push_back(i);
+        by_x1.insert(std::upper_bound(by_x1.begin(), by_x1.end(), std::make_pair(box.x1, i)), {box.x1, i});
+        widest = std::max(widest, box.x2 - box.x1);
       }
       for (int64_t k : kept) selected.insert(selected.end(), {b, c, k});
     }

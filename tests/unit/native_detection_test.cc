@@ -198,4 +198,45 @@ TEST(NativeNonMaxSuppression, CenterPointBoxesAndRefusals) {
 }
 
 }  // namespace
+// Many boxes of mixed sizes (a detector's candidates, two classes): the kernel's pruned search
+// keeps exactly what the textbook greedy loop, written out here, keeps.
+TEST(NativeNonMaxSuppression, ManyBoxesMatchTheGreedyLoop) {
+  const int64_t n = 700;
+  std::vector<float> boxes, scores;
+  uint32_t seed = 7;
+  auto next = [&] { return static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f; };
+  for (int64_t i = 0; i < n; ++i) {
+    float y = next() * 50, x = next() * 50, h = 0.5f + next() * (i % 7 == 0 ? 30 : 4), w = 0.5f + next() * 4;
+    boxes.insert(boxes.end(), {y, x, y + h, x + w});
+  }
+  for (int64_t i = 0; i < 2 * n; ++i) scores.push_back(next());
+  const float iou = 0.3f;
+  std::vector<int64_t> want;
+  for (int64_t c = 0; c < 2; ++c) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+    const float* s = scores.data() + c * n;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return s[a] > s[b]; });
+    std::vector<int64_t> kept;
+    for (int64_t i : order) {
+      bool suppressed = false;
+      for (int64_t k : kept) {
+        const float* a = &boxes[static_cast<size_t>(k * 4)];
+        const float* b = &boxes[static_cast<size_t>(i * 4)];
+        float ih = std::min(a[2], b[2]) - std::max(a[0], b[0]),
+              iw = std::min(a[3], b[3]) - std::max(a[1], b[1]);
+        if (ih <= 0 || iw <= 0) continue;
+        float inter = ih * iw, uni = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
+        suppressed = suppressed || inter / uni > iou;
+      }
+      if (!suppressed) kept.push_back(i);
+    }
+    for (int64_t k : kept) want.insert(want.end(), {0, c, k});
+  }
+  Node nms = make_node("NonMaxSuppression");
+  Tensor y = run1(nms, {f32({1, n, 4}, boxes), f32({1, 2, n}, scores), i64({1}, {n}), f32({1}, {iou})});
+  EXPECT_GT(want.size() / 3, 50u);
+  EXPECT_EQ(values<int64_t>(y), want);
+}
+
 }  // namespace collage
