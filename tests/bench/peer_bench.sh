@@ -14,6 +14,7 @@
 #      the artifact's outputs are then held to that budget against ORT's fp32 ones, and reported;
 #      `export --qdq` writes the int8 MatMuls as ONNX integer ops, and ORT on that model is timed
 #      as a third side, the int8 peer)
+#      SHAPES=dynamic: import with --shapes dynamic (detectors: shapes decided as the model runs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/bench/ort_setup.sh
@@ -54,7 +55,7 @@ for m in "${models[@]}"; do
   t0=$(date +%s.%N)
   accuracy_args=()
   [ -n "${ACCURACY:-}" ] && accuracy_args=(--accuracy "$ACCURACY")
-  out=$("$build/app/collage" tune "$model" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" \
+  out=$("$build/app/collage" tune "$model" --shapes "${SHAPES:-static}" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" \
           "${accuracy_args[@]}" -o "$bench/$m.json" 2>/dev/null)
   tune_s=$(echo "$(date +%s.%N) - $t0" | bc -l)
   echo "$out" | grep -q "verified against the native reference: ok" || { echo "$m: verification failed" >&2; exit 1; }
@@ -68,7 +69,7 @@ for m in "${models[@]}"; do
   [ -n "$add_err" ] || { echo "$m: no additive error in the tune output" >&2; exit 1; }
   qdq_args=()
   [ -n "${ACCURACY:-}" ] && qdq_args=(--qdq "$bench/$m.qdq.onnx")
-  "$build/app/collage" export "$model" --placement "$bench/$m.json" -o "$bench/$m.collage" "${qdq_args[@]}" |
+  "$build/app/collage" export "$model" --shapes "${SHAPES:-static}" --placement "$bench/$m.json" -o "$bench/$m.collage" "${qdq_args[@]}" |
     grep -q "bitwise equal" || { echo "$m: export check failed" >&2; exit 1; }
   ort_out=$(node tests/bench/ort_run.js "$model" "$bench/ort_$m" 3 "$threads")
   args=()
