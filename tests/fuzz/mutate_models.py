@@ -2,14 +2,16 @@
 """Mutation run over the run path: hostile models through `collage info` and `collage run`.
 
     /usr/bin/python3 tests/fuzz/mutate_models.py [--count N] [--seed S] [--jobs J] [--out DIR]
-                                                 [--collage build/app/collage] [--limit SECONDS]
+                                                 [--collage build/app/collage] [--limit SECONDS] [--bodies]
 
 Makes N mutated models from tests/data/onnx/*/**/model.onnx and resources/models/*.onnx
 (structure mutations: an elem_type of an input/output/value_info, a dim, a node input or output
 dropped/added/renamed, an attribute changed/dropped, an op type swapped; byte mutations: flips,
 truncation, insertion), runs each through `collage info M` and `collage run M --repeat 1` under
 `timeout LIMIT` and tallies crashes (signal exits), internal errors (exit 3) and timeouts.
-Findings are kept in DIR/findings/ with the command's stderr. Needs Debian's python3-onnx
+Findings are kept in DIR/findings/ with the command's stderr. --bodies takes only models with
+control flow (If/Loop/Scan), mutates their bodies as often as their main graphs, and also runs
+`collage run M --shapes dynamic`. Needs Debian's python3-onnx
 (not part of the test suite: a fuzzing tool, like run.sh).
 """
 import argparse
@@ -41,7 +43,23 @@ def sources():
     shared = os.environ.get("COLLAGE_CONFORMANCE_DIR", os.path.join(ROOT, "tests", "data", "onnx"))
     files = sorted(glob.glob(os.path.join(shared, "**", "model.onnx"), recursive=True))
     files += sorted(glob.glob(os.path.join(ROOT, "resources", "models", "*.onnx")))
+    files += sorted(glob.glob(os.path.join(ROOT, "tests", "data", "exports", "*", "model.onnx")))
     return [f for f in files if os.path.getsize(f) < (4 << 20)]
+
+
+def bodies(g):
+    """Every body nested in graph g (If branches, Loop and Scan bodies), depth first."""
+    out = []
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                out.append(a.g)
+                out += bodies(a.g)
+    return out
+
+
+def has_bodies(path):
+    return bool(bodies(onnx.load(path, load_external_data=False).graph))
 
 
 def value_infos(g, rng):
@@ -53,8 +71,10 @@ def intermediate_names(g):
     return [o for n in g.node for o in n.output if o]
 
 
-def mutate_structure(model, rng):
+def mutate_structure(model, rng, into_bodies=False):
     g = model.graph
+    if into_bodies and rng.random() < 0.5 and bodies(g):
+        g = rng.choice(bodies(g))
     kind = rng.choice(["elem_type", "elem_type", "dim", "dim", "drop_input", "add_input", "drop_output",
                        "add_output", "attribute", "attribute", "drop_attribute", "op_type", "value_info",
                        "value_info", "swap_inputs", "initializer_dim", "rename_output"])
@@ -167,9 +187,11 @@ def mutate_bytes(data, rng):
     return bytes(data), kind
 
 
-def make_models(count, seed, out_dir):
+def make_models(count, seed, out_dir, only_bodies=False):
     rng = random.Random(seed)
     srcs = sources()
+    if only_bodies:
+        srcs = [s for s in srcs if has_bodies(s)]
     made = []
     for k in range(count):
         src = rng.choice(srcs)
@@ -177,7 +199,7 @@ def make_models(count, seed, out_dir):
         what = ""
         if rng.random() < 0.75:
             model = onnx.load_from_string(raw)
-            what = "; ".join(mutate_structure(model, rng) for _ in range(rng.choice([1, 1, 1, 2, 3])))
+            what = "; ".join(mutate_structure(model, rng, only_bodies) for _ in range(rng.choice([1, 1, 1, 2, 3])))
             data = model.SerializeToString()
         else:
             data, what = mutate_bytes(raw, rng)
@@ -188,9 +210,12 @@ def make_models(count, seed, out_dir):
     return made
 
 
-def run_one(collage, limit, path):
+def run_one(collage, limit, path, dynamic=False):
     results = []
-    for cmd in (["info", path], ["run", path, "--repeat", "1"]):
+    commands = [["info", path], ["run", path, "--repeat", "1"]]
+    if dynamic:
+        commands.append(["run", path, "--repeat", "1", "--shapes", "dynamic"])
+    for cmd in commands:
         t0 = time.time()
         p = subprocess.run(["timeout", "-s", "KILL", str(limit), collage] + cmd, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE)
@@ -214,22 +239,23 @@ def main():
     ap.add_argument("--limit", type=int, default=20)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "mutation-run"))
     ap.add_argument("--collage", default=os.path.join(ROOT, "build", "app", "collage"))
+    ap.add_argument("--bodies", action="store_true", help="only models with control flow, bodies mutated too")
     args = ap.parse_args()
     shutil.rmtree(args.out, ignore_errors=True)
     models_dir = os.path.join(args.out, "models")
     findings_dir = os.path.join(args.out, "findings")
     os.makedirs(models_dir)
     os.makedirs(findings_dir)
-    made = make_models(args.count, args.seed, models_dir)
+    made = make_models(args.count, args.seed, models_dir, args.bodies)
     origin = {p: (src, what) for p, src, what in made}
     tally = collections.Counter()
     slowest = 0.0
     start = time.time()
     with open(os.path.join(args.out, "results.tsv"), "w") as log, \
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for path, results in pool.map(lambda p: run_one(args.collage, args.limit, p[0]), made):
+        for path, results in pool.map(lambda p: run_one(args.collage, args.limit, p[0], args.bodies), made):
             src, what = origin[path]
-            for cmd, rc, seconds, err in results:
+            for k, (cmd, rc, seconds, err) in enumerate(results):
                 c = classify(rc, seconds, args.limit)
                 slowest = max(slowest, seconds)
                 tally[cmd + " " + c] += 1
@@ -237,12 +263,12 @@ def main():
                 log.write("%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\n" % (os.path.basename(path), cmd, c, rc, seconds,
                                                                src, what, last[:300]))
                 if c in ("crash", "internal", "timeout"):
-                    base = os.path.join(findings_dir, "%s-%s-%s" % (c, cmd, os.path.basename(path)))
+                    base = os.path.join(findings_dir, "%s-%s%d-%s" % (c, cmd, k, os.path.basename(path)))
                     shutil.copy(path, base)
                     with open(base + ".txt", "w") as f:
                         f.write("source: %s\nmutation: %s\nexit: %d after %.1f s\n%s\n" % (src, what, rc, seconds,
                                                                                           err[-4000:]))
-    print("models: %d (%d runs), %.0f s, slowest run %.1f s" % (len(made), 2 * len(made), time.time() - start,
+    print("models: %d (%d runs), %.0f s, slowest run %.1f s" % (len(made), sum(tally.values()), time.time() - start,
                                                                    slowest))
     for key in sorted(tally):
         print("  %-18s %d" % (key, tally[key]))

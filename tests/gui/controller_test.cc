@@ -129,6 +129,33 @@ class ControllerTest : public QObject {
   // Why here: after a tune, the runner-up of a node is the search with its backend forbidden
   // (computed here from the tuned costs), the what-ifs are the searches with the menu's pins,
   // and the inspector shows the reason and the runner-up.
+  // A detector's shapes follow the boxes it keeps: it opens with those shapes decided as it runs,
+  // says so, and its control node shows its bodies in the inspector's attributes.
+  void opens_a_detector_with_shapes_decided_as_it_runs() {
+    ExplorerController c;
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    QVERIFY(c.open_model(COLLAGE_DETECTOR_MODEL));
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 60000));
+    QCOMPARE(failed.count(), 0);
+    const QString summary = finished.takeFirst().at(0).value<collage::JobReport>().summary;
+    QVERIFY2(summary.contains("decided as it runs"), qPrintable(summary));
+    const collage::Graph& g = *c.graph();
+    int control = -1;
+    for (int n = 0; n < g.num_nodes(); ++n)
+      if (g.node(n).op_type == "If") control = n;
+    QVERIFY(control >= 0);
+    collage::NodeDetails d = c.node_details(control);
+    int bodies = 0;
+    for (const auto& [key, value] : d.attributes)
+      if (key.endsWith("_branch")) {
+        ++bodies;
+        const size_t nodes = g.node(control).body(key.toStdString()).nodes.size();
+        QVERIFY2(value.startsWith(QString("body of %1 nodes:").arg(nodes)), qPrintable(value));
+      }
+    QCOMPARE(bodies, 2);
+  }
+
   void explains_a_node_after_a_tune() {
     ExplorerController c;
     // The first test's cost DB: warm when it ran before, measured otherwise.

@@ -17,6 +17,7 @@
 #include "core/ir/random_inputs.h"
 #include "core/ir/settings.h"
 #include "core/search/placement_buckets.h"
+#include "core/tuning/candidates.h"
 #include "core/tuning/cost_store.h"
 #include "core/tuning/measure_worker.h"
 
@@ -147,10 +148,20 @@ bool ExplorerController::open_model(const QString& path, const DimValues& dims) 
   return run(Job::Load, [path, dims](ProgressObserver&) -> Apply {
     workflow::LoadOptions load;
     load.dims = dims;
-    auto graph = std::make_shared<const Graph>(workflow::load_model(path.toStdString(), load));
+    // A model whose shapes follow values computed as it runs (a detector's kept boxes) opens as
+    // `--shapes dynamic` imports it; binding an image to open a detector would be no answer.
+    std::shared_ptr<const Graph> graph;
+    try {
+      graph = std::make_shared<const Graph>(workflow::load_model(path.toStdString(), load));
+    } catch (const ValueDependentShapeError&) {
+      load.dynamic_shapes = true;
+      graph = std::make_shared<const Graph>(workflow::load_model(path.toStdString(), load));
+    }
     auto layout = std::make_shared<GraphLayout>(layout_graph(*graph));
-    return [path, dims, graph, layout](ExplorerController& c) {
+    const bool dynamic = load.dynamic_shapes;
+    return [path, dims, graph, layout, dynamic](ExplorerController& c) {
       c.model_path_ = path;
+      c.dynamic_shapes_ = dynamic;
       c.dims_ = dims;
       c.graph_ = graph;
       c.layout_ = std::move(*layout);
@@ -166,6 +177,9 @@ bool ExplorerController::open_model(const QString& path, const DimValues& dims) 
                       .arg(graph->num_nodes())
                       .arg(QString::fromStdString(c.layout_.engine))
                       .arg(dims.empty() ? QString() : " at " + QString::fromStdString(bucket_label(dims)));
+      if (dynamic)
+        r.summary += QString("; %1 nodes with shapes decided as it runs (--shapes dynamic): native kernels")
+                         .arg(nodes_with_dynamic_shapes(*graph).popcount());
       return r;
     };
   });
@@ -407,6 +421,16 @@ QString attribute_text(const Attribute& a) {
     case AttrKind::Floats:
       for (float x : a.floats) value += QString::number(x) + " ";
       return value;
+    case AttrKind::Graph: {  // a body: its size and op mix, commonest first
+      std::map<std::string, int> ops;
+      for (const Node& n : a.g->nodes) ops[n.op_type]++;
+      std::vector<std::pair<std::string, int>> sorted(ops.begin(), ops.end());
+      std::stable_sort(sorted.begin(), sorted.end(), [](auto& x, auto& y) { return x.second > y.second; });
+      value = QString("body of %1 nodes:").arg(a.g->nodes.size());
+      for (const auto& [op, count] : sorted)
+        value += QString(" %1 %2").arg(count).arg(QString::fromStdString(op));
+      return value;
+    }
     default:
       return "…";
   }
@@ -558,9 +582,10 @@ bool ExplorerController::switch_bucket(size_t index) {
   const DimValues dims = bucket_dims_[index];
   const std::string text = bucket_placements_[index];
   const QString origin = buckets_file_ + " [" + QString::fromStdString(bucket_label(dims)) + "]";
-  return run(Job::Load, [path, dims, text, origin](ProgressObserver&) -> Apply {
+  return run(Job::Load, [path, dims, text, origin, dynamic = dynamic_shapes_](ProgressObserver&) -> Apply {
     workflow::LoadOptions load;
     load.dims = dims;
+    load.dynamic_shapes = dynamic;
     auto graph = std::make_shared<const Graph>(workflow::load_model(path.toStdString(), load));
     auto placement = std::make_shared<Placement>(placement_from_json(text, *graph, all_backends()));
     auto layout = std::make_shared<GraphLayout>(layout_graph(*graph));
@@ -591,6 +616,7 @@ PlacementComparison ExplorerController::compare_with_bucket(size_t index) const 
   if (index >= bucket_dims_.size()) throw Error(ErrorKind::InvalidInput, "no such bucket");
   workflow::LoadOptions load;
   load.dims = bucket_dims_[index];
+  load.dynamic_shapes = dynamic_shapes_;
   Graph other_graph = workflow::load_model(model_path_.toStdString(), load);
   Placement other = placement_from_json(bucket_placements_[index], other_graph, all_backends());
   std::string a = bucket_label(dims_), b = bucket_label(bucket_dims_[index]);

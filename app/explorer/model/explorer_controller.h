@@ -218,7 +218,8 @@ class ExplorerController : public QObject {
   void adopt_placement(Placement placement, const QString& origin);
 
   QString model_path_;
-  DimValues dims_;  // of graph_
+  bool dynamic_shapes_ = false;  // graph_ was imported with shapes decided as it runs
+  DimValues dims_;               // of graph_
   std::vector<DimValues> bucket_dims_;
   std::vector<std::string> bucket_placements_;  // each bucket's placement JSON, as bucket_dims_
   void keep_bucket_placement();                 // the placement in view into its bucket's entry
