@@ -451,6 +451,41 @@ void sort_nodes(onnx::GraphProto& g) {
 
 // ONNX's own shape inference dereferences the type of a dangling input (SEGV in
 // libonnx 1.12), so references are checked first; convert_graph repeats it per node.
+// An initialiser whose data does not fill its dims (raw bytes or typed values) is refused before
+// libonnx's inference, which types its readers from the dims: a Conv weight stated [2, 120, 1, 1]
+// over [24, 120, 1, 1]'s bytes left a later Shape untyped and libonnx 1.12 dereferenced it. Bodies'
+// initialisers too.
+void check_initializer_sizes(const onnx::GraphProto& g) {
+  for (const onnx::TensorProto& t : g.initializer()) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) continue;  // checked as it is read
+    int64_t elements = 1;
+    for (int64_t d : t.dims()) {
+      if (d < 0 || (d > 0 && elements > (int64_t{1} << 62) / d))
+        throw Error(ErrorKind::InvalidModel, "initialiser '" + t.name() + "' has impossible dims");
+      elements *= d;
+    }
+    const std::string what = "initialiser '" + t.name() + "'";
+    if (t.has_raw_data()) {
+      const size_t size = t.data_type() == onnx::TensorProto::STRING || t.data_type() == 0
+                              ? 0
+                              : dtype_size(dtype_from_onnx(t.data_type()));
+      if (size && t.raw_data().size() != static_cast<size_t>(elements) * size)
+        throw Error(ErrorKind::InvalidModel, what + " holds " + std::to_string(t.raw_data().size()) +
+                                                 " bytes, its dims need " +
+                                                 std::to_string(static_cast<size_t>(elements) * size));
+      continue;
+    }
+    for (int count : {t.float_data_size(), t.int32_data_size(), t.int64_data_size(), t.double_data_size(),
+                      t.uint64_data_size()})
+      if (count && count != elements)
+        throw Error(ErrorKind::InvalidModel, what + " holds " + std::to_string(count) +
+                                                 " values, its dims need " + std::to_string(elements));
+  }
+  for (const auto& node : g.node())
+    for (const auto& a : node.attribute())
+      if (a.has_g()) check_initializer_sizes(a.g());
+}
+
 // A body (`outer`: the names of its enclosing graphs defined before its node) may read those.
 void check_references(const onnx::GraphProto& g, const std::set<std::string>& outer = {}, bool body = false) {
   std::set<std::string> known, produced, initializers;
@@ -620,18 +655,67 @@ void check_against_schemas(const onnx::GraphProto& g, const std::map<std::string
   }
 }
 
+// The names with an element type after inference, in `g` and its bodies (names are unique across
+// scopes in ONNX).
+void typed_names(const onnx::GraphProto& g, std::set<std::string>& out) {
+  auto typed = [](const onnx::ValueInfoProto& v) {
+    return v.type().has_tensor_type() && v.type().tensor_type().elem_type() != 0;
+  };
+  for (const auto& v : g.input())
+    if (typed(v)) out.insert(v.name());
+  for (const auto& v : g.value_info())
+    if (typed(v)) out.insert(v.name());
+  for (const auto& v : g.output())
+    if (typed(v)) out.insert(v.name());
+  for (const auto& t : g.initializer()) out.insert(t.name());
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute())
+      if (a.has_g()) typed_names(a.g(), out);
+}
+
+// "node 'X' (Shape) reads 'v', which inference could not type", or "" when every Shape and Size
+// (bodies' too) reads a typed value.
+std::string untyped_shape_input(const onnx::GraphProto& main) {
+  std::set<std::string> typed;
+  typed_names(main, typed);
+  std::vector<const onnx::GraphProto*> graphs = {&main};
+  for (size_t i = 0; i < graphs.size(); ++i)
+    for (const auto& n : graphs[i]->node()) {
+      for (const auto& a : n.attribute())
+        if (a.has_g()) graphs.push_back(&a.g());
+      if ((n.op_type() == "Shape" || n.op_type() == "Size") && n.input_size() > 0 && !typed.count(n.input(0)))
+        return "node '" + n.name() + "' (" + n.op_type() + ") reads '" + n.input(0) +
+               "', which inference could not type";
+    }
+  return "";
+}
+
 void run_onnx_shape_inference(onnx::ModelProto& model, const std::map<std::string, int>& opsets,
                               ImportReport& report) {
   sort_nodes(*model.mutable_graph());
   check_references(model.graph());
+  check_initializer_sizes(model.graph());
   check_against_schemas(model.graph(), opsets);
   import_detail::guard_onnx_rank_inference();
-  try {
-    onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& e) {
-    // Not fatal: shape completion below evaluates what inference could not.
-    report.notes.push_back(std::string("ONNX shape inference stopped early: ") + e.what());
+  // Types first, without data propagation: libonnx 1.12's propagation through a Shape (or Size)
+  // whose input it could not type dereferences the missing type. Propagation then runs only when
+  // every such input has one.
+  for (bool data_prop : {false, true}) {
+    if (data_prop) {
+      std::string untyped = untyped_shape_input(model.graph());
+      if (!untyped.empty()) {
+        report.notes.push_back("ONNX data propagation skipped: " + untyped);
+        break;
+      }
+    }
+    try {
+      onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, data_prop);
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception& e) {
+      // Not fatal: shape completion below evaluates what inference could not.
+      report.notes.push_back(std::string("ONNX shape inference stopped early: ") + e.what());
+      break;
+    }
   }
   const int opset = opsets.count("") ? opsets.at("") : kMinOpset;
   import_detail::check_window_ranks(model.graph(), opset);  // on the ranks inference found
