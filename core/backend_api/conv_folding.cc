@@ -47,6 +47,8 @@ FoldedConv fold_conv(const Graph& g, const SubGraph& sub) {
   const double eps = bn.attr_float("epsilon", 1e-5f);
   // The output channel each weight belongs to: Conv [M, C/g, k...]; ConvTranspose
   // [C, M/g, k...], where input channel c feeds the M/g outputs of its group.
+  if (f.weight.rank() < 3 || f.weight.size() == 0)
+    throw Error(ErrorKind::InvalidModel, conv.describe() + ": its weights are not [M, C/g, k...]");
   const bool transposed = conv.op_type == "ConvTranspose";
   const int64_t group = conv.attr_int("group", 1),
                 taps = f.weight.size() / (f.weight.dim(0) * f.weight.dim(1));
@@ -56,6 +58,13 @@ FoldedConv fold_conv(const Graph& g, const SubGraph& sub) {
     int64_t c = e / (f.weight.dim(1) * taps), mo = (e / taps) % f.weight.dim(1);
     return c / (f.weight.dim(0) / group) * f.weight.dim(1) + mo;
   };
+  // Parameters of another length than the weights' output channels (an artifact edited by hand,
+  // a model import would have refused): no fold, and no read past them.
+  for (const std::vector<double>* p : {&scale, &shift, &mean, &var})
+    if (static_cast<int64_t>(p->size()) != m || (f.bias && f.bias->size() != m) || m <= 0 || taps <= 0)
+      throw Error(ErrorKind::InvalidModel, bn.describe() + ": its parameters do not match " +
+                                               conv.describe() + "'s " + std::to_string(m) +
+                                               " output channels");
   std::vector<double> a(static_cast<size_t>(m));
   for (size_t oc = 0; oc < a.size(); ++oc) a[oc] = scale[oc] / std::sqrt(var[oc] + eps);
   Tensor w = f.weight.clone(), b(DType::Float32, {m});
