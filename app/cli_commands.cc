@@ -15,6 +15,7 @@
 #include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
 #include "core/ir/statistics.h"
+#include "core/ir/subgraph.h"
 #include "core/runtime/executor.h"
 #include "core/tensor_io/tensor_proto.h"
 
@@ -88,13 +89,7 @@ void print_bodies(const Graph& graph, const std::string& indent) {
       if (a.kind != AttrKind::Graph || !a.g) continue;
       if (first && indent.empty()) std::cout << "bodies:\n";
       first = false;
-      std::map<std::string, int> ops;
-      for (const Node& b : a.g->nodes) ops[b.op_type]++;
-      std::vector<std::pair<std::string, int>> sorted(ops.begin(), ops.end());
-      std::stable_sort(sorted.begin(), sorted.end(), [](auto& x, auto& y) { return x.second > y.second; });
-      std::string mix;
-      for (const auto& [op, count] : sorted)
-        mix += (mix.empty() ? "" : ", ") + std::to_string(count) + " " + op;
+      const std::string mix = op_mix(*a.g, all_nodes(*a.g));
       std::cout << indent << "  " << n.name << " (" << n.op_type << ") " << key << ": " << a.g->nodes.size()
                 << " nodes" << (mix.empty() ? "" : " (" + mix + ")") << "\n";
       print_bodies(*a.g, indent + "  ");

@@ -193,16 +193,12 @@ std::string device_fingerprint() {
 namespace {
 // A body's whole structure, as a model's (bodies nest).
 std::string body_text(const Graph& body) {
-  IndexSet all(body.nodes.size());
-  for (size_t i = 0; i < body.nodes.size(); ++i) all.add(i);
-  return structure_text(body, make_subgraph(body, all), "body", "");
+  return structure_text(body, make_subgraph(body, all_nodes(body)), "body", "");
 }
 }  // namespace
 
 std::string model_fingerprint(const Graph& graph) {
-  IndexSet all(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) all.add(i);
-  return hex64(fnv1a64(structure_text(graph, make_subgraph(graph, all), "model", "")));
+  return hex64(fnv1a64(structure_text(graph, make_subgraph(graph, all_nodes(graph)), "model", "")));
 }
 
 }  // namespace collage

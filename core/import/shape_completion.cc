@@ -322,17 +322,13 @@ class ShapeCompleter {
       if (v.shape_known && shape_size(v.shape) == 0) continue;  // an empty tensor has one value
       steering.push_back(in);
     }
-    if (dynamic_ && body_decides_shapes(n)) {
-      for (ValueId out : n.outputs)
-        if (out != kNoValue) graph_.value(out).shape_known = false;
-      return true;
-    }
-    if (steering.empty()) return false;
-    if (dynamic_) {  // shapes decided at run time: left unknown, and so is everything they steer
+    if (dynamic_ && (!steering.empty() || body_decides_shapes(n))) {
+      // Shapes decided at run time: left unknown, and so is everything they steer.
       for (ValueId out : n.outputs)
         if (out != kNoValue && !graph_.value(out).constant) graph_.value(out).shape_known = false;
       return true;
     }
+    if (steering.empty()) return false;
     Refusal r;
     r.node = n.name;
     r.op = n.op_type;

@@ -104,19 +104,28 @@ bool ConvexityChecker::is_convex(const IndexSet& nodes) const {
   return true;
 }
 
+IndexSet all_nodes(const Graph& graph) {
+  IndexSet all(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) all.add(i);
+  return all;
+}
+
+std::string op_mix(const Graph& graph, const IndexSet& nodes) {
+  std::map<std::string, int> count;
+  for (size_t i : nodes.indices()) ++count[graph.node(static_cast<NodeId>(i)).op_type];
+  std::vector<std::pair<int, std::string>> mix;
+  for (const auto& [op, n] : count) mix.push_back({-n, op});
+  std::sort(mix.begin(), mix.end());
+  std::string text;
+  for (size_t k = 0; k < mix.size(); ++k)
+    text += (k ? ", " : "") + std::to_string(-mix[k].first) + " " + mix[k].second;
+  return text;
+}
+
 std::string subgraph_label(const Graph& graph, const IndexSet& nodes) {
   const std::vector<size_t> ids = nodes.indices();
   if (ids.size() > kLabelListsUpTo) {
-    // A region: its op mix, commonest first ("57 ops: 26 Conv, 23 Relu, 7 Add, 1 MaxPool").
-    std::map<std::string, int> count;
-    for (size_t i : ids) ++count[graph.node(static_cast<NodeId>(i)).op_type];
-    std::vector<std::pair<int, std::string>> mix;
-    for (const auto& [op, n] : count) mix.push_back({-n, op});
-    std::sort(mix.begin(), mix.end());
-    std::string label = std::to_string(ids.size()) + " ops: ";
-    for (size_t k = 0; k < mix.size(); ++k)
-      label += (k ? ", " : "") + std::to_string(-mix[k].first) + " " + mix[k].second;
-    return label;
+    return std::to_string(ids.size()) + " ops: " + op_mix(graph, nodes);  // "57 ops: 26 Conv, ..."
   }
   std::string label;
   for (size_t i : ids) {

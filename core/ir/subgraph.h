@@ -44,5 +44,9 @@ class ConvexityChecker {
 // "Conv+Add+Relu" for up to kLabelListsUpTo nodes, else the op mix ("57 ops: 26 Conv, 23 Relu, ...").
 inline constexpr size_t kLabelListsUpTo = 8;
 std::string subgraph_label(const Graph& graph, const IndexSet& nodes);
+// Every node of `graph`.
+IndexSet all_nodes(const Graph& graph);
+// The op mix of `nodes`, commonest first, ties by name: "26 Conv, 23 Relu, 7 Add, 1 MaxPool".
+std::string op_mix(const Graph& graph, const IndexSet& nodes);
 
 }  // namespace collage

@@ -248,8 +248,9 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
       ValueId out = step.outputs[k];
       if (out == kNoValue) continue;
       const Value& v = graph_.value(out);
-      if (((outs[k].shape() != v.shape && v.shape_known) || outs[k].dtype() != v.dtype) &&
-          v.producer != kNoNode &&
+      // A shape left to the run (shape_known false) is whatever the kernel gives; a dtype never is.
+      const bool mismatch = (outs[k].shape() != v.shape && v.shape_known) || outs[k].dtype() != v.dtype;
+      if (mismatch && v.producer != kNoNode &&
           graph_.node(v.producer).has_bodies())  // what the inputs made a body do: not a kernel's fault
         throw Error(ErrorKind::InvalidInput,
                     graph_.node(v.producer).describe() + ": output '" + v.name + "' came out " +
@@ -258,7 +259,7 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
                         shape_to_string(v.shape) +
                         " (its bodies give other shapes for other values): bind the inputs that decide it "
                         "(--bind NAME=FILE.pb)");
-      if ((outs[k].shape() != v.shape && v.shape_known) || outs[k].dtype() != v.dtype)
+      if (mismatch)
         throw Error(ErrorKind::Internal, step.label + ": output '" + v.name + "' is " +
                                              dtype_name(outs[k].dtype()) + " " +
                                              shape_to_string(outs[k].shape()) + ", the graph says " +

@@ -63,9 +63,9 @@ std::vector<Gene> refine_genes(const Graph& graph, const Placement& op_level,
     const PlacedKernel& kernel = op_level.kernels[k];
     Gene gene;
     gene.kernel = k;
-    bool dynamic = false;
-    for (NodeId n : kernel.nodes) dynamic = dynamic || dynamic_nodes.contains(static_cast<size_t>(n));
-    if (dynamic) continue;  // shapes decided at run time: no region takes it
+    if (std::any_of(kernel.nodes.begin(), kernel.nodes.end(),
+                    [&](NodeId n) { return dynamic_nodes.contains(static_cast<size_t>(n)); }))
+      continue;  // shapes decided at run time: no region takes it
     for (const BackendSpec* b : graph_level) {
       if (kernel.backend == b->name || !b->supports_node) continue;
       bool ok = true;

@@ -137,12 +137,6 @@ Graph two_layers_and_an_activation_product() {
   return import_model(model);
 }
 
-IndexSet all_nodes(const Graph& g) {
-  IndexSet all(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
-  return all;
-}
-
 TEST(OnnxRuntimeInt8Region, IsAGraphLevelInt8BackendThatQuantizesOnlyWeightMatMuls) {
   const BackendSpec& region = onnxruntime_int8_region_backend();
   EXPECT_EQ(region.kind, BackendKind::GraphLevel);

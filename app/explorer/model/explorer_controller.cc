@@ -16,6 +16,7 @@
 #include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
 #include "core/ir/settings.h"
+#include "core/ir/subgraph.h"
 #include "core/search/placement_buckets.h"
 #include "core/tuning/candidates.h"
 #include "core/tuning/cost_store.h"
@@ -421,16 +422,10 @@ QString attribute_text(const Attribute& a) {
     case AttrKind::Floats:
       for (float x : a.floats) value += QString::number(x) + " ";
       return value;
-    case AttrKind::Graph: {  // a body: its size and op mix, commonest first
-      std::map<std::string, int> ops;
-      for (const Node& n : a.g->nodes) ops[n.op_type]++;
-      std::vector<std::pair<std::string, int>> sorted(ops.begin(), ops.end());
-      std::stable_sort(sorted.begin(), sorted.end(), [](auto& x, auto& y) { return x.second > y.second; });
-      value = QString("body of %1 nodes:").arg(a.g->nodes.size());
-      for (const auto& [op, count] : sorted)
-        value += QString(" %1 %2").arg(count).arg(QString::fromStdString(op));
-      return value;
-    }
+    case AttrKind::Graph:  // a body: its size and op mix, commonest first
+      return QString("body of %1 nodes: %2")
+          .arg(a.g->nodes.size())
+          .arg(QString::fromStdString(op_mix(*a.g, all_nodes(*a.g))));
     default:
       return "…";
   }
