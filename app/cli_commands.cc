@@ -23,9 +23,7 @@ namespace collage::cli {
 
 namespace {
 
-std::string value_signature(const Value& v) {
-  return std::string(dtype_name(v.dtype)) + " " + shape_to_string(v.shape);
-}
+std::string value_signature(const Value& v) { return describe_type(v); }
 
 std::string human(double x) {
   char buf[32];
@@ -162,7 +160,8 @@ int command_run(const std::vector<std::string>& argv) {
     if (it == graph.inputs.end())
       throw Error(ErrorKind::InvalidInput,
                   "--input " + name + "=" + file + ": the model has no input '" + name + "'");
-    inputs[static_cast<size_t>(it - graph.inputs.begin())] = read_tensor_file(file);
+    inputs[static_cast<size_t>(it - graph.inputs.begin())] =
+        read_value_file(file, graph.value(*it).kind, graph.value(*it).dtype);
   }
 
   std::vector<Tensor> outputs;
@@ -210,8 +209,8 @@ int command_run(const std::vector<std::string>& argv) {
     write_tensor_files(args.get("--output-dir", "."), names, outputs);
   }
   for (size_t i = 0; i < outputs.size(); ++i)
-    std::cout << "output " << graph.value(graph.outputs[i]).name << ": " << dtype_name(outputs[i].dtype())
-              << " " << shape_to_string(outputs[i].shape()) << "\n";
+    std::cout << "output " << graph.value(graph.outputs[i]).name << ": " << describe_value(outputs[i])
+              << "\n";
   std::cout << verification;
   std::printf("threads %d, %d repeat%s%s\n", threads, repeat, repeat == 1 ? "" : "s", memory.c_str());
   std::printf("median %.3f ms, min %.3f ms\n", median_of_runs, min_ms);

@@ -111,7 +111,10 @@ int run(const std::vector<std::string>& argv) {
                            [&](const ArtifactTensorInfo& t) { return t.name == name; });
     if (it == info.inputs.end())
       throw Error(ErrorKind::InvalidInput, "--input " + spec + ": the model has no input '" + name + "'");
-    given[name] = read_tensor_file(file);
+    const Graph& g = rt->graph(0);
+    const ValueId id = g.find_value(name);
+    given[name] =
+        id == kNoValue ? read_tensor_file(file) : read_value_file(file, g.value(id).kind, g.value(id).dtype);
   }
   const std::vector<size_t> chosen = buckets_to_run(*rt, args, given);
   const bool several = chosen.size() > 1;
@@ -138,8 +141,8 @@ int run(const std::vector<std::string>& argv) {
       write_tensor_files(dir, names, outputs);
     }
     for (size_t i = 0; i < outputs.size(); ++i)
-      std::printf("%soutput %s: %s %s\n", prefix.c_str(), plan.outputs[i].name.c_str(),
-                  dtype_name(outputs[i].dtype()), shape_to_string(outputs[i].shape()).c_str());
+      std::printf("%soutput %s: %s\n", prefix.c_str(), plan.outputs[i].name.c_str(),
+                  describe_value(outputs[i]).c_str());
     MemoryStats mem = rt->last_memory_stats();
     if (options.use_memory_plan)
       std::printf(

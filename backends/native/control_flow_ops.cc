@@ -1,4 +1,4 @@
-// If, Loop and Scan. A body is a graph of its own (Attribute::g); the native kernels run it
+// If, Loop, Scan and SequenceMap. A body is a graph of its own (Attribute::g); the native kernels run it
 // node by node, shapes as the kernels give them, so a value may change shape from one
 // iteration to the next. The node's last `captured` inputs are the outer values its bodies
 // read; each body's inputs end with the same values (core/ir/graph.h).
@@ -52,6 +52,7 @@ std::vector<Tensor> run_body(const Node& node, const Graph& body, const std::vec
 }
 
 Tensor fresh_copy(const Tensor& t, TensorAllocator& alloc) {
+  if (!t.is_dense()) return t;  // a sequence's items are never run buffers (sequence_ops.cc)
   Tensor out = alloc.allocate(t.dtype(), t.shape());
   if (t.bytes()) std::memcpy(out.raw(), t.raw(), t.bytes());
   return out;
@@ -281,12 +282,52 @@ std::vector<Tensor> scan9(const Node& node, KernelInputs inputs, TensorAllocator
   return result;
 }
 
+// The body on each item of the input sequence; an additional input that is a sequence gives
+// its item of the same position, a tensor is given whole. Each body output gathers into a
+// sequence.
+std::vector<Tensor> sequence_map(const Node& node, KernelInputs inputs, TensorAllocator&) {
+  const size_t formal = formal_inputs(node, inputs);
+  if (formal < 1) invalid(node, "takes a sequence");
+  const Tensor& seq = input(node, inputs, 0);
+  if (!seq.is_sequence()) invalid(node, "input 0 must be a sequence, it is " + describe_value(seq));
+  const size_t n = seq.items().size();
+  for (size_t k = 1; k < formal; ++k)
+    if (input(node, inputs, k).is_sequence() && input(node, inputs, k).items().size() != n)
+      throw Error(ErrorKind::InvalidInput, node.describe() + ": its sequences differ in length (" +
+                                               std::to_string(n) + " and " +
+                                               std::to_string(input(node, inputs, k).items().size()) + ")");
+  const Graph& body = node.body("body");
+  std::vector<std::vector<Tensor>> gathered(body.outputs.size());
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<const Tensor*> args = {&seq.items()[i]};
+    for (size_t k = 1; k < formal; ++k)
+      args.push_back(inputs[k]->is_sequence() ? &inputs[k]->items()[i] : inputs[k]);
+    for (size_t k = formal; k < inputs.size(); ++k) args.push_back(inputs[k]);
+    std::vector<Tensor> outs = run_body(node, body, args);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (!outs[k].is_dense()) invalid(node, "its body must give tensors");
+      gathered[k].push_back(outs[k].clone());
+    }
+  }
+  std::vector<Tensor> result;
+  for (size_t k = 0; k < gathered.size(); ++k) {
+    const DType elem = gathered[k].empty() ? body.value(body.outputs[k]).dtype : gathered[k][0].dtype();
+    for (const Tensor& t : gathered[k])
+      if (t.dtype() != elem) invalid(node, "its body's output " + std::to_string(k) + " changes type");
+    result.push_back(Tensor::sequence(elem, std::move(gathered[k])));
+  }
+  if (result.size() < node.outputs.size()) invalid(node, "has more outputs than its body gives");
+  result.resize(node.outputs.size());
+  return result;
+}
+
 }  // namespace
 
 void register_control_flow_ops(OpTable& table) {
   table["If"] = if_op;
   table["Loop"] = loop_op;
   table["Scan"] = scan_op;
+  table["SequenceMap"] = sequence_map;
 }
 
 }  // namespace collage::native

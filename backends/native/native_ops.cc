@@ -31,6 +31,7 @@ const OpTable& op_table() {
     register_select_ops(t);
     register_unpool_ops(t);
     register_control_flow_ops(t);
+    register_sequence_ops(t);
     register_image_ops(t);
     return t;
   }();
@@ -106,11 +107,16 @@ std::vector<Tensor> run_widened(OpFunction fn, const Node& node, KernelInputs in
 }  // namespace
 
 std::vector<Tensor> run_op(OpFunction fn, const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
+  if (takes_non_tensor_values(node)) return fn(node, inputs, alloc);  // items keep their own types
   bool any_half = false;
-  for (const Tensor* t : inputs) any_half = any_half || (t && is_half_dtype(t->dtype()));
-  // A body computes in its own nodes' types: its inputs are passed as they are.
-  if (!any_half || node.op_type == "Cast" || node.op_type == "CastLike" || node.has_bodies())
-    return fn(node, inputs, alloc);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* t = inputs[i];
+    if (t && !t->is_dense())
+      throw Error(ErrorKind::InvalidModel, node.describe() + ": input " + std::to_string(i) + " is " +
+                                               describe_value(*t) + "; the op takes tensors");
+    any_half = any_half || (t && is_half_dtype(t->dtype()));
+  }
+  if (!any_half || node.op_type == "Cast" || node.op_type == "CastLike") return fn(node, inputs, alloc);
   return run_widened(fn, node, inputs, alloc);
 }
 

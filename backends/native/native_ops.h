@@ -35,6 +35,10 @@ std::vector<Tensor> evaluate_node(const Node& node, KernelInputs inputs, TensorA
 // through here.
 std::vector<Tensor> run_op(OpFunction fn, const Node& node, KernelInputs inputs, TensorAllocator& alloc);
 
+// Whether the op takes sequences and empty optionals (Tensor's non-tensor forms); run_op
+// refuses them to every other op.
+bool takes_non_tensor_values(const Node& node);
+
 // One registration function per kernel file (see native_ops.cc).
 void register_conv_ops(OpTable& table);    // Conv, ConvTranspose
 void register_matmul_ops(OpTable& table);  // Gemm, MatMul, Det
@@ -60,7 +64,8 @@ void register_grid_ops(OpTable& table);        // GridSample, AffineGrid
 void register_select_ops(OpTable& table);      // EyeLike, OneHot, TopK, Compress, NonZero, ReverseSequence,
                                                // Unique, CenterCropPad
 void register_unpool_ops(OpTable& table);      // MaxUnpool, Col2Im
-void register_control_flow_ops(OpTable& table);  // control_flow_ops.cc: If, Loop, Scan (bodies run here)
+void register_control_flow_ops(OpTable& table);  // control_flow_ops.cc: If, Loop, Scan, SequenceMap (bodies)
+void register_sequence_ops(OpTable& table);      // sequence_ops.cc: Sequence*, SplitToSequence, Optional*
 void register_image_ops(OpTable& table);         // image_ops.cc (+ image_codecs.cc): ImageDecoder
 void register_tensor_ops(OpTable& table);  // Concat, Split, Slice, Gather, Pad, DepthToSpace, SpaceToDepth,
                                            // Constant*, Range, Identity, Dropout

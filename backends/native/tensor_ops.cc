@@ -192,7 +192,8 @@ std::vector<Tensor> gather(const Node& node, KernelInputs inputs, TensorAllocato
   return {out};
 }
 
-// Shares the input's storage: consumers never write their inputs.
+// Shares the input's storage: consumers never write their inputs. Any form (a sequence, an
+// optional) passes as it is.
 std::vector<Tensor> identity(const Node& node, KernelInputs inputs, TensorAllocator&) {
   return {input(node, inputs, 0)};
 }

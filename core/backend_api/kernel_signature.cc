@@ -14,6 +14,8 @@ namespace collage {
 namespace {
 
 std::string type_text(const Value& v) {
+  if (v.kind != ValueKind::Tensor)
+    return std::string(value_kind_name(v.kind)) + "<" + dtype_name(v.dtype) + ">";
   return std::string(dtype_name(v.dtype)) + (v.shape_known ? shape_to_string(v.shape) : "[dynamic]");
 }
 

@@ -13,8 +13,21 @@ DeclaredType declaration(const onnx::ValueInfoProto& vi, const char* where) {
   DeclaredType d;
   d.name = vi.name();
   d.where = where;
-  if (!vi.type().has_tensor_type()) return d;  // sequences/maps: refused by import where used
-  const auto& tt = vi.type().tensor_type();
+  const onnx::TypeProto* type = &vi.type();
+  if (type->has_optional_type()) {
+    type = &type->optional_type().elem_type();
+    d.kind = type->has_sequence_type() ? ValueKind::OptionalSequence : ValueKind::OptionalTensor;
+  }
+  if (type->has_sequence_type()) {
+    type = &type->sequence_type().elem_type();
+    if (d.kind == ValueKind::Tensor) d.kind = ValueKind::Sequence;
+  }
+  if (!type->has_tensor_type()) return d;  // maps: refused by import where used
+  const auto& tt = type->tensor_type();
+  if (d.kind != ValueKind::Tensor) {  // a sequence's tensors each have their own shape
+    d.elem_type = tt.elem_type();
+    return d;
+  }
   d.elem_type = tt.elem_type();
   d.has_shape = tt.has_shape();
   for (const auto& dim : tt.shape().dim())
@@ -67,6 +80,21 @@ std::vector<DeclaredType> take_declarations(onnx::GraphProto& graph) {
   graph.clear_value_info();
   for (auto& out : *graph.mutable_output()) out.clear_type();
   return declared;
+}
+
+void adopt_declared_types(Graph& graph, const std::vector<DeclaredType>& declared) {
+  for (const DeclaredType& d : declared) {
+    ValueId id = graph.find_value(d.name);
+    if (id == kNoValue || d.elem_type == 0 || graph.value(id).dtype != DType::Undefined) continue;
+    Value& v = graph.value(id);
+    try {
+      v.dtype = dtype_from_onnx(d.elem_type);
+    } catch (const Error&) {
+      continue;  // a type the IR cannot hold: the final check names the value
+    }
+    v.kind = d.kind;
+    v.shape_known = false;
+  }
 }
 
 void check_declarations(Graph& graph, const std::vector<DeclaredType>& declared,

@@ -16,15 +16,21 @@ namespace collage::import_detail {
 
 struct DeclaredType {
   std::string name;
-  std::string where;          // "graph output" or "value_info"
-  int elem_type = 0;          // onnx::TensorProto::DataType; 0: not stated
-  bool has_shape = false;     // false: no shape stated (any rank)
-  std::vector<int64_t> dims;  // -1: symbolic or unstated dim
+  std::string where;                   // "graph output" or "value_info"
+  ValueKind kind = ValueKind::Tensor;  // a sequence's or optional's elem_type is its tensors'
+  int elem_type = 0;                   // onnx::TensorProto::DataType; 0: not stated
+  bool has_shape = false;              // false: no shape stated (any rank)
+  std::vector<int64_t> dims;           // -1: symbolic or unstated dim
 };
 
 // Records the declarations and removes them from the proto (value_info entirely, the
 // graph outputs' types), so that ONNX inference computes every type afresh.
 std::vector<DeclaredType> take_declarations(onnx::GraphProto& graph);
+
+// With shapes decided at run time: a value whose type ONNX inference could not find (an op
+// its schemas do not type, e.g. OptionalGetElement of a sequence) takes its declared kind and
+// element type; every run checks each output's kind and type against them (executor.h).
+void adopt_declared_types(Graph& graph, const std::vector<DeclaredType>& declared);
 
 // After shape completion: every declaration of a value still in `graph` must agree with
 // its computed element type and with each stated dim, or InvalidModel names the value, the

@@ -71,6 +71,30 @@ std::map<std::string, int> read_opsets(const onnx::ModelProto& model) {
   return opsets;
 }
 
+// The kind a type states and the tensor type of its elements; null when it is none of the
+// kinds the IR holds (maps, sparse tensors, sequences of sequences): refused by the caller.
+const onnx::TypeProto_Tensor* element_type(const onnx::TypeProto& type, ValueKind& kind) {
+  kind = ValueKind::Tensor;
+  if (type.has_tensor_type()) return &type.tensor_type();
+  const onnx::TypeProto* elem = nullptr;
+  if (type.has_sequence_type()) {
+    kind = ValueKind::Sequence;
+    elem = &type.sequence_type().elem_type();
+  } else if (type.has_optional_type()) {
+    const onnx::TypeProto& inner = type.optional_type().elem_type();
+    if (inner.has_tensor_type()) {
+      kind = ValueKind::OptionalTensor;
+      return &inner.tensor_type();
+    }
+    if (!inner.has_sequence_type()) return nullptr;
+    kind = ValueKind::OptionalSequence;
+    elem = &inner.sequence_type().elem_type();
+  } else {
+    return nullptr;
+  }
+  return elem->has_tensor_type() ? &elem->tensor_type() : nullptr;
+}
+
 // Turns the bound graph inputs into initialisers (before ONNX inference, which then
 // propagates their values too). Returns the symbolic dims the bound tensors fix.
 std::map<std::string, int64_t> bind_inputs(onnx::GraphProto& g,
@@ -86,6 +110,9 @@ std::map<std::string, int64_t> bind_inputs(onnx::GraphProto& g,
     std::string what = "--bind " + name;
     if (it == g.input().end())
       throw Error(ErrorKind::InvalidInput, what + ": the model has no graph input '" + name + "'");
+    if (it->type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !it->type().has_tensor_type())
+      throw Error(ErrorKind::InvalidInput,
+                  what + ": the input is not a tensor; only tensor inputs can be bound");
     if (it->type().has_tensor_type()) {
       const auto& tt = it->type().tensor_type();
       if (tt.elem_type() != 0 && tt.elem_type() != onnx::TensorProto::STRING &&
@@ -142,9 +169,15 @@ void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initialize
   std::set<std::string> used;
   for (auto& input : *g.mutable_input()) {
     if (initializer_names.count(input.name())) continue;
-    if (!input.type().has_tensor_type())
-      throw Error(ErrorKind::Unsupported, "graph input '" + input.name() +
-                                              "' is not a tensor (sequences and maps are not supported)");
+    if (!input.type().has_tensor_type()) {
+      ValueKind kind;
+      if (!element_type(input.type(), kind))
+        throw Error(ErrorKind::Unsupported,
+                    "graph input '" + input.name() +
+                        "' is a map, a sparse tensor or a nested sequence; inputs are tensors, sequences of "
+                        "tensors or optionals of those");
+      continue;  // a sequence's or optional's tensors come with their own shapes
+    }
     auto* tt = input.mutable_type()->mutable_tensor_type();
     if (!tt->has_shape())
       throw Error(ErrorKind::InvalidModel,
@@ -177,8 +210,30 @@ void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initialize
 }
 
 void set_value_type(Value& v, const onnx::TypeProto& type) {
-  if (!type.has_tensor_type()) return;
-  const auto& tt = type.tensor_type();
+  if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET) return;
+  ValueKind kind;
+  const onnx::TypeProto_Tensor* elem = element_type(type, kind);
+  if (!elem)
+    throw Error(ErrorKind::Unsupported, "value '" + v.name +
+                                            "' is a map, a sparse tensor or a nested sequence; values are "
+                                            "tensors, sequences of tensors or optionals of those");
+  if (kind != ValueKind::Tensor) {
+    if (v.kind != ValueKind::Tensor && v.kind != kind)
+      throw Error(ErrorKind::InvalidModel, "value '" + v.name + "' is stated both a " +
+                                               value_kind_name(v.kind) + " and a " + value_kind_name(kind));
+    v.kind = kind;
+    v.shape_known = false;
+    v.shape.clear();
+    if (elem->elem_type() != 0 && v.dtype == DType::Undefined) {
+      if (elem->elem_type() == onnx::TensorProto::STRING)
+        throw Error(ErrorKind::Unsupported,
+                    "value '" + v.name + "' holds string tensors; string ops are not supported");
+      v.dtype = dtype_from_onnx(elem->elem_type());
+    }
+    return;
+  }
+  if (v.kind != ValueKind::Tensor) return;  // a tensor type stated for an optional: its element
+  const auto& tt = *elem;
   if (tt.elem_type() != 0 && v.dtype == DType::Undefined) {
     if (tt.elem_type() == onnx::TensorProto::STRING)
       throw Error(ErrorKind::Unsupported,
@@ -219,6 +274,15 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const Node& node, con
       out.t = tensor_from_proto(a.t(), base_dir);
       return out;
     }
+    case onnx::AttributeProto::TYPE_PROTO: {  // Optional's `type`: kept as its element's dtype code
+      ValueKind kind;
+      const onnx::TypeProto_Tensor* elem = element_type(a.tp(), kind);
+      if (!elem || elem->elem_type() == 0 || elem->elem_type() == onnx::TensorProto::STRING)
+        throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
+                                                "' names a type whose elements are not numeric tensors");
+      dtype_from_onnx(elem->elem_type());  // refuses the types the IR cannot hold
+      return Attribute::of_int(elem->elem_type());
+    }
     case onnx::AttributeProto::GRAPHS:
       throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
                                               "' holds a list of sub-graphs, which no supported op takes");
@@ -231,7 +295,8 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const Node& node, con
 
 // The ops whose GRAPH attributes are bodies the native kernels run (control_flow_ops.cc).
 bool control_flow_op(const Node& node) {
-  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
+  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan" ||
+                                 node.op_type == "SequenceMap");
 }
 
 Graph convert_graph(const onnx::GraphProto& g, const std::map<std::string, int>& opsets,
@@ -249,8 +314,9 @@ std::vector<std::string> convert_bodies(const onnx::NodeProto& np, Node& node,
   for (const auto& a : np.attribute()) {
     if (a.type() != onnx::AttributeProto::GRAPH) continue;
     if (!control_flow_op(node))
-      throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
-                                              "' holds a sub-graph; only If, Loop and Scan take bodies");
+      throw Error(ErrorKind::Unsupported,
+                  node.describe() + ": attribute '" + a.name() +
+                      "' holds a sub-graph; only If, Loop, Scan and SequenceMap take bodies");
     std::vector<std::string> reads;
     Graph body = convert_graph(a.g(), opsets, base_dir, &reads);
     formal.push_back(body.inputs.size() - reads.size());
@@ -466,8 +532,13 @@ Graph import_onnx_bytes(std::string_view bytes, const std::string& base_dir, con
   import_detail::resolve_auto_pad(graph);
   graph.sort_and_prune();
   graph.validate();
+  if (options.dynamic_shapes) import_detail::adopt_declared_types(graph, declared);
   for (const Value& v : graph.values) {
     if (options.dynamic_shapes && !v.shape_known && v.dtype != DType::Undefined) continue;
+    if (v.kind != ValueKind::Tensor)
+      throw Error(ErrorKind::Unsupported,
+                  "value '" + v.name + "' is a " + value_kind_name(v.kind) +
+                      ", whose tensors' shapes are decided as the model runs: import with --shapes dynamic");
     if (!v.shape_known || v.dtype == DType::Undefined) {
       std::string where =
           v.producer != kNoNode ? " (output of " + graph.node(v.producer).describe() + ")" : "";

@@ -255,6 +255,9 @@ class ShapeCompleter {
                                                   "RandomNormalLike", "Bernoulli",    "Multinomial",
                                                   "Dropout"};
     if (kRandom.count(n.op_type)) return false;
+    // A sequence or optional is never a constant: constants are tensors (artifact weights, ...).
+    for (ValueId out : n.outputs)
+      if (out != kNoValue && graph_.value(out).kind != ValueKind::Tensor) return false;
     if ((n.op_type == "Shape" || n.op_type == "Size") && !n.inputs.empty() &&
         graph_.value(n.inputs[0]).shape_known)
       return fold_shape_op(id);
@@ -270,6 +273,8 @@ class ShapeCompleter {
       if (e.kind() == ErrorKind::Unsupported) return false;  // reported when the node is run
       throw;
     }
+    for (const Tensor& t : outputs)
+      if (!t.is_dense()) return false;  // a sequence ONNX inference did not type: left to the run
     set_constant_outputs(id, std::move(outputs));
     return true;
   }
@@ -394,6 +399,10 @@ class ShapeCompleter {
       if (out != kNoValue && (!graph_.value(out).shape_known || graph_.value(out).dtype == DType::Undefined))
         complete = false;
     if (complete) return;
+    bool all_non_tensor = true;
+    for (ValueId out : n.outputs)
+      if (out != kNoValue && graph_.value(out).kind == ValueKind::Tensor) all_non_tensor = false;
+    if (all_non_tensor) return;  // nothing static to learn: a sequence's tensors are the run's
     std::vector<Tensor> placeholders;
     std::vector<const Tensor*> inputs;
     if (!placeholder_inputs(graph_, n, budget_, placeholders, inputs)) return;  // reported by the final check
@@ -409,6 +418,13 @@ class ShapeCompleter {
     for (size_t k = 0; k < n.outputs.size() && k < outputs.size(); ++k) {
       if (n.outputs[k] == kNoValue) continue;
       Value& v = graph_.value(n.outputs[k]);
+      if (!outputs[k].is_dense() || v.kind != ValueKind::Tensor) {  // no static shape: the run decides
+        if (v.kind == ValueKind::Tensor)
+          v.kind = outputs[k].is_sequence() ? ValueKind::Sequence : ValueKind::OptionalTensor;
+        if (v.dtype == DType::Undefined) v.dtype = outputs[k].dtype();
+        v.shape_known = false;
+        continue;
+      }
       v.dtype = outputs[k].dtype();
       v.shape = outputs[k].shape();
       v.shape_known = true;

@@ -80,6 +80,46 @@ const Graph& Node::body(const std::string& key) const {
   return *it->second.g;
 }
 
+const char* value_kind_name(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::Tensor:
+      return "tensor";
+    case ValueKind::Sequence:
+      return "sequence";
+    case ValueKind::OptionalTensor:
+      return "optional tensor";
+    case ValueKind::OptionalSequence:
+      return "optional sequence";
+  }
+  return "?";
+}
+
+bool holds_kind(const Tensor& t, ValueKind kind) {
+  switch (kind) {
+    case ValueKind::Tensor:
+      return t.is_dense();
+    case ValueKind::Sequence:
+      return t.is_sequence();
+    case ValueKind::OptionalTensor:
+      return t.is_dense() || t.is_none();
+    case ValueKind::OptionalSequence:
+      return t.is_sequence() || t.is_none();
+  }
+  return false;
+}
+
+std::string describe_value(const Tensor& t) {
+  if (t.is_sequence())
+    return "a sequence of " + std::to_string(t.items().size()) + " " + dtype_name(t.dtype()) + " tensors";
+  if (t.is_none()) return "an empty optional";
+  return std::string(dtype_name(t.dtype())) + " " + shape_to_string(t.shape());
+}
+
+std::string describe_type(const Value& v) {
+  if (v.kind != ValueKind::Tensor) return std::string(value_kind_name(v.kind)) + " of " + dtype_name(v.dtype);
+  return std::string(dtype_name(v.dtype)) + " " + (v.shape_known ? shape_to_string(v.shape) : "[dynamic]");
+}
+
 std::string Node::describe() const {
   std::string s = "node '" + name + "' (" + (domain.empty() ? "" : domain + ".") + op_type;
   if (opset > 0) s += ", opset " + std::to_string(opset);

@@ -45,8 +45,19 @@ struct Attribute {
   static Attribute of_graph(Graph body);
 };
 
+// What a value holds: a tensor, or one of ONNX's sequence/optional types. A value of any
+// kind but Tensor has dtype = its element type and shape_known = false (its tensors' shapes
+// are decided as the model runs), so only backends that take dynamic shapes (native) run it.
+enum class ValueKind : uint8_t { Tensor, Sequence, OptionalTensor, OptionalSequence };
+const char* value_kind_name(ValueKind kind);  // "tensor", "sequence", "optional tensor", ...
+// Whether a runtime value (a Tensor in any form, see tensor.h) is of `kind`.
+bool holds_kind(const Tensor& t, ValueKind kind);
+// For messages: "float32 [1,3]", "a sequence of 2 float32 tensors", "an empty optional".
+std::string describe_value(const Tensor& t);
+
 struct Value {
   std::string name;
+  ValueKind kind = ValueKind::Tensor;
   DType dtype = DType::Undefined;
   Shape shape;
   bool shape_known = false;
@@ -56,6 +67,8 @@ struct Value {
   bool is_graph_input = false;
   bool is_graph_output = false;
 };
+// For messages: "float32 [1,3]", "float32 [dynamic]", "sequence of float32".
+std::string describe_type(const Value& v);
 
 struct Node {
   std::string name;

@@ -36,7 +36,12 @@ std::vector<Tensor> random_inputs(const Graph& graph, uint64_t seed) {
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const Value& v = graph.value(graph.inputs[i]);
-    inputs.push_back(random_tensor(v.dtype, v.shape, seed + 7919 * i));
+    if (v.kind == ValueKind::Sequence || v.kind == ValueKind::OptionalSequence)
+      inputs.push_back(Tensor::sequence(v.dtype, {}));
+    else if (v.kind == ValueKind::OptionalTensor)
+      inputs.push_back(Tensor::none(v.dtype));
+    else
+      inputs.push_back(random_tensor(v.dtype, v.shape, seed + 7919 * i));
   }
   return inputs;
 }

@@ -55,6 +55,7 @@ Graph extract_submodel(const Graph& graph, const SubGraph& sub) {
     value.dtype = src.dtype;
     value.shape = src.shape;
     value.shape_known = src.shape_known;
+    value.kind = src.kind;
     value.constant = src.constant;
     return remap[v] = out.add_value(std::move(value));
   };

@@ -204,6 +204,30 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage)
     throw Error(ErrorKind::Internal, "tensor storage smaller than its shape " + shape_to_string(shape_));
 }
 
+Tensor Tensor::sequence(DType elem, std::vector<Tensor> items) {
+  for (const Tensor& t : items)
+    if (!t.is_dense() || t.dtype() != elem)
+      throw Error(ErrorKind::Internal, std::string("a sequence of ") + dtype_name(elem) +
+                                           " given an item that is not a " + dtype_name(elem) + " tensor");
+  Tensor t;
+  t.form_ = Form::Sequence;
+  t.dtype_ = elem;
+  t.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return t;
+}
+
+Tensor Tensor::none(DType elem) {
+  Tensor t;
+  t.form_ = Form::None;
+  t.dtype_ = elem;
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::items() const {
+  if (form_ != Form::Sequence) throw Error(ErrorKind::Internal, "items() of a value that is not a sequence");
+  return *items_;
+}
+
 void Tensor::check_type(DType requested) const {
   if (requested != dtype_)
     throw Error(ErrorKind::Internal, std::string("tensor accessed as ") + dtype_name(requested) +
@@ -279,6 +303,7 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 Tensor Tensor::clone() const {
+  if (form_ != Form::Dense) return *this;  // items are never written in place: sharing is a copy
   Tensor t(dtype_, shape_);
   if (bytes()) std::memcpy(t.raw(), raw(), bytes());
   return t;

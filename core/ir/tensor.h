@@ -1,5 +1,9 @@
 // Tensors: a dtype, a static shape and shared, 64-byte aligned storage.
 // Copying a Tensor shares its storage (like a numpy view); clone() deep-copies.
+// A Tensor may instead hold one of ONNX's non-tensor values: a sequence of tensors or an
+// empty optional (an optional that holds a value is that value). Their dtype is the
+// element type; they have no storage and shape []. Only the sequence/optional ops and
+// control flow take them (every other native kernel is refused them in run_op).
 #pragma once
 
 #include <cstddef>
@@ -151,7 +155,16 @@ class Tensor {
     return from_vector<T>({}, {value});
   }
 
-  bool defined() const { return storage_ != nullptr; }
+  // A sequence of `items` (each a dense tensor of `elem`), and an optional holding nothing.
+  // A sequence's items are its own: no run buffer aliases them (kernels copy in and out).
+  static Tensor sequence(DType elem, std::vector<Tensor> items);
+  static Tensor none(DType elem);
+  bool is_sequence() const { return form_ == Form::Sequence; }
+  bool is_none() const { return form_ == Form::None; }
+  bool is_dense() const { return form_ == Form::Dense; }
+  const std::vector<Tensor>& items() const;  // Internal error unless is_sequence()
+
+  bool defined() const { return storage_ != nullptr || form_ != Form::Dense; }
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
@@ -182,6 +195,9 @@ class Tensor {
  private:
   void check_type(DType requested) const;
 
+  enum class Form : uint8_t { Dense, Sequence, None };
+  Form form_ = Form::Dense;
+  std::shared_ptr<const std::vector<Tensor>> items_;  // Form::Sequence
   DType dtype_ = DType::Undefined;
   Shape shape_;
   int64_t size_ = 0;

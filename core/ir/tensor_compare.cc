@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace collage {
@@ -19,6 +20,27 @@ bool non_finite_agree(double got, double want) {
 TensorComparison compare_tensors(const Tensor& got, const Tensor& want, const Tolerance& tolerance) {
   TensorComparison r;
   r.dtype_mismatch = got.dtype() != want.dtype();
+  if (!got.is_dense() || !want.is_dense()) {  // sequences item by item; two empty optionals agree
+    if (got.is_none() && want.is_none()) return r;
+    if (!got.is_sequence() || !want.is_sequence() || got.items().size() != want.items().size()) {
+      r.shape_mismatch = true;
+      return r;
+    }
+    for (size_t i = 0; i < got.items().size(); ++i) {
+      TensorComparison item = compare_tensors(got.items()[i], want.items()[i], tolerance);
+      r.dtype_mismatch = r.dtype_mismatch || item.dtype_mismatch;
+      r.shape_mismatch = r.shape_mismatch || item.shape_mismatch;
+      r.max_abs_error = std::max(r.max_abs_error, item.max_abs_error);
+      if (item.mismatches && !r.mismatches) {
+        r.first_mismatch = static_cast<int64_t>(r.elements) + item.first_mismatch;
+        r.got_value = item.got_value;
+        r.want_value = item.want_value;
+      }
+      r.mismatches += item.mismatches;
+      r.elements += item.elements;
+    }
+    return r;
+  }
   if (got.shape() != want.shape()) {
     r.shape_mismatch = true;
     return r;
@@ -44,6 +66,18 @@ TensorComparison compare_tensors(const Tensor& got, const Tensor& want, const To
     }
   }
   return r;
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  if (a.is_dense() != b.is_dense() || a.is_sequence() != b.is_sequence() || a.dtype() != b.dtype())
+    return false;
+  if (a.is_sequence()) {
+    if (a.items().size() != b.items().size()) return false;
+    for (size_t i = 0; i < a.items().size(); ++i)
+      if (!bitwise_equal(a.items()[i], b.items()[i])) return false;
+    return true;
+  }
+  return a.shape() == b.shape() && (a.bytes() == 0 || std::memcmp(a.raw(), b.raw(), a.bytes()) == 0);
 }
 
 }  // namespace collage

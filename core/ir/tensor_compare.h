@@ -38,5 +38,7 @@ struct TensorComparison {
 };
 
 TensorComparison compare_tensors(const Tensor& got, const Tensor& want, const Tolerance& tolerance);
+// Same form, dtype, shapes and bytes (a sequence item by item).
+bool bitwise_equal(const Tensor& a, const Tensor& b);
 
 }  // namespace collage

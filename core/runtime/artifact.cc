@@ -162,6 +162,7 @@ json graph_json(const Graph& g, WeightsWriter& weights) {
                {"dtype", static_cast<int>(v.dtype)},
                {"shape", v.shape},
                {"shape_known", v.shape_known}};
+    if (v.kind != ValueKind::Tensor) jv["kind"] = static_cast<int>(v.kind);
     if (v.constant) jv["weight"] = weights.add(*v.constant);
     values.push_back(std::move(jv));
   }
@@ -539,8 +540,18 @@ class ManifestParser {
       v.dtype = dtype == 0 ? DType::Undefined : dtype_from_onnx(dtype);
       v.shape = shape_from(jv.at("shape"));
       v.shape_known = jv.at("shape_known").get<bool>();
+      if (jv.contains("kind")) {
+        const int64_t kind = jv.at("kind").get<int64_t>();
+        if (kind < 0 || kind > static_cast<int64_t>(ValueKind::OptionalSequence))
+          throw Error(ErrorKind::InvalidInput, "value '" + v.name + "' has an unknown kind");
+        v.kind = static_cast<ValueKind>(kind);
+        if (v.kind != ValueKind::Tensor && v.shape_known)
+          throw Error(ErrorKind::InvalidInput,
+                      "value '" + v.name + "' is a " + value_kind_name(v.kind) + " with a static shape");
+      }
       if (jv.contains("weight")) v.constant = weight(jv.at("weight"));
-      g.values.push_back(std::move(v));
+      if (v.name.empty()) throw Error(ErrorKind::InvalidInput, "a value has no name");
+      g.add_value(std::move(v));  // indexed by name: find_value works on a loaded plan
     }
     for (const json& jn : jg.at("nodes")) {
       Node n;

@@ -216,10 +216,17 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
     if (graph_.values[v].constant) slots[v] = *graph_.values[v].constant;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value& v = graph_.value(graph_.inputs[i]);
+    if (v.kind != ValueKind::Tensor || !inputs[i].is_dense()) {
+      if (!holds_kind(inputs[i], v.kind) || inputs[i].dtype() != v.dtype)
+        throw Error(ErrorKind::InvalidInput, "input '" + v.name + "' must be a " + value_kind_name(v.kind) +
+                                                 " of " + dtype_name(v.dtype) + ", got " +
+                                                 describe_value(inputs[i]));
+      slots[static_cast<size_t>(graph_.inputs[i])] = inputs[i];
+      continue;
+    }
     if (inputs[i].dtype() != v.dtype || inputs[i].shape() != v.shape)
-      throw Error(ErrorKind::InvalidInput,
-                  "input '" + v.name + "' must be " + dtype_name(v.dtype) + " " + shape_to_string(v.shape) +
-                      ", got " + dtype_name(inputs[i].dtype()) + " " + shape_to_string(inputs[i].shape()));
+      throw Error(ErrorKind::InvalidInput, "input '" + v.name + "' must be " + describe_type(v) + ", got " +
+                                               describe_value(inputs[i]));
     slots[static_cast<size_t>(graph_.inputs[i])] = inputs[i];
   }
   std::vector<const Tensor*> args;
@@ -249,21 +256,20 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
       if (out == kNoValue) continue;
       const Value& v = graph_.value(out);
       // A shape left to the run (shape_known false) is whatever the kernel gives; a dtype never is.
-      const bool mismatch = (outs[k].shape() != v.shape && v.shape_known) || outs[k].dtype() != v.dtype;
+      const bool mismatch = (outs[k].shape() != v.shape && v.shape_known) || outs[k].dtype() != v.dtype ||
+                            !holds_kind(outs[k], v.kind);
       if (mismatch && v.producer != kNoNode &&
           graph_.node(v.producer).has_bodies())  // what the inputs made a body do: not a kernel's fault
         throw Error(ErrorKind::InvalidInput,
                     graph_.node(v.producer).describe() + ": output '" + v.name + "' came out " +
-                        dtype_name(outs[k].dtype()) + " " + shape_to_string(outs[k].shape()) +
-                        " on these inputs, but the model was imported for " + dtype_name(v.dtype) + " " +
-                        shape_to_string(v.shape) +
+                        describe_value(outs[k]) + " on these inputs, but the model was imported for " +
+                        describe_type(v) +
                         " (its bodies give other shapes for other values): bind the inputs that decide it "
                         "(--bind NAME=FILE.pb)");
       if (mismatch)
         throw Error(ErrorKind::Internal, step.label + ": output '" + v.name + "' is " +
-                                             dtype_name(outs[k].dtype()) + " " +
-                                             shape_to_string(outs[k].shape()) + ", the graph says " +
-                                             dtype_name(v.dtype) + " " + shape_to_string(v.shape));
+                                             describe_value(outs[k]) + ", the graph says " +
+                                             describe_type(v));
       slots[static_cast<size_t>(out)] = std::move(outs[k]);
     }
     outs.clear();  // drop unused extra outputs before recycling

@@ -76,16 +76,14 @@ void check_plan(const Graph& graph, const Placement& placement,
                       " allocations missed the memory plan";
   report.bitwise_equal = true;
   for (size_t o = 0; o < want.size(); ++o) {
-    if (got[o].bytes() != want[o].bytes() || std::memcmp(got[o].raw(), want[o].raw(), want[o].bytes()) != 0)
-      report.bitwise_equal = false;
+    if (!bitwise_equal(got[o], want[o])) report.bitwise_equal = false;
     TensorComparison c = compare_tensors(got[o], want[o], kArtifactTolerance);
     report.max_abs_diff = std::max(report.max_abs_diff, c.max_abs_error);
     if (!report.mismatch.empty() || c.ok()) continue;
     const std::string& name = graph.value(graph.outputs[o]).name;
     if (c.shape_mismatch || c.dtype_mismatch)
-      report.mismatch = "output '" + name + "' is " + dtype_name(got[o].dtype()) + " " +
-                        shape_to_string(got[o].shape()) + " from the artifact, " +
-                        dtype_name(want[o].dtype()) + " " + shape_to_string(want[o].shape()) + " in process";
+      report.mismatch = "output '" + name + "' is " + describe_value(got[o]) + " from the artifact, " +
+                        describe_value(want[o]) + " in process";
     else
       report.mismatch = "output '" + name + "'[" + std::to_string(c.first_mismatch) + "] is " +
                         std::to_string(c.got_value) + " from the artifact, " + std::to_string(c.want_value) +

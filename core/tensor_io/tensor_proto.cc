@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 
+#include "onnx/onnx-data_pb.h"
 #include "onnx/onnx_pb.h"
 
 namespace collage {
@@ -155,11 +156,66 @@ Tensor read_tensor_file(const std::string& path) {
   return tensor_from_proto(proto, dir.empty() ? "." : dir);
 }
 
+namespace {
+
+Tensor sequence_from_proto(const onnx::SequenceProto& seq, DType elem, const std::string& path,
+                           const std::string& dir) {
+  if (seq.elem_type() != onnx::SequenceProto::TENSOR && seq.tensor_values_size() == 0 &&
+      seq.elem_type() != onnx::SequenceProto::UNDEFINED)
+    throw Error(ErrorKind::InvalidInput, "'" + path + "' holds a sequence of non-tensors");
+  std::vector<Tensor> items;
+  for (const auto& t : seq.tensor_values()) items.push_back(tensor_from_proto(t, dir));
+  if (!items.empty()) elem = items[0].dtype();
+  for (const Tensor& t : items)
+    if (t.dtype() != elem) throw Error(ErrorKind::InvalidInput, "'" + path + "' mixes element types");
+  return Tensor::sequence(elem, std::move(items));
+}
+
+}  // namespace
+
+Tensor read_value_file(const std::string& path, ValueKind kind, DType elem) {
+  if (kind == ValueKind::Tensor) return read_tensor_file(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::Io, "cannot open value file '" + path + "'");
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  if (kind == ValueKind::Sequence) {
+    onnx::SequenceProto seq;
+    if (!seq.ParseFromIstream(&in))
+      throw Error(ErrorKind::InvalidInput, "'" + path + "' is not a serialised ONNX SequenceProto");
+    return sequence_from_proto(seq, elem, path, dir);
+  }
+  onnx::OptionalProto opt;
+  if (!opt.ParseFromIstream(&in))
+    throw Error(ErrorKind::InvalidInput, "'" + path + "' is not a serialised ONNX OptionalProto");
+  if (opt.has_tensor_value() && kind == ValueKind::OptionalTensor)
+    return tensor_from_proto(opt.tensor_value(), dir);
+  if (opt.has_sequence_value() && kind == ValueKind::OptionalSequence)
+    return sequence_from_proto(opt.sequence_value(), elem, path, dir);
+  if (opt.has_tensor_value() || opt.has_sequence_value() || opt.has_map_value() || opt.has_optional_value())
+    throw Error(ErrorKind::InvalidInput,
+                "'" + path + "' holds an optional of another kind; expected an " + value_kind_name(kind));
+  return Tensor::none(elem);
+}
+
 void write_tensor_file(const Tensor& tensor, const std::string& name, const std::string& path) {
-  onnx::TensorProto proto = tensor_to_proto(tensor, name);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !proto.SerializeToOstream(&out))
-    throw Error(ErrorKind::Io, "cannot write tensor file '" + path + "'");
+  bool written = false;
+  if (tensor.is_sequence()) {
+    onnx::SequenceProto seq;
+    seq.set_name(name);
+    seq.set_elem_type(onnx::SequenceProto::TENSOR);
+    for (size_t i = 0; i < tensor.items().size(); ++i)
+      *seq.add_tensor_values() = tensor_to_proto(tensor.items()[i], name + "_" + std::to_string(i));
+    written = out && seq.SerializeToOstream(&out);
+  } else if (tensor.is_none()) {
+    onnx::OptionalProto opt;
+    opt.set_name(name);
+    written = out && opt.SerializeToOstream(&out);
+  } else {
+    written = out && tensor_to_proto(tensor, name).SerializeToOstream(&out);
+  }
+  if (!written) throw Error(ErrorKind::Io, "cannot write tensor file '" + path + "'");
 }
 
 std::string sanitize_file_name(const std::string& name) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ir/graph.h"
 #include "core/ir/tensor.h"
 
 namespace onnx {
@@ -17,6 +18,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& base
 onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name);
 
 Tensor read_tensor_file(const std::string& path);  // a serialised TensorProto (.pb)
+// A .pb holding a value of `kind` (graph.h): a TensorProto, a SequenceProto of tensors or an
+// OptionalProto, read into the Tensor form of that value (tensor.h). `elem` is the element
+// type an empty sequence or optional takes. Throws InvalidInput naming the file.
+Tensor read_value_file(const std::string& path, ValueKind kind, DType elem);
+// A dense tensor as a TensorProto, a sequence as a SequenceProto, an empty optional as an
+// empty OptionalProto (what read_value_file reads back).
 void write_tensor_file(const Tensor& tensor, const std::string& name, const std::string& path);
 
 // Value names become file names: characters outside [A-Za-z0-9_.-] become '_'.

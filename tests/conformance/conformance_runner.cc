@@ -4,7 +4,8 @@
 // Every case is in scope unless the model itself shows it belongs to one of the
 // documented out-of-scope classes (see classify() and docs/import.md):
 //   ai.onnx.ml domain, ai.onnx.preview.training domain, string tensors,
-//   sequence/map/optional types, float8/int4 tensors.
+//   map types, float8/int4 tensors. A model with sequences or optionals is imported with
+//   dynamic shapes (their tensors' shapes are decided as it runs).
 // Random-number ops (Bernoulli, RandomUniform(Like), RandomNormal(Like),
 // Multinomial, Dropout in training mode) are run, but only the outputs' shapes
 // and dtypes are compared.
@@ -47,9 +48,9 @@ namespace {
 const char* const kClassMlDomain = "ai.onnx.ml domain";
 const char* const kClassTraining = "ai.onnx.preview.training domain";
 const char* const kClassString = "string tensors";
-const char* const kClassSequence = "sequence/map/optional types";
+const char* const kClassMap = "map types";
 const char* const kClassLowBits = "float8/int4 tensors";
-const char* const kClasses[] = {kClassMlDomain, kClassTraining, kClassString, kClassSequence, kClassLowBits};
+const char* const kClasses[] = {kClassMlDomain, kClassTraining, kClassString, kClassMap, kClassLowBits};
 // Cases whose expected data in ONNX 1.16 contradicts the operator spec: run, and
 // a mismatch is reported as "test-data errata" rather than a failure. Keyed by
 // case name, as the defect is in the data, not in the model.
@@ -70,7 +71,9 @@ const char* classify_type(const onnx::TypeProto& type) {
     if (is_low_bit_type(t)) return kClassLowBits;
     return nullptr;
   }
-  if (type.has_sequence_type() || type.has_map_type() || type.has_optional_type()) return kClassSequence;
+  if (type.has_map_type()) return kClassMap;
+  if (type.has_sequence_type()) return classify_type(type.sequence_type().elem_type());
+  if (type.has_optional_type()) return classify_type(type.optional_type().elem_type());
   return nullptr;
 }
 
@@ -80,9 +83,35 @@ const char* classify_tensor(const onnx::TensorProto& t) {
   return nullptr;
 }
 
-bool is_sequence_op(const std::string& op) {
-  return op.rfind("Sequence", 0) == 0 || op.rfind("Optional", 0) == 0 || op == "SplitToSequence" ||
-         op == "ConcatFromSequence";
+// The kind of a graph input's or output's type, and its element type.
+ValueKind kind_of(const onnx::TypeProto& type, DType& elem) {
+  ValueKind kind = ValueKind::Tensor;
+  const onnx::TypeProto* t = &type;
+  if (t->has_optional_type()) {
+    t = &t->optional_type().elem_type();
+    kind = t->has_sequence_type() ? ValueKind::OptionalSequence : ValueKind::OptionalTensor;
+  }
+  if (t->has_sequence_type()) {
+    t = &t->sequence_type().elem_type();
+    if (kind == ValueKind::Tensor) kind = ValueKind::Sequence;
+  }
+  const int e = t->has_tensor_type() ? t->tensor_type().elem_type() : 0;
+  elem = e ? dtype_from_onnx(e) : DType::Undefined;
+  return kind;
+}
+
+// True when a graph (or a body) has values of a non-tensor kind.
+bool has_non_tensor_values(const onnx::GraphProto& g) {
+  for (const auto* list : {&g.input(), &g.output(), &g.value_info()})
+    for (const auto& v : *list)
+      if (v.type().has_sequence_type() || v.type().has_optional_type()) return true;
+  for (const auto& n : g.node()) {
+    if (n.op_type().find("Sequence") != std::string::npos || n.op_type().rfind("Optional", 0) == 0)
+      return true;
+    for (const auto& a : n.attribute())
+      if (a.has_g() && has_non_tensor_values(a.g())) return true;
+  }
+  return false;
 }
 
 const char* classify_graph(const onnx::GraphProto& g) {
@@ -94,7 +123,6 @@ const char* classify_graph(const onnx::GraphProto& g) {
   for (const auto& n : g.node()) {
     if (n.domain() == "ai.onnx.ml") return kClassMlDomain;
     if (n.domain() == "ai.onnx.preview.training") return kClassTraining;
-    if (is_sequence_op(n.op_type())) return kClassSequence;
     for (const auto& a : n.attribute()) {
       if (a.has_t())
         if (const char* c = classify_tensor(a.t())) return c;
@@ -141,6 +169,19 @@ bool has_random_op(const onnx::GraphProto& g) {
 }
 
 std::string compare(const Tensor& got, const Tensor& want, const std::string& name, bool shape_only) {
+  if (got.is_dense() != want.is_dense() || got.is_sequence() != want.is_sequence())
+    return name + ": " + describe_value(got) + ", expected " + describe_value(want);
+  if (got.is_sequence()) {
+    if (got.items().size() != want.items().size())
+      return name + ": " + describe_value(got) + ", expected " + describe_value(want);
+    for (size_t i = 0; i < got.items().size(); ++i) {
+      std::string diff =
+          compare(got.items()[i], want.items()[i], name + "[" + std::to_string(i) + "]", shape_only);
+      if (!diff.empty()) return diff;
+    }
+    return "";
+  }
+  if (got.is_none()) return "";
   if (got.shape() != want.shape())
     return name + ": shape " + shape_to_string(got.shape()) + ", expected " + shape_to_string(want.shape());
   if (got.dtype() != want.dtype())
@@ -180,11 +221,14 @@ Tensor as_declared(const Tensor& t, DType declared) {
 }
 
 // The test data set's inputs, in graph input order, as the model declares them.
-std::vector<Tensor> read_inputs(const fs::path& set_dir, const std::vector<DType>& declared) {
+std::vector<Tensor> read_inputs(const fs::path& set_dir, const std::vector<DType>& declared,
+                                const std::vector<ValueKind>& kinds) {
   std::vector<Tensor> inputs;
   for (const auto& f : sorted_files(set_dir, "input_")) {
-    Tensor t = read_tensor_file(f.string());
-    if (inputs.size() < declared.size()) t = as_declared(t, declared[inputs.size()]);
+    const size_t i = inputs.size();
+    Tensor t =
+        i < kinds.size() ? read_value_file(f.string(), kinds[i], declared[i]) : read_tensor_file(f.string());
+    if (i < declared.size() && t.is_dense()) t = as_declared(t, declared[i]);
     inputs.push_back(t);
   }
   return inputs;
@@ -196,26 +240,52 @@ bool dynamic_shapes = false;  // --shapes dynamic
 
 std::string run_case(const fs::path& dir, const onnx::ModelProto& model, bool shape_only) {
   ImportOptions options;
-  options.dynamic_shapes = dynamic_shapes;
+  options.dynamic_shapes = dynamic_shapes || has_non_tensor_values(model.graph());
   options.evaluator = native::node_evaluator();
   const std::string path = (dir / "model.onnx").string();
-  std::optional<Graph> generic;
-  std::vector<std::string> dependent;
-  try {
-    generic = import_onnx_file(path, options);
-  } catch (const ValueDependentShapeError& e) {
-    if (e.inputs().empty()) throw;
-    dependent = e.inputs();
-  }
   std::set<std::string> initializers;
   for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
   std::vector<std::string> names;
-  std::vector<DType> declared;
+  std::vector<DType> declared, declared_out;
+  std::vector<ValueKind> kinds, kinds_out;
   for (const auto& in : model.graph().input()) {
     if (initializers.count(in.name())) continue;
     names.push_back(in.name());
-    int t = in.type().has_tensor_type() ? in.type().tensor_type().elem_type() : 0;
-    declared.push_back(t ? dtype_from_onnx(t) : DType::Undefined);
+    declared.emplace_back();
+    kinds.push_back(kind_of(in.type(), declared.back()));
+  }
+  for (const auto& out : model.graph().output()) {
+    declared_out.emplace_back();
+    kinds_out.push_back(kind_of(out.type(), declared_out.back()));
+  }
+  // Symbolic input dims take the first data set's sizes (the import's default is 1); an input
+  // whose size there is 0 (a --dim must be positive) is bound to each data set's value instead.
+  std::vector<std::string> zero_sized;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.is_directory() || entry.path().filename().string().rfind("test_data_set_0", 0) != 0) continue;
+    std::vector<Tensor> first = read_inputs(entry.path(), declared, kinds);
+    size_t i = 0;
+    for (const auto& in : model.graph().input()) {
+      if (initializers.count(in.name())) continue;
+      if (i < first.size() && first[i].is_dense() && in.type().has_tensor_type())
+        for (int d = 0; d < in.type().tensor_type().shape().dim_size() && d < first[i].rank(); ++d) {
+          const auto& dim = in.type().tensor_type().shape().dim(d);
+          if (!dim.has_dim_param() || dim.dim_param().empty()) continue;
+          if (first[i].dim(d) == 0)
+            zero_sized.push_back(in.name());
+          else
+            options.dims[dim.dim_param()] = first[i].dim(d);
+        }
+      ++i;
+    }
+  }
+  std::optional<Graph> generic;
+  std::vector<std::string> dependent = zero_sized;
+  try {
+    if (dependent.empty()) generic = import_onnx_file(path, options);
+  } catch (const ValueDependentShapeError& e) {
+    if (e.inputs().empty()) throw;
+    dependent = e.inputs();
   }
   std::optional<Executor> generic_executor;
   if (generic) generic_executor.emplace(*generic, native::native_steps(*generic));
@@ -223,7 +293,7 @@ std::string run_case(const fs::path& dir, const onnx::ModelProto& model, bool sh
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!entry.is_directory() || entry.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
     ++sets;
-    std::vector<Tensor> inputs = read_inputs(entry.path(), declared);
+    std::vector<Tensor> inputs = read_inputs(entry.path(), declared, kinds);
     std::vector<Tensor> outputs;
     if (generic_executor) {
       outputs = generic_executor->run(inputs);
@@ -245,9 +315,13 @@ std::string run_case(const fs::path& dir, const onnx::ModelProto& model, bool sh
       return "model has " + std::to_string(outputs.size()) + " outputs, test data " +
              std::to_string(expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
+      Tensor want = i < kinds_out.size()
+                        ? read_value_file(expected[i].string(), kinds_out[i], declared_out[i])
+                        : read_tensor_file(expected[i].string());
+      if (want.is_dense()) want = as_declared(want, outputs[i].dtype());
       std::string diff =
-          compare(outputs[i], as_declared(read_tensor_file(expected[i].string()), outputs[i].dtype()),
-                  entry.path().filename().string() + "/" + expected[i].filename().string(), shape_only);
+          compare(outputs[i], want, entry.path().filename().string() + "/" + expected[i].filename().string(),
+                  shape_only);
       if (!diff.empty()) return diff;
     }
   }

@@ -54,10 +54,6 @@ void write_bytes(const fs::path& path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
-
 class ArtifactSamples : public ::testing::TestWithParam<std::string> {};
 
 // The artifact's outputs equal the in-process run of the same placement, bit for bit
