@@ -37,6 +37,16 @@ std::string refine_generation_line(const ProgressEvent& e) {
 
 namespace {
 
+// "body 'else_branch' of '/If': 4 kernels (onednn 2, native 2), predicted 0.120 ms a run", nested
+// bodies indented under theirs.
+void print_body_placements(const Placement& placement, const std::string& indent) {
+  for (const BodyPlacement& b : placement.bodies) {
+    std::printf("%sbody '%s' of '%s': %s\n", indent.c_str(), b.body.c_str(), b.node.c_str(),
+                placement_summary(b.placement).c_str());
+    print_body_placements(b.placement, indent + "  ");
+  }
+}
+
 // Ctrl+C: the first one asks the work to stop (measuring ends with an error, keeping the
 // measured costs in the DB; refining ends with the best placement so far, which is still
 // verified and written); the handler then resets itself, so a second Ctrl+C kills.
@@ -226,6 +236,8 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
       "runs\n",
       placement.predicted_ms, placement.epsilon_ms * 1000, placement.kernels.size(), run.timing.median_ms,
       run.timing.min_ms, repeat);
+  print_body_placements(placement, "");
+  for (const std::string& note : tuned.notes) std::printf("note: %s\n", note.c_str());
   std::printf("additive error (measured - predicted): %+.3f ms (%+.1f%%)\n",
               run.timing.median_ms - placement.predicted_ms,
               100 * (run.timing.median_ms - placement.predicted_ms) / placement.predicted_ms);

@@ -31,9 +31,8 @@ namespace {
 
 QString tensor_text(const Graph& g, ValueId v) {
   const Value& value = g.value(v);
-  return QString("%1: %2 %3")
-      .arg(QString::fromStdString(value.name).toHtmlEscaped(), dtype_name(value.dtype),
-           QString::fromStdString(shape_to_string(value.shape)));
+  return QString("%1: %2").arg(QString::fromStdString(value.name).toHtmlEscaped(),
+                               QString::fromStdString(describe_type(value)).toHtmlEscaped());
 }
 
 QString node_tooltip(const Graph& g, NodeId id, const QString& label) {

@@ -9,6 +9,7 @@
 
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_ops.h"
+#include "core/runtime/placed_bodies.h"
 
 namespace collage::native {
 
@@ -16,11 +17,19 @@ namespace {
 
 constexpr int64_t kMaxUnboundedTrips = int64_t{1} << 16;  // 65536: no decoder loop runs this long
 
-// Runs `body` on `args` (its inputs in order) and returns its outputs.
+// Runs `body` on `args` (its inputs in order) and returns its outputs: with the body's
+// placement where it has one that fits these values (core/runtime/placed_bodies.h), else
+// node by node with the native kernels.
 std::vector<Tensor> run_body(const Node& node, const Graph& body, const std::vector<const Tensor*>& args) {
   if (args.size() != body.inputs.size())
     invalid(node, "its body takes " + std::to_string(body.inputs.size()) + " inputs, given " +
                       std::to_string(args.size()));
+  if (const PlacedBodies* placed = current_placed_bodies())
+    if (Executor* executor = placed->find(&body); executor && fits_placed_body(body, args)) {
+      std::vector<Tensor> given;
+      for (const Tensor* t : args) given.push_back(*t);
+      return executor->run(given);
+    }
   std::vector<Tensor> values(body.values.size());
   for (size_t v = 0; v < body.values.size(); ++v)
     if (body.values[v].constant) values[v] = *body.values[v].constant;

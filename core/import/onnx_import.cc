@@ -466,6 +466,31 @@ Graph convert_graph(const onnx::GraphProto& g, const std::map<std::string, int>&
   return graph;
 }
 
+// A body's captured inputs take the types of the outer values they are (a body's own
+// declarations only type its formal inputs), then its nested bodies theirs, so every body
+// input is typed like any graph input.
+void type_captured_values(Graph& graph) {
+  for (Node& n : graph.nodes) {
+    if (!n.has_bodies()) continue;
+    for (auto& [key, a] : n.attrs) {
+      if (a.kind != AttrKind::Graph) continue;
+      Graph body = *a.g;
+      const size_t captured = static_cast<size_t>(n.captured);
+      if (captured > body.inputs.size() || captured > n.inputs.size()) continue;  // validate() refuses it
+      for (size_t k = 0; k < captured; ++k) {
+        const Value& outer = graph.value(n.inputs[n.inputs.size() - captured + k]);
+        Value& inner = body.value(body.inputs[body.inputs.size() - captured + k]);
+        inner.kind = outer.kind;
+        inner.dtype = outer.dtype;
+        inner.shape = outer.shape;
+        inner.shape_known = outer.shape_known;
+      }
+      type_captured_values(body);
+      a = Attribute::of_graph(std::move(body));
+    }
+  }
+}
+
 void run_onnx_shape_inference(onnx::ModelProto& model, const std::map<std::string, int>& opsets,
                               ImportReport& report) {
   import_detail::sort_nodes(*model.mutable_graph());
@@ -532,13 +557,15 @@ Graph import_onnx_bytes(std::string_view bytes, const std::string& base_dir, con
   import_detail::resolve_auto_pad(graph);
   graph.sort_and_prune();
   graph.validate();
+  type_captured_values(graph);
   if (options.dynamic_shapes) import_detail::adopt_declared_types(graph, declared);
   for (const Value& v : graph.values) {
     if (options.dynamic_shapes && !v.shape_known && v.dtype != DType::Undefined) continue;
     if (v.kind != ValueKind::Tensor)
-      throw Error(ErrorKind::Unsupported,
-                  "value '" + v.name + "' is a " + value_kind_name(v.kind) +
-                      ", whose tensors' shapes are decided as the model runs: import with --shapes dynamic");
+      throw ValueDependentShapeError("value '" + v.name + "' is a " + value_kind_name(v.kind) +
+                                         ", whose tensors' shapes are decided as the model runs: import with "
+                                         "--shapes dynamic",
+                                     {});
     if (!v.shape_known || v.dtype == DType::Undefined) {
       std::string where =
           v.producer != kNoNode ? " (output of " + graph.node(v.producer).describe() + ")" : "";

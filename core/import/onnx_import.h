@@ -58,7 +58,8 @@ int64_t tensor_memory_budget(const ImportOptions& options);
 // limit, a Reshape's shape fed by an input, NonZero...). `inputs()` are those graph
 // inputs, in graph order: bind them (ImportOptions::bound_inputs) to import a version
 // specialised on their values. Empty when the values are computed at run time by
-// nodes no input feeds (random ops): binding cannot help then.
+// nodes no input feeds (random ops), and for sequences and optionals (their tensors' shapes
+// are the run's): binding cannot help then, --shapes dynamic can.
 class ValueDependentShapeError : public Error {
  public:
   ValueDependentShapeError(const std::string& message, std::vector<std::string> inputs)

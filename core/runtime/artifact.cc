@@ -15,6 +15,7 @@
 
 #include "core/ir/byte_hash.h"
 #include "core/ir/subgraph.h"
+#include "core/runtime/placed_bodies.h"
 
 namespace collage {
 
@@ -201,15 +202,30 @@ Artifact native_artifact(const Graph& graph) {
 
 namespace {
 
+json kernels_json(const std::vector<KernelGroup>& kernels) {
+  json plan = json::array();
+  for (const KernelGroup& k : kernels)
+    plan.push_back({{"backend", k.backend}, {"label", k.label}, {"nodes", k.nodes}});
+  return plan;
+}
+
+json bodies_json(const std::vector<ArtifactBodyPlan>& bodies) {
+  json out = json::array();
+  for (const ArtifactBodyPlan& b : bodies)
+    out.push_back({{"node", b.node},
+                   {"body", b.body},
+                   {"plan", kernels_json(b.kernels)},
+                   {"bodies", bodies_json(b.bodies)}});
+  return out;
+}
+
 // One plan's part of the manifest: its tensors, placement, graph, kernels and memory plan.
 json plan_json(const Artifact& artifact, WeightsWriter& weights) {
   const ArtifactInfo& info = artifact.info;
-  json plan = json::array();
-  for (const KernelGroup& k : artifact.kernels)
-    plan.push_back({{"backend", k.backend}, {"label", k.label}, {"nodes", k.nodes}});
+  json plan = kernels_json(artifact.kernels);
   json buffers = json::array();
   for (const MemoryPlan::Buffer& b : artifact.memory_plan.buffers) buffers.push_back({b.bytes, b.offset});
-  return {
+  json out = {
       {"inputs", tensor_info_json(info.inputs)},
       {"outputs", tensor_info_json(info.outputs)},
       {"placement", json::parse(info.placement_json.empty() ? "null" : info.placement_json)},
@@ -220,6 +236,8 @@ json plan_json(const Artifact& artifact, WeightsWriter& weights) {
         {"unplanned_bytes", info.unplanned_bytes},
         {"buffers", buffers}}},
   };
+  if (!artifact.bodies.empty()) out["bodies"] = bodies_json(artifact.bodies);
+  return out;
 }
 
 }  // namespace
@@ -491,24 +509,8 @@ class ManifestParser {
     for (ValueId id : g.outputs)
       info.outputs.push_back({g.value(id).name, g.value(id).dtype, g.value(id).shape});
 
-    std::vector<int> covered(g.nodes.size(), 0);
-    for (const json& jk : m.at("plan")) {
-      KernelGroup k;
-      k.backend = jk.at("backend").get<std::string>();
-      k.label = jk.at("label").get<std::string>();
-      for (const json& id : jk.at("nodes")) {
-        NodeId n = static_cast<NodeId>(int_in(id, 0, g.num_nodes() - 1, "node id"));
-        if (!k.nodes.empty() && n <= k.nodes.back())
-          throw Error(ErrorKind::InvalidInput, "kernel node ids must ascend");
-        if (covered[static_cast<size_t>(n)]++)
-          throw Error(ErrorKind::InvalidInput, "node " + std::to_string(n) + " is in two kernels");
-        k.nodes.push_back(n);
-      }
-      if (k.nodes.empty()) throw Error(ErrorKind::InvalidInput, "a kernel has no nodes");
-      art.kernels.push_back(std::move(k));
-    }
-    for (size_t n = 0; n < covered.size(); ++n)
-      if (!covered[n]) throw Error(ErrorKind::InvalidInput, "node '" + g.nodes[n].name + "' is in no kernel");
+    art.kernels = kernels(m.at("plan"), g);
+    if (m.contains("bodies")) art.bodies = body_plans(m.at("bodies"), g, 0);
     const json& jm = m.at("memory_plan");
     MemoryPlan& plan = art.memory_plan;
     plan.arena_bytes = jm.at("arena_bytes").get<size_t>();
@@ -523,6 +525,53 @@ class ManifestParser {
       plan.buffers.push_back(b);
     }
     return art;
+  }
+
+  // Kernels covering every node of `g` once, node ids ascending within each.
+  std::vector<KernelGroup> kernels(const json& jplan, const Graph& g) {
+    std::vector<KernelGroup> out;
+    std::vector<int> covered(g.nodes.size(), 0);
+    for (const json& jk : jplan) {
+      KernelGroup k;
+      k.backend = jk.at("backend").get<std::string>();
+      k.label = jk.at("label").get<std::string>();
+      for (const json& id : jk.at("nodes")) {
+        NodeId n = static_cast<NodeId>(int_in(id, 0, g.num_nodes() - 1, "node id"));
+        if (!k.nodes.empty() && n <= k.nodes.back())
+          throw Error(ErrorKind::InvalidInput, "kernel node ids must ascend");
+        if (covered[static_cast<size_t>(n)]++)
+          throw Error(ErrorKind::InvalidInput, "node " + std::to_string(n) + " is in two kernels");
+        k.nodes.push_back(n);
+      }
+      if (k.nodes.empty()) throw Error(ErrorKind::InvalidInput, "a kernel has no nodes");
+      out.push_back(std::move(k));
+    }
+    for (size_t n = 0; n < covered.size(); ++n)
+      if (!covered[n]) throw Error(ErrorKind::InvalidInput, "node '" + g.nodes[n].name + "' is in no kernel");
+    return out;
+  }
+
+  // The placed bodies of `g`'s control nodes, each checked against the body it names.
+  std::vector<ArtifactBodyPlan> body_plans(const json& jbodies, const Graph& g, int depth) {
+    if (depth > kMaxBodyDepth) throw Error(ErrorKind::InvalidInput, "placed bodies nest too deeply");
+    std::vector<ArtifactBodyPlan> out;
+    for (const json& jb : jbodies) {
+      ArtifactBodyPlan b;
+      b.node = static_cast<NodeId>(int_in(jb.at("node"), 0, g.num_nodes() - 1, "body's node id"));
+      b.body = jb.at("body").get<std::string>();
+      const Node& n = g.node(b.node);
+      auto it = n.attrs.find(b.body);
+      if (it == n.attrs.end() || it->second.kind != AttrKind::Graph)
+        throw Error(ErrorKind::InvalidInput, "node '" + n.name + "' has no body '" + b.body + "'");
+      for (const ArtifactBodyPlan& earlier : out)
+        if (earlier.node == b.node && earlier.body == b.body)
+          throw Error(ErrorKind::InvalidInput,
+                      "body '" + b.body + "' of node '" + n.name + "' is placed twice");
+      b.kernels = kernels(jb.at("plan"), *it->second.g);
+      b.bodies = body_plans(jb.at("bodies"), *it->second.g, depth + 1);
+      out.push_back(std::move(b));
+    }
+    return out;
   }
 
   // A plan's graph or a body (`depth`: how deep in bodies; bounded against hostile nesting).
@@ -674,15 +723,17 @@ std::vector<ArtifactBucket> load_artifact_buckets(const std::string& path) {
   return parse_file(data, size, std::move(mapped), path);
 }
 
-std::vector<ExecStep> artifact_steps(const Artifact& artifact,
-                                     const std::vector<const BackendSpec*>& backends,
-                                     const CompileOptions& options) {
-  const Graph& g = artifact.graph;
+namespace {
+
+std::vector<ExecStep> plan_steps(const Graph& g, const std::vector<KernelGroup>& kernels,
+                                 const std::vector<ArtifactBodyPlan>& bodies,
+                                 const std::vector<const BackendSpec*>& backends,
+                                 const CompileOptions& options) {
   std::vector<bool> available(g.values.size(), false);
   for (size_t v = 0; v < g.values.size(); ++v)
     available[v] = g.values[v].constant.has_value() || g.values[v].is_graph_input;
   std::vector<ExecStep> steps;
-  for (const KernelGroup& k : artifact.kernels) {
+  for (const KernelGroup& k : kernels) {
     const BackendSpec* spec = nullptr;
     for (const BackendSpec* b : backends)
       if (b->name == k.backend) spec = b;
@@ -702,12 +753,30 @@ std::vector<ExecStep> artifact_steps(const Artifact& artifact,
     step.inputs = sub.inputs;
     step.outputs = sub.outputs;
     step.label = k.backend + ":" + k.label;
+    if (k.nodes.size() == 1) {
+      PlacedBodies placed;
+      for (const ArtifactBodyPlan& b : bodies)
+        if (b.node == k.nodes[0]) {
+          const Graph& body = g.node(b.node).body(b.body);
+          placed.add(&body, std::make_unique<Executor>(
+                                body, plan_steps(body, b.kernels, b.bodies, backends, options)));
+        }
+      if (!placed.empty()) step.kernel = with_placed_bodies(std::move(step.kernel), std::move(placed));
+    }
     steps.push_back(std::move(step));
   }
   for (ValueId out : g.outputs)
     if (!available[static_cast<size_t>(out)])
       throw Error(ErrorKind::InvalidInput, "graph output '" + g.value(out).name + "' is never computed");
   return steps;
+}
+
+}  // namespace
+
+std::vector<ExecStep> artifact_steps(const Artifact& artifact,
+                                     const std::vector<const BackendSpec*>& backends,
+                                     const CompileOptions& options) {
+  return plan_steps(artifact.graph, artifact.kernels, artifact.bodies, backends, options);
 }
 
 size_t select_bucket(const std::vector<ArtifactBucket>& buckets, const std::vector<Shape>& shapes) {

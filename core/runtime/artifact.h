@@ -21,7 +21,7 @@ namespace collage {
 // A loader refuses a newer major version. 1: one plan; 2: a plan per shape bucket (written
 // only when there are several, so one-shape artifacts stay readable by 1.x runtimes).
 constexpr int kArtifactMajor = 2;
-constexpr int kArtifactMinor = 0;  // minor versions only add optional fields
+constexpr int kArtifactMinor = 1;  // minor versions only add optional fields (1: placed bodies)
 
 struct ArtifactTensorInfo {
   std::string name;
@@ -43,10 +43,20 @@ struct ArtifactInfo {
   size_t unplanned_bytes = 0;  // intermediate bytes with no reuse, for comparison with the arena
 };
 
+// The kernels of body `body` of control-flow node `node` (an id of the graph holding it), in
+// execution order, and its own placed bodies. A runtime without them runs the body natively.
+struct ArtifactBodyPlan {
+  NodeId node = kNoNode;
+  std::string body;
+  std::vector<KernelGroup> kernels;
+  std::vector<ArtifactBodyPlan> bodies;
+};
+
 struct Artifact {
   ArtifactInfo info;
   Graph graph;                       // constants are views of the loaded file's weights section
   std::vector<KernelGroup> kernels;  // execution order
+  std::vector<ArtifactBodyPlan> bodies;
   MemoryPlan memory_plan;
 };
 
@@ -82,8 +92,9 @@ std::vector<ArtifactBucket> parse_artifact_buckets(const std::string& bytes, con
 // listing every bucket's input shapes when none has (no padding, no rounding).
 size_t select_bucket(const std::vector<ArtifactBucket>& buckets, const std::vector<Shape>& shapes);
 
-// Compiles the kernels with `backends` (found by name) into executor steps. Throws
-// InvalidInput if a kernel reads a value no earlier kernel computes or names a
+// Compiles the kernels with `backends` (found by name) into executor steps, a control node
+// with placed bodies running them through their kernels (core/runtime/placed_bodies.h).
+// Throws InvalidInput if a kernel reads a value no earlier kernel computes or names a
 // backend this build lacks.
 std::vector<ExecStep> artifact_steps(const Artifact& artifact,
                                      const std::vector<const BackendSpec*>& backends,

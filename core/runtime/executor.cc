@@ -224,7 +224,8 @@ std::vector<Tensor> Executor::run_with(const std::vector<Tensor>& inputs, RunAll
       slots[static_cast<size_t>(graph_.inputs[i])] = inputs[i];
       continue;
     }
-    if (inputs[i].dtype() != v.dtype || inputs[i].shape() != v.shape)
+    // A body's input may have a shape decided as it runs: any shape, its dtype only.
+    if (inputs[i].dtype() != v.dtype || (v.shape_known && inputs[i].shape() != v.shape))
       throw Error(ErrorKind::InvalidInput, "input '" + v.name + "' must be " + describe_type(v) + ", got " +
                                                describe_value(inputs[i]));
     slots[static_cast<size_t>(graph_.inputs[i])] = inputs[i];

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/backend_api/kernel_signature.h"
 #include "core/ir/accuracy.h"
+#include "core/runtime/placed_bodies.h"
 #include "core/search/search.h"
 
 namespace collage {
@@ -22,7 +24,28 @@ const BackendSpec* find_spec(const std::vector<const BackendSpec*>& backends, co
 }
 }  // namespace
 
+const Graph& placed_body(const Graph& graph, const std::string& node, const std::string& body) {
+  for (const Node& n : graph.nodes)
+    if (n.name == node) {
+      auto it = n.attrs.find(body);
+      if (it == n.attrs.end() || it->second.kind != AttrKind::Graph)
+        throw Error(ErrorKind::InvalidInput, "placement: node '" + node + "' has no body '" + body + "'");
+      return *it->second.g;
+    }
+  throw Error(ErrorKind::InvalidInput, "placement: a body placement names unknown node '" + node + "'");
+}
+
+namespace {
+json placement_json(const Placement& p, const Graph& graph);
+}
+
 std::string placement_to_json(const Placement& p, const Graph& graph) {
+  return placement_json(p, graph).dump(1);
+}
+
+namespace {
+
+json placement_json(const Placement& p, const Graph& graph) {
   json kernels = json::array();
   for (const PlacedKernel& k : p.kernels) {
     json names = json::array();
@@ -47,10 +70,16 @@ std::string placement_to_json(const Placement& p, const Graph& graph) {
               {"kernels", kernels},
               {"pins", pins}};
   if (!p.accuracy.empty()) doc["accuracy"] = p.accuracy;
-  return doc.dump(1);
+  if (!p.bodies.empty()) {
+    json bodies = json::array();
+    for (const BodyPlacement& b : p.bodies)
+      bodies.push_back({{"node", b.node},
+                        {"body", b.body},
+                        {"placement", placement_json(b.placement, placed_body(graph, b.node, b.body))}});
+    doc["bodies"] = std::move(bodies);
+  }
+  return doc;
 }
-
-namespace {
 
 Error bad_placement(const std::string& what) { return Error(ErrorKind::InvalidInput, "placement: " + what); }
 
@@ -134,10 +163,22 @@ Placement placement_structure_from_json(const std::string& text) {
   return read_structure(parse_placement_document(text), nullptr);
 }
 
+namespace {
+Placement placement_from_document(const json& doc, const Graph& graph,
+                                  const std::vector<const BackendSpec*>& backends);
+}
+
 Placement placement_from_json(const std::string& text, const Graph& graph,
                               const std::vector<const BackendSpec*>& backends) {
+  return placement_from_document(parse_placement_document(text), graph, backends);
+}
+
+namespace {
+
+// With `graph`: every kernel checked against it; bodies against the bodies they name.
+Placement placement_from_document(const json& doc, const Graph& graph,
+                                  const std::vector<const BackendSpec*>& backends) {
   auto bad = bad_placement;
-  json doc = parse_placement_document(text);
   Placement p = read_structure(doc, &graph);
   IndexSet covered(graph.nodes.size());
   for (const PlacedKernel& k : p.kernels) {
@@ -176,8 +217,26 @@ Placement placement_from_json(const std::string& text, const Graph& graph,
   std::vector<PlacedKernel> ordered;
   for (size_t k : order) ordered.push_back(p.kernels[k]);
   p.kernels = std::move(ordered);
+  try {
+    for (const json& b : doc.value("bodies", json::array())) {
+      BodyPlacement body;
+      body.node = b.at("node").get<std::string>();
+      body.body = b.at("body").get<std::string>();
+      for (const BodyPlacement& earlier : p.bodies)
+        if (earlier.node == body.node && earlier.body == body.body)
+          throw bad("body '" + body.body + "' of node '" + body.node + "' is placed twice");
+      const json& inner = b.at("placement");
+      if (!inner.is_object()) throw bad("a body's placement must be an object");
+      body.placement = placement_from_document(inner, placed_body(graph, body.node, body.body), backends);
+      p.bodies.push_back(std::move(body));
+    }
+  } catch (const json::exception& e) {
+    throw bad(std::string("missing or mistyped field: ") + e.what());
+  }
   return p;
 }
+
+}  // namespace
 
 std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& placement,
                                       const std::vector<const BackendSpec*>& backends,
@@ -194,6 +253,16 @@ std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& place
     step.inputs = sub.inputs;
     step.outputs = sub.outputs;
     step.label = k.backend + ":" + (k.label.empty() ? subgraph_label(graph, nodes) : k.label);
+    if (k.nodes.size() == 1 && graph.node(k.nodes[0]).has_bodies()) {
+      PlacedBodies placed;
+      for (const BodyPlacement& b : placement.bodies)
+        if (b.node == graph.node(k.nodes[0]).name) {
+          const Graph& body = placed_body(graph, b.node, b.body);
+          placed.add(&body,
+                     std::make_unique<Executor>(body, placement_steps(body, b.placement, backends, options)));
+        }
+      if (!placed.empty()) step.kernel = with_placed_bodies(std::move(step.kernel), std::move(placed));
+    }
     steps.push_back(std::move(step));
   }
   return steps;
@@ -210,6 +279,23 @@ std::map<std::string, BackendShare> time_per_backend(const Placement& placement)
       share.without_cost++;
   }
   return shares;
+}
+
+std::string placement_summary(const Placement& placement) {
+  std::string shares;
+  for (const auto& [name, share] : time_per_backend(placement))
+    shares += (shares.empty() ? "" : ", ") + name + " " + std::to_string(share.kernels);
+  char predicted[64];
+  std::snprintf(predicted, sizeof predicted, "%.3f", placement.predicted_ms);
+  return std::to_string(placement.kernels.size()) + " kernels (" + shares + "), predicted " + predicted +
+         " ms a run";
+}
+
+const Placement* find_body_placement(const Placement& placement, const std::string& node,
+                                     const std::string& body) {
+  for (const BodyPlacement& b : placement.bodies)
+    if (b.node == node && b.body == body) return &b.placement;
+  return nullptr;
 }
 
 std::optional<double> summed_cost_ms(const std::vector<PlacedKernel>& kernels, double epsilon_ms) {

@@ -27,6 +27,8 @@ struct PlacedKernel : KernelGroup {
   static Cost no_placed_cost() { return Cost::invalid("no cost in the placement", CostStatus::NotMeasured); }
 };
 
+struct BodyPlacement;
+
 struct Placement {
   static constexpr int kFormatVersion = 1;
   std::string model_fingerprint;
@@ -40,7 +42,20 @@ struct Placement {
   // The accuracy budget (core/ir/accuracy.h) it was tuned and verified under: "" for an fp32
   // placement. Every later check of it (export, explorer) holds it to the same budget.
   std::string accuracy;
+  // Control-flow nodes' bodies, each placed as a graph of its own (none: node by node natively).
+  std::vector<BodyPlacement> bodies;
 };
+
+// The placement of one body (`body`: the attribute, e.g. "else_branch") of the control-flow
+// node named `node`, tuned on the body as a graph of its own.
+struct BodyPlacement {
+  std::string node;
+  std::string body;
+  Placement placement;
+};
+
+// The node `name` of `graph` and its body `body`; InvalidInput naming what is missing.
+const Graph& placed_body(const Graph& graph, const std::string& node, const std::string& body);
 
 // The summed cost of `kernels` plus `epsilon_ms` per kernel; nullopt when one has no cost
 // (counting it as 0 would predict a faster placement than there is).
@@ -53,6 +68,11 @@ struct BackendShare {
   double predicted_ms = 0;  // the kernels with a cost
 };
 std::map<std::string, BackendShare> time_per_backend(const Placement& placement);
+// "13 kernels (blas 1, native 12), predicted 0.005 ms a run".
+std::string placement_summary(const Placement& placement);
+// The placement of body `body` of the node named `node`, or null when that body has none.
+const Placement* find_body_placement(const Placement& placement, const std::string& node,
+                                     const std::string& body);
 
 std::string placement_to_json(const Placement& placement, const Graph& graph);
 // The file's structure without the model (`collage diff` without --model): format, version,
@@ -66,7 +86,8 @@ Placement placement_structure_from_json(const std::string& text);
 Placement placement_from_json(const std::string& text, const Graph& graph,
                               const std::vector<const BackendSpec*>& backends);
 
-// Compiles every kernel of the placement into executor steps.
+// Compiles every kernel of the placement into executor steps; a control node with placed
+// bodies runs them through their placements' steps (core/runtime/placed_bodies.h).
 std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& placement,
                                       const std::vector<const BackendSpec*>& backends,
                                       const CompileOptions& options);

@@ -101,6 +101,47 @@ void settle_close_contests(const Graph& graph, const std::vector<const BackendSp
   r.contest_ms = ms_since(t0);
 }
 
+// Each body of each control-flow node, tuned as a graph of its own (its nested bodies with it).
+// A body that cannot be tuned (its values cannot be computed on random inputs, say) keeps
+// running node by node natively; `notes` says why.
+void tune_bodies(const Graph& graph, const std::vector<const BackendSpec*>& backends,
+                 const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db, TuneResult& r,
+                 ProgressObserver* observer) {
+  TuneOptions body_options = options;
+  body_options.pins = Pins{};
+  body_options.shared_worker = nullptr;
+  for (const Node& n : graph.nodes)
+    for (const auto& [key, a] : n.attrs) {
+      if (a.kind != AttrKind::Graph || a.g->nodes.empty()) continue;
+      const std::string what = "body '" + key + "' of " + n.describe();
+      std::string unknown;
+      for (ValueId in : a.g->inputs)
+        if (a.g->value(in).kind != ValueKind::Tensor || !a.g->value(in).shape_known)
+          unknown = a.g->value(in).name;
+      if (!unknown.empty()) {  // its values are only known as it runs: nothing to measure them on
+        r.notes.push_back(what + " runs node by node natively: the shape of its input '" + unknown +
+                          "' is decided as the model runs");
+        continue;
+      }
+      if (observer) {
+        ProgressEvent e;
+        e.stage = ProgressEvent::Stage::Measure;
+        e.message = "tuning " + what + " (" + std::to_string(a.g->nodes.size()) + " nodes)";
+        observer->on_progress(e);
+      }
+      try {
+        TuneResult body = tune(*a.g, backends, evaluator, body_options, db, nullptr);
+        r.measured_now += body.measured_now;
+        r.from_cache += body.from_cache;
+        r.measure_ms += body.measure_ms;
+        for (std::string& note : body.notes) r.notes.push_back(std::move(note));
+        r.placement.bodies.push_back({n.name, key, std::move(body.placement)});
+      } catch (const Error& e) {
+        r.notes.push_back(what + " runs node by node natively: " + e.what());
+      }
+    }
+}
+
 }  // namespace
 
 TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
@@ -176,6 +217,7 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
     settle_close_contests(graph, backends, options, measurer, listed, r, observer);
     r.measure_ms += r.contest_ms;
   }
+  tune_bodies(graph, backends, evaluator, options, db, r, observer);
   return r;
 }
 

@@ -53,6 +53,8 @@ struct TuneResult {
   double measure_ms = 0;
   std::vector<SettledContest> contests;
   double contest_ms = 0;  // measuring them again (part of measure_ms)
+  // What the tune could not do as asked (a body left to run natively, and why).
+  std::vector<std::string> notes;
 };
 
 // The search again over `r`'s candidates and costs under `pins` (nothing is measured):
@@ -60,7 +62,9 @@ struct TuneResult {
 // search_placement when the pins leave a node uncoverable.
 void search_again(const Graph& graph, const Pins& pins, TuneResult& r, ProgressObserver* observer = nullptr);
 
-// `evaluator` computes the reference values every candidate is checked against.
+// `evaluator` computes the reference values every candidate is checked against. Control-flow
+// nodes' bodies are tuned too, each as a graph of its own (Placement::bodies); the counts and
+// measure time include theirs.
 TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
                 const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db,
                 ProgressObserver* observer = nullptr);

@@ -10,7 +10,7 @@ dropped/added/renamed, an attribute changed/dropped, an op type swapped; byte mu
 truncation, insertion), runs each through `collage info M` and `collage run M --repeat 1` under
 `timeout LIMIT` and tallies crashes (signal exits), internal errors (exit 3) and timeouts.
 Findings are kept in DIR/findings/ with the command's stderr. --bodies takes only models with
-control flow (If/Loop/Scan), mutates their bodies as often as their main graphs, and also runs
+control flow (If/Loop/Scan) or sequences/optionals, mutates their bodies as often as their main graphs, and also runs
 `collage run M --shapes dynamic`. Needs Debian's python3-onnx
 (not part of the test suite: a fuzzing tool, like run.sh).
 """
@@ -59,7 +59,11 @@ def bodies(g):
 
 
 def has_bodies(path):
-    return bool(bodies(onnx.load(path, load_external_data=False).graph))
+    """Control flow, or sequence/optional values (which also need --shapes dynamic)."""
+    g = onnx.load(path, load_external_data=False).graph
+    kinds = [v.type.WhichOneof("value") for v in list(g.input) + list(g.output) + list(g.value_info)]
+    seq_ops = any("Sequence" in n.op_type or n.op_type.startswith("Optional") for n in g.node)
+    return bool(bodies(g)) or seq_ops or "sequence_type" in kinds or "optional_type" in kinds
 
 
 def value_infos(g, rng):

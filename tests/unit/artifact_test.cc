@@ -156,7 +156,8 @@ TEST_F(ArtifactFile, NewerMajorVersionIsRefusedByName) {
   std::string b = bytes_;
   b[8] = kArtifactMajor + 1;  // major version field
   artifact_detail::reseal(b);
-  const std::string want = "format version " + std::to_string(kArtifactMajor + 1) + ".0 is newer";
+  const std::string want = "format version " + std::to_string(kArtifactMajor + 1) + "." +
+                           std::to_string(kArtifactMinor) + " is newer";
   EXPECT_NE(error_of(b).find(want), std::string::npos) << error_of(b);
 }
 

@@ -450,12 +450,20 @@ NodeDetails ExplorerController::node_details(int node) const {
   d.flops = cost.flops;
   d.bytes_read = cost.bytes_read;
   d.bytes_written = cost.bytes_written;
-  for (const auto& [key, a] : n.attrs)
-    d.attributes.emplace_back(QString::fromStdString(key), attribute_text(a));
+  for (const auto& [key, a] : n.attrs) {
+    QString text = attribute_text(a);
+    // A placed body: where its nodes run, as the tune placed it.
+    if (const Placement* body = placement_ ? find_body_placement(*placement_, n.name, key) : nullptr)
+      text += QString("; placed: %1").arg(QString::fromStdString(placement_summary(*body)));
+    d.attributes.emplace_back(QString::fromStdString(key), text);
+  }
   auto tensor = [this](ValueId v) {
     const Value& value = graph_->value(v);
-    return NodeDetails::Tensor{QString::fromStdString(value.name), dtype_name(value.dtype),
-                               QString::fromStdString(shape_to_string(value.shape))};
+    const bool tensor_kind = value.kind == ValueKind::Tensor;
+    return NodeDetails::Tensor{
+        QString::fromStdString(value.name),
+        tensor_kind ? QString(dtype_name(value.dtype)) : QString::fromStdString(describe_type(value)),
+        QString::fromStdString(value.shape_known ? shape_to_string(value.shape) : "[dynamic]")};
   };
   for (ValueId v : n.inputs)
     if (v != kNoValue) d.inputs.push_back(tensor(v));
