@@ -105,6 +105,8 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   connect(cost_table_, &CostTable::candidate_selected, this,
           [this](size_t id) { view_->highlight(controller_->candidate_nodes(id)); });
   connect(threads_, qOverload<int>(&QSpinBox::valueChanged), c, &ExplorerController::set_threads);
+  // The threads box shows what a loaded placement was tuned at; the next tune uses it too.
+  connect(c, &ExplorerController::placement_threads, threads_, &QSpinBox::setValue);
   connect(diff_panel_, &PlacementDiffPanel::region_selected, this,
           [this](int row) { view_->highlight(diff_panel_->model()->region(row).nodes); });
   connect(c, &ExplorerController::profiled, this, [this](const ProfileReport& report) {

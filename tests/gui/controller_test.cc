@@ -441,6 +441,7 @@ class ControllerTest : public QObject {
       ExplorerController c;
       c.set_cost_db_path(db);
       c.set_backends({collage::find_backend("xnnpack")});
+      c.set_threads(2);
       QSignalSpy finished(&c, &ExplorerController::job_finished);
       QSignalSpy failed(&c, &ExplorerController::job_failed);
       c.open_model(COLLAGE_SAMPLE_MODEL);
@@ -460,11 +461,15 @@ class ControllerTest : public QObject {
     QSignalSpy listed(&c, &ExplorerController::candidates_listed);
     QSignalSpy measured(&c, &ExplorerController::cost_measured);
     QSignalSpy progress(&c, &ExplorerController::progress);
+    QSignalSpy threads(&c, &ExplorerController::placement_threads);
     c.open_model(COLLAGE_SAMPLE_MODEL);
     QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
     finished.clear();
     c.load_placement(saved);
     QVERIFY(c.placement().has_value());  // adopted at once
+    QCOMPARE(tuned->placement.threads, 2);
+    QCOMPARE(threads.count(), 1);  // the threads box follows the placement
+    QCOMPARE(threads.at(0).at(0).toInt(), 2);
     QCOMPARE(c.placement()->kernels.size(), tuned->placement.kernels.size());
     QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 60000));
     QCOMPARE(failed.count(), 0);

@@ -635,6 +635,7 @@ void ExplorerController::adopt_placement(Placement loaded, const QString& path) 
   profile_.reset();
   tuned_.reset();
   emit message("placement loaded from " + path);
+  emit placement_threads(placement_->threads);
   std::shared_ptr<const Graph> graph = graph_;
   workflow::TuneStepOptions options;
   options.backends = backends_;

@@ -196,6 +196,8 @@ class ExplorerController : public QObject {
   void job_failed(const collage::JobFailure& failure);
   void queue_status(const collage::QueueStatus& status);  // start_queue_status's answer
   void message(const QString& line);                      // a log line (pins, files)
+  // A placement was loaded: the thread count it was tuned at (and is verified and profiled at).
+  void placement_threads(int threads);
 
  private:
   class Observer;
