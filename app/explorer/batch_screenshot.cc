@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "app/explorer/main_window.h"
+#include "widgets/body_window.h"
 #include "widgets/graph_view.h"
 
 namespace collage {
@@ -134,8 +135,25 @@ void BatchScreenshot::save() {
   // or the changed nodes of a diff, readable.
   if ((!options_.select.isEmpty() && pending_scope_ < 0) || !options_.diff.isEmpty())
     window_->graph_view()->zoom_to_selection();
-  QTimer::singleShot(200, this, [this] {  // let the last repaint land
-    bool ok = window_->grab().save(options_.screenshot, "PNG");
+  QWidget* picture = window_;
+  if (!options_.open_body.isEmpty()) {
+    const Graph* graph = window_->controller()->graph();
+    const auto& placement = window_->controller()->placement();
+    BodyWindow* body = graph && pending_node_ >= 0
+                           ? BodyWindow::open(*graph, pending_node_, options_.open_body.toStdString(),
+                                              placement ? &*placement : nullptr, window_)
+                           : nullptr;
+    if (!body) {
+      std::fprintf(stderr, "error: --open-body %s: the selected node has no such body\n",
+                   options_.open_body.toStdString().c_str());
+      failed_ = true;
+    } else {
+      body->view()->fit();
+      picture = body;
+    }
+  }
+  QTimer::singleShot(200, this, [this, picture] {  // let the last repaint land
+    bool ok = picture->grab().save(options_.screenshot, "PNG");
     std::fprintf(stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot save screenshot to",
                  options_.screenshot.toStdString().c_str());
     QApplication::exit(ok && !failed_ ? 0 : 2);

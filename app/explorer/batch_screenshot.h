@@ -6,7 +6,8 @@
 // such as /features/features.3, its box shown and selected),
 // `--collapse-depth N` (name scopes of depth N collapsed, 0: all expanded, instead of the
 // depth the view opens at),
-// `--heatmap` (coloured by kernel time);
+// `--heatmap` (coloured by kernel time), `--open-body KEY` (with --select NODE: the picture is
+// then the window of that node's body KEY, coloured by its placement);
 // then saves the window, `--size` big (default 1600x1000, a desktop window whatever the
 // screen: the offscreen platform's is 800x600), as PNG and quits: status 0, or 2 with the error on stderr (as
 // the CLI) when a step failed (the picture is still saved, and no later job runs).
@@ -34,6 +35,7 @@ struct BatchOptions {
   QString select;           // node name to select last, so the inspector shows it (empty: none)
   int collapse_depth = -1;  // >= 1: scopes of this depth collapsed; 0: expanded; < 0: as opened
   bool heatmap = false;     // colour by kernel time (with its legend) instead of by backend
+  QString open_body;        // with select: picture this body of the selected node instead
 };
 
 class BatchScreenshot : public QObject {

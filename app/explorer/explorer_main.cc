@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
       "With --screenshot: collapse the name scopes of this depth (1 = top level; 0 = every scope expanded).",
       "N");
   QCommandLineOption heatmap("heatmap", "With --screenshot: colour the graph by kernel time.");
+  QCommandLineOption open_body(
+      "open-body",
+      "With --screenshot and --select NODE: picture the window of that node's body (e.g. else_branch).",
+      "body");
   QCommandLineOption size("size", "With --screenshot: the window's size in the picture (default 1600x1000).",
                           "WxH");
   QCommandLineOption dim(
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
   QCommandLineOption remote("remote",
                             "Measure on the team's collage workers (with a postgresql:// cost DB).");
   parser.addOptions({tune, refine, placement, screenshot, profile, diff, select, collapse_depth, heatmap,
-                     size, cost_db, remote, dim, diff_bucket});
+                     size, cost_db, remote, dim, diff_bucket, open_body});
   parser.process(app);
   collage::DimValues dims;
   try {
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
     options.diff = parser.value(diff);
     options.select = parser.value(select);
     options.heatmap = parser.isSet(heatmap);
+    options.open_body = parser.value(open_body);
     options.diff_bucket = parser.value(diff_bucket);
     if (parser.isSet(size)) {
       const QStringList wh = parser.value(size).split('x');

@@ -6,6 +6,7 @@
 
 #include "app/explorer/main_window.h"
 #include "backends/registry.h"
+#include "widgets/body_window.h"
 #include "widgets/graph_view.h"
 
 namespace collage {
@@ -65,6 +66,17 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
                     })
         ->setToolTip(forbid_tip);
   }
+  if (nodes.size() == 1)  // a control node's bodies, each in a window of its own with its placement
+    for (const auto& [key, a] : graph->node(node).attrs) {
+      if (a.kind != AttrKind::Graph) continue;
+      const std::string body = key;
+      menu.addAction(
+          QString("Open body '%1' (%2 nodes)").arg(QString::fromStdString(key)).arg(a.g->nodes.size()), this,
+          [this, c, node, body] {
+            if (const Graph* g = c->graph())
+              BodyWindow::open(*g, node, body, c->placement() ? &*c->placement() : nullptr, this);
+          });
+    }
   menu.addAction("Clear pins", this, [c, nodes] {
     for (NodeId n : nodes) c->clear_pins(n);
   });

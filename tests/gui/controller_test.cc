@@ -20,6 +20,8 @@
 #include "core/search/placement_buckets.h"
 #include "core/search/search.h"
 #include "job_wait.h"
+#include "widgets/body_window.h"
+#include "widgets/graph_view.h"
 #include "widgets/inspector.h"
 
 #if !defined(COLLAGE_SAMPLE_MODEL) || !defined(COLLAGE_CLI_PATH)
@@ -154,6 +156,19 @@ class ControllerTest : public QObject {
         QVERIFY2(value.startsWith(QString("body of %1 nodes:").arg(nodes)), qPrintable(value));
       }
     QCOMPARE(bodies, 2);
+    // A body opens in a window of its own, drawn as a graph; without a placement it runs natively.
+    std::unique_ptr<collage::BodyWindow> window(
+        collage::BodyWindow::open(g, control, "else_branch", nullptr, nullptr));
+    QVERIFY(window);
+    window->setAttribute(Qt::WA_DeleteOnClose, false);  // the test owns it
+    const collage::Graph& body = g.node(control).body("else_branch");
+    QVERIFY(window->view()->node_count() > 0);
+    QVERIFY(window->view()->node_count() <= body.num_nodes());
+    QVERIFY2(window->windowTitle().contains(
+                 QString("body 'else_branch' of %1").arg(QString::fromStdString(g.node(control).describe()))),
+             qPrintable(window->windowTitle()));
+    QVERIFY2(window->windowTitle().contains("runs node by node natively"), qPrintable(window->windowTitle()));
+    QVERIFY(!collage::BodyWindow::open(g, control, "body", nullptr, nullptr));  // an If has no 'body'
   }
 
   void explains_a_node_after_a_tune() {
