@@ -225,6 +225,16 @@ NodeExplanation PlacementExplainer::explain(NodeId node) const {
   Pins pins = pins_;
   pins.pinned.erase(node);
   pins.forbidden[node].insert(chosen.backend);
+  bool other = false;  // without another backend's kernel, forbidding this one says nothing more
+  for (size_t i = 0; i < candidates_.size() && !other; ++i)
+    other = candidates_[i].backend != chosen.backend && costs_[i].valid() &&
+            candidates_[i].nodes.contains(static_cast<size_t>(node));
+  if (!other) {
+    e.runner_up.infeasible_reason = "cannot place " + graph_.node(node).describe() +
+                                    " elsewhere: no backend but " + chosen.backend +
+                                    " offers a valid kernel for it";
+    return e;
+  }
   e.runner_up = re_search(pins, node);
   return e;
 }
