@@ -7,23 +7,37 @@
 
 namespace collage::import_detail {
 
+const onnx::TypeProto_Tensor* element_type(const onnx::TypeProto& type, ValueKind& kind) {
+  kind = ValueKind::Tensor;
+  if (type.has_tensor_type()) return &type.tensor_type();
+  const onnx::TypeProto* elem = nullptr;
+  if (type.has_sequence_type()) {
+    kind = ValueKind::Sequence;
+    elem = &type.sequence_type().elem_type();
+  } else if (type.has_optional_type()) {
+    const onnx::TypeProto& inner = type.optional_type().elem_type();
+    if (inner.has_tensor_type()) {
+      kind = ValueKind::OptionalTensor;
+      return &inner.tensor_type();
+    }
+    if (!inner.has_sequence_type()) return nullptr;
+    kind = ValueKind::OptionalSequence;
+    elem = &inner.sequence_type().elem_type();
+  } else {
+    return nullptr;
+  }
+  return elem->has_tensor_type() ? &elem->tensor_type() : nullptr;
+}
+
 namespace {
 
 DeclaredType declaration(const onnx::ValueInfoProto& vi, const char* where) {
   DeclaredType d;
   d.name = vi.name();
   d.where = where;
-  const onnx::TypeProto* type = &vi.type();
-  if (type->has_optional_type()) {
-    type = &type->optional_type().elem_type();
-    d.kind = type->has_sequence_type() ? ValueKind::OptionalSequence : ValueKind::OptionalTensor;
-  }
-  if (type->has_sequence_type()) {
-    type = &type->sequence_type().elem_type();
-    if (d.kind == ValueKind::Tensor) d.kind = ValueKind::Sequence;
-  }
-  if (!type->has_tensor_type()) return d;  // maps: refused by import where used
-  const auto& tt = type->tensor_type();
+  const onnx::TypeProto_Tensor* elem = element_type(vi.type(), d.kind);
+  if (!elem) return d;  // maps: refused by import where used
+  const auto& tt = *elem;
   if (d.kind != ValueKind::Tensor) {  // a sequence's tensors each have their own shape
     d.elem_type = tt.elem_type();
     return d;

@@ -14,6 +14,11 @@
 
 namespace collage::import_detail {
 
+// The kind a type states and the tensor type of its elements (a tensor's own type, a sequence's or
+// optional's element type); null when it is none of the kinds the IR holds (maps, sparse tensors,
+// sequences of sequences): refused by the caller.
+const onnx::TypeProto_Tensor* element_type(const onnx::TypeProto& type, ValueKind& kind);
+
 struct DeclaredType {
   std::string name;
   std::string where;                   // "graph output" or "value_info"

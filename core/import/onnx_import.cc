@@ -71,30 +71,6 @@ std::map<std::string, int> read_opsets(const onnx::ModelProto& model) {
   return opsets;
 }
 
-// The kind a type states and the tensor type of its elements; null when it is none of the
-// kinds the IR holds (maps, sparse tensors, sequences of sequences): refused by the caller.
-const onnx::TypeProto_Tensor* element_type(const onnx::TypeProto& type, ValueKind& kind) {
-  kind = ValueKind::Tensor;
-  if (type.has_tensor_type()) return &type.tensor_type();
-  const onnx::TypeProto* elem = nullptr;
-  if (type.has_sequence_type()) {
-    kind = ValueKind::Sequence;
-    elem = &type.sequence_type().elem_type();
-  } else if (type.has_optional_type()) {
-    const onnx::TypeProto& inner = type.optional_type().elem_type();
-    if (inner.has_tensor_type()) {
-      kind = ValueKind::OptionalTensor;
-      return &inner.tensor_type();
-    }
-    if (!inner.has_sequence_type()) return nullptr;
-    kind = ValueKind::OptionalSequence;
-    elem = &inner.sequence_type().elem_type();
-  } else {
-    return nullptr;
-  }
-  return elem->has_tensor_type() ? &elem->tensor_type() : nullptr;
-}
-
 // Turns the bound graph inputs into initialisers (before ONNX inference, which then
 // propagates their values too). Returns the symbolic dims the bound tensors fix.
 std::map<std::string, int64_t> bind_inputs(onnx::GraphProto& g,
@@ -171,7 +147,7 @@ void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initialize
     if (initializer_names.count(input.name())) continue;
     if (!input.type().has_tensor_type()) {
       ValueKind kind;
-      if (!element_type(input.type(), kind))
+      if (!import_detail::element_type(input.type(), kind))
         throw Error(ErrorKind::Unsupported,
                     "graph input '" + input.name() +
                         "' is a map, a sparse tensor or a nested sequence; inputs are tensors, sequences of "
@@ -212,7 +188,7 @@ void fix_input_dims(onnx::GraphProto& g, const std::set<std::string>& initialize
 void set_value_type(Value& v, const onnx::TypeProto& type) {
   if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET) return;
   ValueKind kind;
-  const onnx::TypeProto_Tensor* elem = element_type(type, kind);
+  const onnx::TypeProto_Tensor* elem = import_detail::element_type(type, kind);
   if (!elem)
     throw Error(ErrorKind::Unsupported, "value '" + v.name +
                                             "' is a map, a sparse tensor or a nested sequence; values are "
@@ -276,7 +252,7 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const Node& node, con
     }
     case onnx::AttributeProto::TYPE_PROTO: {  // Optional's `type`: kept as its element's dtype code
       ValueKind kind;
-      const onnx::TypeProto_Tensor* elem = element_type(a.tp(), kind);
+      const onnx::TypeProto_Tensor* elem = import_detail::element_type(a.tp(), kind);
       if (!elem || elem->elem_type() == 0 || elem->elem_type() == onnx::TensorProto::STRING)
         throw Error(ErrorKind::Unsupported, node.describe() + ": attribute '" + a.name() +
                                                 "' names a type whose elements are not numeric tensors");

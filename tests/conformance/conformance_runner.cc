@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "backends/native/native_kernel.h"
+#include "core/import/declared_types.h"
 #include "core/import/onnx_import.h"
 #include "core/runtime/executor.h"
 #include "core/tensor_io/tensor_proto.h"
@@ -85,17 +86,9 @@ const char* classify_tensor(const onnx::TensorProto& t) {
 
 // The kind of a graph input's or output's type, and its element type.
 ValueKind kind_of(const onnx::TypeProto& type, DType& elem) {
-  ValueKind kind = ValueKind::Tensor;
-  const onnx::TypeProto* t = &type;
-  if (t->has_optional_type()) {
-    t = &t->optional_type().elem_type();
-    kind = t->has_sequence_type() ? ValueKind::OptionalSequence : ValueKind::OptionalTensor;
-  }
-  if (t->has_sequence_type()) {
-    t = &t->sequence_type().elem_type();
-    if (kind == ValueKind::Tensor) kind = ValueKind::Sequence;
-  }
-  const int e = t->has_tensor_type() ? t->tensor_type().elem_type() : 0;
+  ValueKind kind;
+  const onnx::TypeProto_Tensor* t = import_detail::element_type(type, kind);
+  const int e = t ? t->elem_type() : 0;
   elem = e ? dtype_from_onnx(e) : DType::Undefined;
   return kind;
 }
