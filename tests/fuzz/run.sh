@@ -22,8 +22,9 @@ if [ ! -f build-fuzz/build.ninja ]; then
 fi
 cmake --build build-fuzz -j2 --target "${HARNESSES[@]/#/fuzz_}"
 
-# Seed corpora: the committed seeds and regressions, plus the zoo model and the ONNX
-# conformance models vendored in tests/data/onnx (import) and their .pb inputs/outputs (tensor_proto).
+# Seed corpora: the committed seeds and regressions, plus the zoo model, the ONNX conformance
+# models vendored in tests/data/onnx and the small PyTorch exports (import; control flow among them),
+# and the conformance models' .pb inputs/outputs (tensor_proto).
 seed_dirs() {
   local h=$1
   for d in tests/fuzz/seeds/$h tests/fuzz/regressions/$h; do [ -d "$d" ] && echo "$d"; done
@@ -31,7 +32,7 @@ seed_dirs() {
     onnx_import)
       mkdir -p build-fuzz/seeds/onnx_import
       cp -n resources/models/*.onnx build-fuzz/seeds/onnx_import/ 2>/dev/null || true
-      find "$ONNX_DATA" -name model.onnx -size -64k | while read -r f; do
+      find "$ONNX_DATA" tests/data/exports -name model.onnx -size -64k | while read -r f; do
         cp -n "$f" "build-fuzz/seeds/onnx_import/$(echo "$f" | md5sum | cut -c1-16).onnx"
       done
       echo build-fuzz/seeds/onnx_import ;;
