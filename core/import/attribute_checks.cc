@@ -122,6 +122,9 @@ std::string rank_problem(const std::string& op, const std::function<int(int)>& r
       if (rank_of(slot) >= 0 && rank_of(slot) != 2)
         return std::string("input ") + (slot == 0 ? "A" : "B") + " has rank " +
                std::to_string(rank_of(slot)) + "; Gemm multiplies matrices (rank 2)";
+  if (op == "STFT" && rank_of(0) >= 0 && rank_of(0) != 3)  // its inference reads dims 0-2 unchecked
+    return "input signal has rank " + std::to_string(rank_of(0)) +
+           "; STFT takes [batch, length, 1 or 2] (rank 3)";
   if (op == "MaxUnpool" && rank_of(0) >= 0 && rank_of(1) >= 0 && rank_of(0) != rank_of(1))
     return "indices I have rank " + std::to_string(rank_of(1)) + " but X rank " + std::to_string(rank_of(0)) +
            "; I indexes X's elements";
@@ -183,7 +186,7 @@ void check_window_ranks(const onnx::GraphProto& graph, int default_opset) {
 void guard_onnx_rank_inference() {
   static std::once_flag once;
   std::call_once(once, [] {
-    std::vector<std::string> ops = {"LayerNormalization", "Gemm"};
+    std::vector<std::string> ops = {"LayerNormalization", "Gemm", "STFT"};
     for (const auto& [op, weight] : window_ops()) ops.push_back(op);
     std::set<const onnx::OpSchema*> wrapped;
     const int newest = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;

@@ -14,7 +14,7 @@ void check_attributes(const onnx::GraphProto& graph, int default_opset);
 // Convolutions and pools whose input or weight rank the proto states (graph inputs,
 // initialisers): X and W ranks agree and are at least 3, and the window attributes have
 // one value per spatial dim (pads two); LayerNormalization's axis is inside X's rank;
-// Gemm's A and B are matrices; MaxUnpool's indices have X's rank.
+// Gemm's A and B are matrices; MaxUnpool's indices have X's rank; STFT's signal has rank 3.
 // ONNX's inference indexes by these unchecked in libonnx 1.12. Throws InvalidModel
 // naming the node and the mismatch.
 // Reads value_info too: run again after ONNX inference, it names the node whose inferred
