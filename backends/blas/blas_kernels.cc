@@ -60,6 +60,10 @@ class BlasKernel : public Kernel {
   BlasKernel(const Graph& g, const SubGraph& sub) : sub_(sub) {
     const Node& head = g.node(sub.node_list[0]);
     input_index_of(g, sub, head.inputs[0]);  // validates the data input is a kernel input
+    if (!g.value(head.inputs[0]).shape_known || !g.value(sub.outputs.at(0)).shape_known) {
+      setup_rows_decided_at_run_time(g, sub, head);
+      return;
+    }
     out_shape_ = g.value(sub.outputs.at(0)).shape;
     if (sub.outputs.size() != 1) refuse("one output expected");
     if (head.op_type == "Gemm")
@@ -80,6 +84,7 @@ class BlasKernel : public Kernel {
 
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
     const Tensor& x = *inputs[static_cast<size_t>(data_input_)];
+    if (rows_at_run_time_) return {run_rows_decided_at_run_time(x, alloc)};
     Tensor y = alloc.allocate(DType::Float32, out_shape_);
     float* out = y.data<float>();
     switch (head_) {
@@ -105,6 +110,55 @@ class BlasKernel : public Kernel {
     auto it = std::find(sub.inputs.begin(), sub.inputs.end(), v);
     if (it == sub.inputs.end()) refuse("input '" + g.value(v).name + "' must be a runtime input");
     return static_cast<int>(it - sub.inputs.begin());
+  }
+
+  // A Gemm or MatMul whose rows (proposals, kept boxes) the run decides: x [.., K] times a constant
+  // [K, N] weight plus a constant bias row. It runs alone (candidates never group a dynamic node), so
+  // there is no epilogue.
+  void setup_rows_decided_at_run_time(const Graph& g, const SubGraph& sub, const Node& n) {
+    if (sub.node_list.size() != 1) refuse("a node whose shapes the run decides runs alone");
+    if (n.op_type != "Gemm" && n.op_type != "MatMul")
+      refuse(n.op_type + " with shapes decided at run time (only Gemm and MatMul with constant weights)");
+    rows_at_run_time_ = true;
+    head_ = n.op_type == "Gemm" ? Head::Gemm : Head::MatMul;
+    data_input_ = input_index_of(g, sub, n.inputs[0]);
+    if (head_ == Head::Gemm && n.attr_int("transA", 0) != 0) refuse("transA with rows decided at run time");
+    trans_b_ = head_ == Head::Gemm && n.attr_int("transB", 0) != 0;
+    alpha_ = head_ == Head::Gemm ? n.attr_float("alpha", 1.0f) : 1.0f;
+    const Tensor& w = constant_of(g, n.inputs[1]);
+    if (w.rank() != 2 || w.dtype() != DType::Float32) refuse("a float32 matrix weight");
+    weight_.assign(w.data<float>(), w.data<float>() + w.size());
+    k_ = trans_b_ ? w.dim(1) : w.dim(0);
+    n_ = trans_b_ ? w.dim(0) : w.dim(1);
+    if (head_ == Head::Gemm && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+      const Tensor& c = constant_of(g, n.inputs[2]);
+      if (c.size() != n_ && c.size() != 1) refuse("a bias that is not one row");
+      std::vector<float> row = expand(c, {1, n_});
+      const float beta = n.attr_float("beta", 1.0f);
+      for (float& v : row) v *= beta;
+      init_ = std::move(row);
+    }
+  }
+
+  Tensor run_rows_decided_at_run_time(const Tensor& x, TensorAllocator& alloc) const {
+    const bool gemm = head_ == Head::Gemm;
+    if (x.rank() < 2 || (gemm && x.rank() != 2) || x.shape().back() != k_)
+      throw Error(ErrorKind::InvalidInput, std::string("blas: ") + (gemm ? "Gemm" : "MatMul") + " input " +
+                                               shape_to_string(x.shape()) + " does not fit its weight's " +
+                                               std::to_string(k_) + " rows");
+    Shape out_shape = x.shape();
+    out_shape.back() = n_;
+    const int64_t m = x.size() / k_;
+    Tensor y = alloc.allocate(DType::Float32, out_shape);
+    float* out = y.data<float>();
+    for (int64_t r = 0; r < m && !init_.empty(); ++r)
+      std::memcpy(out + r * n_, init_.data(), static_cast<size_t>(n_) * sizeof(float));
+    if (m > 0)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b_ ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+                  static_cast<int>(n_), static_cast<int>(k_), alpha_, x.data<float>(), static_cast<int>(k_),
+                  weight_.data(), static_cast<int>(trans_b_ ? k_ : n_), init_.empty() ? 0.0f : 1.0f, out,
+                  static_cast<int>(n_));
+    return y;
   }
 
   void setup_gemm(const Graph& g, const Node& n) {
@@ -377,6 +431,7 @@ class BlasKernel : public Kernel {
   int data_input_ = 0, b_input_ = -1;
   size_t first_epilogue_ = 1;  // node index where the epilogue starts (2 after a folded BatchNormalization)
   bool trans_a_ = false, trans_b_ = false, direct_ = false;
+  bool rows_at_run_time_ = false;  // setup_rows_decided_at_run_time
   float alpha_ = 1.0f;
   int64_t m_ = 0, n_ = 0, k_ = 0, batch_ = 1, a_batch_ = 1, b_batch_ = 1;
   int64_t c_ = 0, h_ = 0, w_ = 0, group_ = 1, kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, pt_ = 0,

@@ -1,7 +1,8 @@
 // The OpenBLAS backend: GEMM-shaped work. Gemm and MatMul run as cblas_sgemm,
 // 1-D/2-D convolutions as im2col + sgemm (1x1 stride-1 convolutions skip
 // im2col), 2-D ConvTranspose as sgemm + col2im, each optionally followed by an element-wise epilogue fused
-// into the same pass over the output: bias/residual Add, then one activation.
+// into the same pass over the output: bias/residual Add, then one activation. A Gemm or MatMul
+// whose rows the run decides (a detector's proposals) runs alone, against a constant weight.
 #include "backends/blas/blas_spec.h"
 
 #include "backends/blas/blas_kernels.h"
@@ -30,8 +31,11 @@ bool gemm_ok(const Graph& g, const Node& n) {
   return input_is_constant(g, n, 1) && input_absent_or_constant(g, n, 2);
 }
 
-// MatMul of rank >= 2 operands where each side is either batched like the output or not at all.
+// MatMul of rank >= 2 operands where each side is either batched like the output or not at all;
+// with shapes the run decides, a constant matrix as B.
 bool matmul_ok(const Graph& g, const Node& n) {
+  if (!g.value(n.inputs[0]).shape_known || !g.value(n.outputs[0]).shape_known)
+    return input_is_constant(g, n, 1) && g.value(n.inputs[1]).shape.size() == 2;
   const Shape& a = g.value(n.inputs[0]).shape;
   const Shape& b = g.value(n.inputs[1]).shape;
   const Shape& y = g.value(n.outputs[0]).shape;
@@ -73,6 +77,7 @@ const BackendSpec& blas_backend() {
     }
     s.limits.max_nodes = 4;
     s.compile = &blas::compile;
+    s.takes_dynamic_shapes = true;  // Gemm and MatMul only (the kernel refuses the rest)
     s.set_threads = &blas::set_threads;
     return s;
   }();

@@ -112,6 +112,7 @@ std::vector<Tensor> roi_align(const Node& node, KernelInputs inputs, TensorAlloc
             taps.push_back(t);
           }
         }
+    const bool avg = mode == "avg";  // not compared per sample: that was most of a detector's RoiAlign time
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* plane = xp + (b * c + ch) * h * w;
       float* out = yp + (i * c + ch) * oh * ow;
@@ -121,7 +122,7 @@ std::vector<Tensor> roi_align(const Node& node, KernelInputs inputs, TensorAlloc
         bool first = true;
         for (int64_t s = 0; s < gh * gw; ++s, ++k) {
           const Tap& t = taps[k];
-          if (mode == "avg") {
+          if (avg) {
             acc += t.w[0] * plane[t.p[0]] + t.w[1] * plane[t.p[1]] + t.w[2] * plane[t.p[2]] +
                    t.w[3] * plane[t.p[3]];
           } else {
@@ -132,7 +133,7 @@ std::vector<Tensor> roi_align(const Node& node, KernelInputs inputs, TensorAlloc
             first = false;
           }
         }
-        out[o] = mode == "avg" ? acc / count : acc;
+        out[o] = avg ? acc / count : acc;
       }
     }
   }

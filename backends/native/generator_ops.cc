@@ -1,4 +1,5 @@
 // Ops that create tensors from attributes or scalars: Constant, ConstantOfShape, Range.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -57,9 +58,13 @@ std::vector<Tensor> constant_of_shape(const Node& node, KernelInputs inputs, Ten
   }
   const size_t elem = element_size(node, value.dtype());
   Tensor out = alloc.allocate(value.dtype(), shape);
+  // One element, then the filled prefix copied onto the rest, doubling: a detector's 7.5 MB of zeros
+  // took 6 ms an element at a time.
   auto* po = static_cast<std::byte*>(out.raw());
-  for (int64_t i = 0, n = out.size(); i < n; ++i)
-    std::memcpy(po + i * static_cast<int64_t>(elem), value.raw(), elem);
+  const size_t bytes = static_cast<size_t>(out.size()) * elem;
+  if (bytes) std::memcpy(po, value.raw(), elem);
+  for (size_t filled = elem; filled < bytes; filled *= 2)
+    std::memcpy(po + filled, po, std::min(filled, bytes - filled));
   return {out};
 }
 

@@ -32,6 +32,49 @@ size_t elem_size(const Node& node, const Tensor& t) {
   return s;
 }
 
+// Visits the elements of `shape` in row-major order, k = 0, 1, ..., with the offset their coordinates
+// give under `strides` leaving out the coordinate on `axis` (the caller adds the index it reads there).
+// Counts coordinates like an odometer: a division per element and dimension made ScatterElements
+// over a detector's 150x256x7x7 RoI features take 44 ms.
+template <class Fn>
+void for_each_off_axis(const Shape& shape, const std::vector<int64_t>& strides, int64_t axis, Fn&& fn) {
+  const int64_t total = shape_size(shape);
+  std::vector<int64_t> coord(shape.size(), 0);
+  int64_t base = 0;
+  for (int64_t k = 0; k < total; ++k) {
+    fn(k, base);
+    for (size_t d = shape.size(); d-- > 0;) {
+      const int64_t step = static_cast<int64_t>(d) == axis ? 0 : strides[d];
+      if (++coord[d] < shape[d]) {
+        base += step;
+        break;
+      }
+      base -= (shape[d] - 1) * step;
+      coord[d] = 0;
+    }
+  }
+}
+
+// One element of `size` bytes, src to dst: a fixed-size copy the compiler inlines.
+inline void move_element(std::byte* dst, const std::byte* src, size_t size) {
+  switch (size) {
+    case 4:
+      std::memcpy(dst, src, 4);
+      break;
+    case 8:
+      std::memcpy(dst, src, 8);
+      break;
+    case 2:
+      std::memcpy(dst, src, 2);
+      break;
+    case 1:
+      *dst = *src;
+      break;
+    default:
+      std::memcpy(dst, src, size);
+  }
+}
+
 std::vector<Tensor> gather_elements(const Node& node, KernelInputs inputs, TensorAllocator& alloc) {
   const Tensor& data = input(node, inputs, 0);
   const Tensor& indices = input(node, inputs, 1);
@@ -44,18 +87,13 @@ std::vector<Tensor> gather_elements(const Node& node, KernelInputs inputs, Tenso
   size_t es = elem_size(node, data);
   Tensor out = alloc.allocate(data.dtype(), indices.shape());
   auto ds = strides_of(data.shape());
-  auto is = strides_of(indices.shape());
   const auto* src = static_cast<const std::byte*>(data.raw());
   auto* dst = static_cast<std::byte*>(out.raw());
-  for (int64_t k = 0; k < out.size(); ++k) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      int64_t c = (k / is[static_cast<size_t>(d)]) % indices.dim(d);
-      if (d == axis) c = fix_index(node, idx[static_cast<size_t>(k)], data.dim(d));
-      off += c * ds[static_cast<size_t>(d)];
-    }
-    std::memcpy(dst + static_cast<size_t>(k) * es, src + static_cast<size_t>(off) * es, es);
-  }
+  const int64_t axis_dim = data.dim(axis), axis_stride = ds[static_cast<size_t>(axis)];
+  for_each_off_axis(indices.shape(), ds, axis, [&](int64_t k, int64_t base) {
+    const int64_t off = base + fix_index(node, idx[static_cast<size_t>(k)], axis_dim) * axis_stride;
+    move_element(dst + static_cast<size_t>(k) * es, src + static_cast<size_t>(off) * es, es);
+  });
   return {out};
 }
 
@@ -127,16 +165,17 @@ std::vector<Tensor> scatter_elements(const Node& node, KernelInputs inputs, Tens
   auto idx = index_values(node, indices);
   Tensor out = copy_of(data, alloc);
   auto ds = strides_of(data.shape());
-  auto is = strides_of(indices.shape());
-  for (int64_t k = 0; k < indices.size(); ++k) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank; ++d) {
-      int64_t c = (k / is[static_cast<size_t>(d)]) % indices.dim(d);
-      if (d == axis) c = fix_index(node, idx[static_cast<size_t>(k)], data.dim(d));
-      off += c * ds[static_cast<size_t>(d)];
-    }
-    combine(node, red, out, off, updates, k, 1);
-  }
+  const int64_t axis_dim = data.dim(axis), axis_stride = ds[static_cast<size_t>(axis)];
+  const size_t es = dtype_size(data.dtype());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  const auto* src = static_cast<const std::byte*>(updates.raw());
+  for_each_off_axis(indices.shape(), ds, axis, [&](int64_t k, int64_t base) {
+    const int64_t off = base + fix_index(node, idx[static_cast<size_t>(k)], axis_dim) * axis_stride;
+    if (red == Reduction::None)
+      move_element(dst + static_cast<size_t>(off) * es, src + static_cast<size_t>(k) * es, es);
+    else
+      combine(node, red, out, off, updates, k, 1);
+  });
   return {out};
 }
 

@@ -46,8 +46,8 @@ struct ImportOptions {
   double evaluation_budget_s = kSettings.import_evaluation_budget_s;
   // Shapes that depend on values computed at run time (NonZero, TopK with a computed k, a
   // detector's kept boxes) are left unknown (Value::shape_known false), decided as the model
-  // runs, instead of refusing the import (ValueDependentShapeError). Only the native kernels
-  // take the nodes that touch them.
+  // runs, instead of refusing the import (ValueDependentShapeError). Only backends with
+  // takes_dynamic_shapes (native; blas for Gemm and MatMul) take the nodes that touch them.
   bool dynamic_shapes = false;
 };
 
