@@ -56,7 +56,8 @@ for m in "${models[@]}"; do
   accuracy_args=()
   [ -n "${ACCURACY:-}" ] && accuracy_args=(--accuracy "$ACCURACY")
   out=$("$build/app/collage" tune "$model" --shapes "${SHAPES:-static}" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" \
-          "${accuracy_args[@]}" -o "$bench/$m.json" 2>/dev/null)
+          "${accuracy_args[@]}" -o "$bench/$m.json" 2>/dev/null) ||
+    { echo "$m: tune failed: $(echo "$out" | grep -E '^verified|error' | head -2)" >&2; exit 1; }
   tune_s=$(echo "$(date +%s.%N) - $t0" | bc -l)
   echo "$out" | grep -q "verified against the native reference: ok" || { echo "$m: verification failed" >&2; exit 1; }
   chosen=refined
