@@ -179,7 +179,9 @@ bool ExplorerController::open_model(const QString& path, const DimValues& dims) 
                       .arg(QString::fromStdString(c.layout_.engine))
                       .arg(dims.empty() ? QString() : " at " + QString::fromStdString(bucket_label(dims)));
       if (dynamic)
-        r.summary += QString("; %1 nodes with shapes decided as it runs (--shapes dynamic): native kernels")
+        r.summary += QString(
+                         "; %1 nodes with shapes decided as it runs (--shapes dynamic): native kernels, "
+                         "OpenBLAS for their Gemm/MatMul")
                          .arg(nodes_with_dynamic_shapes(*graph).popcount());
       return r;
     };
