@@ -146,8 +146,11 @@ int run(const std::vector<std::string>& argv) {
     MemoryStats mem = rt->last_memory_stats();
     if (options.use_memory_plan)
       std::printf(
-          "%smemory: static plan arena %.2f MiB (without reuse %.2f MiB), %zu unplanned allocations\n",
-          prefix.c_str(), mib(rt->arena_bytes(bucket)), mib(plan.unplanned_bytes), mem.unplanned_allocations);
+          "%smemory: static plan arena %.2f MiB (without reuse %.2f MiB), %zu unplanned allocations%s\n",
+          prefix.c_str(), mib(rt->arena_bytes(bucket)), mib(plan.unplanned_bytes), mem.unplanned_allocations,
+          mem.unplanned_allocations ? " (values shaped as the model runs, or larger than their planned slot: "
+                                      "served from the heap)"
+                                    : "");
     else
       std::printf("%smemory: dynamic pool peak %.2f MiB (without reuse %.2f MiB)\n", prefix.c_str(),
                   mib(mem.peak_live_bytes), mib(plan.unplanned_bytes));
