@@ -161,12 +161,11 @@ std::vector<Tensor> scatter_elements(const Node& node, KernelInputs inputs, Tens
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && indices.dim(d) > data.dim(d)) invalid(node, "indices are larger than data off the axis");
   Reduction red = reduction_of(node);
-  elem_size(node, data);
+  const size_t es = elem_size(node, data);
   auto idx = index_values(node, indices);
   Tensor out = copy_of(data, alloc);
   auto ds = strides_of(data.shape());
   const int64_t axis_dim = data.dim(axis), axis_stride = ds[static_cast<size_t>(axis)];
-  const size_t es = dtype_size(data.dtype());
   auto* dst = static_cast<std::byte*>(out.raw());
   const auto* src = static_cast<const std::byte*>(updates.raw());
   for_each_off_axis(indices.shape(), ds, axis, [&](int64_t k, int64_t base) {
