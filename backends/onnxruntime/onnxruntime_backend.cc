@@ -10,12 +10,12 @@ const BackendSpec& onnxruntime_backend() {
     BackendSpec s;
     s.name = "onnxruntime";
     const ort::Runtime* r = ort::runtime();
-    s.version = "1 (ONNX Runtime " + (r ? r->version : std::string("not loaded")) + ")";
+    s.version = "2 (ONNX Runtime " + (r ? r->version : std::string("not loaded")) + ")";
     s.rules.push_back(std::make_shared<TvmStyleRule>(
         [](const Graph& g, const Node& n) { return ort::runtime() && ort::offered(g, n); }));
     s.limits.max_nodes = 8;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
-      return ort::compile_region(g, sub, o.threads, /*spin=*/false);  // OpenMP kernels run beside it
+      return ort::compile_region(g, sub, o.threads, ort::Pool::RowBlocks);  // OpenMP kernels run beside it
     };
     s.unavailable = [] { return ort::unavailable_reason(); };
     return s;

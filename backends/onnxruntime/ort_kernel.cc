@@ -1,5 +1,6 @@
 #include "backends/onnxruntime/ort_kernel.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,8 +55,11 @@ using ValueHandle = Owned<OrtValue, kReleaseValue>;
 
 class OrtKernel : public Kernel {
  public:
-  OrtKernel(const Runtime& r, const Graph& g, const SubGraph& sub, int threads, bool spin, Int8 int8)
+  OrtKernel(const Runtime& r, const Graph& g, const SubGraph& sub, int threads, Pool pool, Int8 int8)
       : r_(r) {
+    if (pool == Pool::RowBlocks && (threads <= 1 || !row_splittable(g, sub))) pool = Pool::Blocking;
+    blocks_ = pool == Pool::RowBlocks ? threads : 0;
+    const bool spin = pool == Pool::Spinning;
     for (ValueId v : sub.inputs) inputs_.push_back(g.value(v).name);
     for (ValueId v : sub.outputs) {
       outputs_.push_back(g.value(v).name);
@@ -63,14 +67,15 @@ class OrtKernel : public Kernel {
     }
     for (const std::string& n : inputs_) input_names_.push_back(n.c_str());
     for (const std::string& n : outputs_) output_names_.push_back(n.c_str());
-    const std::string model = region_model(g, sub, int8);
+    const std::string model = region_model(g, sub, int8, blocks_ > 0);
     OrtSessionOptions* raw = nullptr;
     r.check(r.fn<CreateSessionOptionsFn>(kCreateSessionOptions)(&raw), "session options");
     Options options(&r, raw);
     r.check(r.fn<SetSessionGraphOptimizationLevelFn>(kSetSessionGraphOptimizationLevel)(
                 raw, GraphOptimizationLevel::kAll),
             "optimization level");
-    r.check(r.fn<SetIntraOpNumThreadsFn>(kSetIntraOpNumThreads)(raw, threads), "threads");
+    // Row blocks: each Run stays on its caller's thread (1 = no pool); Run is thread-safe.
+    r.check(r.fn<SetIntraOpNumThreadsFn>(kSetIntraOpNumThreads)(raw, blocks_ > 0 ? 1 : threads), "threads");
     r.check(r.fn<SetInterOpNumThreadsFn>(kSetInterOpNumThreads)(raw, 1), "threads");
     r.check(r.fn<SetSessionExecutionModeFn>(kSetSessionExecutionMode)(raw, ExecutionMode::kSequential),
             "mode");
@@ -91,42 +96,87 @@ class OrtKernel : public Kernel {
   }
 
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
-    std::vector<ValueHandle> in, out;
-    std::vector<const OrtValue*> in_ptrs;
-    std::vector<OrtValue*> out_ptrs;
-    for (const Tensor* t : inputs) {
-      in.push_back(wrap(const_cast<Tensor&>(*t)));
-      in_ptrs.push_back(in.back().p);
-    }
+    std::vector<Tensor*> in;
+    for (const Tensor* t : inputs) in.push_back(const_cast<Tensor*>(t));  // ORT only reads them
     std::vector<Tensor> results;
-    for (const auto& [dtype, shape] : out_types_) {
-      results.push_back(alloc.allocate(dtype, shape));
-      out.push_back(wrap(results.back()));
-      out_ptrs.push_back(out.back().p);
+    for (const auto& [dtype, shape] : out_types_) results.push_back(alloc.allocate(dtype, shape));
+    std::vector<Tensor*> out;
+    for (Tensor& t : results) out.push_back(&t);
+    if (blocks_ == 0) {
+      if (std::string error = run_rows(in, out, 0, -1); !error.empty()) fail(error);
+      return results;
     }
-    if (OrtStatus* s =
-            r_.fn<RunFn>(kRun)(session_.p, nullptr, input_names_.data(), in_ptrs.data(), in_ptrs.size(),
-                               output_names_.data(), output_names_.size(), out_ptrs.data())) {
-      std::string message = r_.fn<GetErrorMessageFn>(kGetErrorMessage)(s);
-      r_.fn<ReleaseStatusFn>(kReleaseStatus)(s);
-      throw Error(ErrorKind::Internal, "onnxruntime: the region failed to run: " + message);
-    }
+    const int64_t rows = rows_of(out_types_.front().second);
+    const int parts = static_cast<int>(std::min<int64_t>(blocks_, rows));
+    std::vector<std::string> errors(parts);
+#pragma omp parallel for num_threads(parts) schedule(static, 1)
+    for (int p = 0; p < parts; ++p) errors[p] = run_rows(in, out, rows * p / parts, rows * (p + 1) / parts);
+    for (const std::string& error : errors)
+      if (!error.empty()) fail(error);
     return results;
   }
 
  private:
-  ValueHandle wrap(Tensor& t) {
+  [[noreturn]] static void fail(const std::string& message) {
+    throw Error(ErrorKind::Internal, "onnxruntime: the region failed to run: " + message);
+  }
+
+  // One Run over rows [begin, end) of every input and output (end < 0: whole tensors, as
+  // shaped). Returns ORT's message, or "" — never throws, for it runs on OpenMP's threads.
+  std::string run_rows(const std::vector<Tensor*>& in, const std::vector<Tensor*>& out, int64_t begin,
+                       int64_t end) {
+    try {
+      std::vector<ValueHandle> values;
+      std::vector<const OrtValue*> in_ptrs;
+      std::vector<OrtValue*> out_ptrs;
+      for (Tensor* t : in) {
+        values.push_back(wrap(*t, begin, end));
+        in_ptrs.push_back(values.back().p);
+      }
+      for (Tensor* t : out) {
+        values.push_back(wrap(*t, begin, end));
+        out_ptrs.push_back(values.back().p);
+      }
+      if (OrtStatus* s =
+              r_.fn<RunFn>(kRun)(session_.p, nullptr, input_names_.data(), in_ptrs.data(), in_ptrs.size(),
+                                 output_names_.data(), output_names_.size(), out_ptrs.data())) {
+        std::string message = r_.fn<GetErrorMessageFn>(kGetErrorMessage)(s);
+        r_.fn<ReleaseStatusFn>(kReleaseStatus)(s);
+        return message.empty() ? "(no message)" : message;
+      }
+      return "";
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+
+  // The tensor as ORT sees it: whole (end < 0), or rows [begin, end) as [end - begin, last].
+  ValueHandle wrap(Tensor& t, int64_t begin, int64_t end) {
     static const int64_t kScalar = 0;
     OrtValue* v = nullptr;
     const Shape& shape = t.shape();
+    const int64_t* dims = shape.empty() ? &kScalar : shape.data();
+    size_t rank = shape.size();
+    char* data = static_cast<char*>(t.raw());
+    size_t bytes = t.bytes();
+    int64_t block[2];
+    if (end >= 0) {
+      const size_t row_bytes = bytes / static_cast<size_t>(rows_of(shape));
+      block[0] = end - begin;
+      block[1] = shape.back();
+      dims = block;
+      rank = 2;
+      data += static_cast<size_t>(begin) * row_bytes;
+      bytes = static_cast<size_t>(end - begin) * row_bytes;
+    }
     r_.check(r_.fn<CreateTensorWithDataAsOrtValueFn>(kCreateTensorWithDataAsOrtValue)(
-                 r_.cpu, t.raw(), t.bytes(), shape.empty() ? &kScalar : shape.data(), shape.size(),
-                 static_cast<ONNXTensorElementDataType>(t.dtype()), &v),
+                 r_.cpu, data, bytes, dims, rank, static_cast<ONNXTensorElementDataType>(t.dtype()), &v),
              "tensor");
     return ValueHandle(&r_, v);
   }
 
   const Runtime& r_;
+  int blocks_ = 0;  // > 0: RowBlocks, this many blocks of rows
   Session session_;
   std::vector<std::string> inputs_, outputs_;
   std::vector<const char*> input_names_, output_names_;
@@ -149,14 +199,14 @@ bool offered(const Graph& graph, const Node& node) {
   return true;
 }
 
-std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads, bool spin,
+std::unique_ptr<Kernel> compile_region(const Graph& graph, const SubGraph& sub, int threads, Pool pool,
                                        Int8 int8) {
   const Runtime* r = runtime();
   if (!r) throw Error(ErrorKind::Unsupported, "onnxruntime: " + unavailable_reason());
   for (NodeId id : sub.node_list)
     if (!offered(graph, graph.node(id)))
       throw Error(ErrorKind::Unsupported, "onnxruntime: " + graph.node(id).describe() + " is not offered");
-  return std::make_unique<OrtKernel>(*r, graph, sub, threads, spin, int8);
+  return std::make_unique<OrtKernel>(*r, graph, sub, threads, pool, int8);
 }
 
 }  // namespace collage::ort

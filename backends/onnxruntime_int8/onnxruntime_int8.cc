@@ -31,12 +31,12 @@ const BackendSpec& onnxruntime_int8_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "onnxruntime-int8";
-    s.version = onnxruntime_backend().version + "+int8r1";
+    s.version = onnxruntime_backend().version + "+int8r2";
     s.precision = Precision::Int8;
     s.patterns = patterns();
     s.limits.max_nodes = 3;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
-      return ort::compile_region(g, sub, o.threads, /*spin=*/false, ort::Int8::Head);
+      return ort::compile_region(g, sub, o.threads, ort::Pool::RowBlocks, ort::Int8::Head);
     };
     s.unavailable = [] { return ort::unavailable_reason(); };
     return s;

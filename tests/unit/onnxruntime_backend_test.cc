@@ -11,6 +11,7 @@
 
 #include "backend_check.h"
 #include "backend_test_models.h"
+#include "backends/onnxruntime/ort_model.h"
 #include "backends/onnxruntime/ort_runtime.h"
 #include "backends/registry.h"
 
@@ -59,6 +60,46 @@ TEST(OnnxRuntime, RegionsMatchTheNativeReferenceRunAfterRun) {
       ASSERT_NEAR(got[0].data<float>()[i], want.data<float>()[i],
                   1e-4 + 1e-4 * std::fabs(want.data<float>()[i]));
   }
+}
+
+// x [2, 5, 16] -> MatMul + bias -> Softmax(softmax_axis) -> LayerNormalization -> * 0.5.
+Graph rows_model(int64_t softmax_axis) {
+  OnnxTestModel model(17);
+  model.input("x", {2, 5, 16});
+  model.initializer("w", random_tensor_f32({16, 12}, 31));
+  model.initializer("b", random_tensor_f32({12}, 32));
+  model.initializer("scale", random_tensor_f32({12}, 33));
+  model.initializer("shift", random_tensor_f32({12}, 34));
+  Tensor half(DType::Float32, {});
+  half.data<float>()[0] = 0.5f;
+  model.initializer("half", half);
+  model.node("MatMul", {"x", "w"}, {"mm"});
+  model.node("Add", {"mm", "b"}, {"mb"});
+  OnnxTestModel::attr_int(model.node("Softmax", {"mb"}, {"sm"}), "axis", softmax_axis);
+  OnnxTestModel::attr_int(model.node("LayerNormalization", {"sm", "scale", "shift"}, {"ln"}), "axis", -1);
+  model.node("Mul", {"ln", "half"}, {"y"});
+  model.output("y");
+  return import_model(model);
+}
+
+// A row-wise region (its Softmax over the last axis, named as 2 of rank 3) runs at several
+// threads as blocks of rows, each on one of OpenMP's threads; one over another axis cannot, and
+// runs whole on ORT's own pool. Both agree with the native reference at every thread count.
+TEST(OnnxRuntime, RowWiseRegionsRunAsBlocksOfRowsAndAgreeWithTheReference) {
+  for (int64_t axis : {2, 1}) {
+    Graph g = rows_model(axis);
+    IndexSet all = all_nodes(g);
+    EXPECT_EQ(ort::row_splittable(g, make_subgraph(g, all)), axis == 2) << "Softmax axis " << axis;
+    if (!ort::runtime()) continue;
+    std::vector<Tensor> values = reference_values(g);
+    for (int threads : {1, 2, 3}) {
+      CandidateCheck r = check_candidate(g, onnxruntime_backend(), all, values, 1e-5, 1e-5, threads);
+      ASSERT_TRUE(r.supported) << r.mismatch;
+      EXPECT_TRUE(r.mismatch.empty())
+          << "Softmax axis " << axis << ", " << threads << " threads: " << r.mismatch;
+    }
+  }
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
 }
 
 // A node of an opset ORT does not know: compiling its region is Unsupported with ORT's words.

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "backend_check.h"
 #include "backend_test_models.h"
@@ -19,6 +21,8 @@ namespace collage {
 namespace {
 
 using namespace collage::testing;
+
+Graph two_layers_and_an_activation_product();
 
 std::vector<Tensor> run_int8(const Graph& g, const IndexSet& nodes, const std::vector<Tensor>& values,
                              const BackendSpec& backend = onnxruntime_int8_backend()) {
@@ -97,6 +101,96 @@ TEST(OnnxRuntimeInt8, EveryCandidateIsWithinTwoPercentOfItsPeak) {
     }
     EXPECT_GE(checked, 2u);
   }
+}
+
+// x [1, rows, 64] -> MatMul(w) + bias + residual r [1, rows, 24]: rows flatten the leading dims.
+Graph matmul_bias_residual(int64_t rows) {
+  OnnxTestModel model(17);
+  model.input("x", {1, rows, 64});
+  model.input("r", {1, rows, 24});
+  Tensor w(DType::Float32, {64, 24});
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t j = 0; j < 24; ++j)  // each column reaches +-63, so its scale is 1
+      w.data<float>()[i * 24 + j] = i == j ? 63.0f : static_cast<float>((i * 7 + j * 13) % 127 - 63);
+  model.initializer("w", w);
+  model.initializer("b", random_tensor_f32({24}, 5));
+  model.node("MatMul", {"x", "w"}, {"mm"});
+  model.node("Add", {"mm", "b"}, {"mb"});
+  model.node("Add", {"mb", "r"}, {"y"});
+  model.output("y");
+  return import_model(model);
+}
+
+std::vector<Tensor> run_threads(const Graph& g, const std::vector<Tensor>& values, int threads) {
+  SubGraph sub = make_subgraph(g, all_nodes(g));
+  std::unique_ptr<Kernel> kernel = onnxruntime_int8_backend().compile(g, sub, CompileOptions{threads});
+  std::vector<const Tensor*> args;
+  for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+  HeapAllocator alloc;
+  return kernel->run(args, alloc);
+}
+
+TEST(OnnxRuntimeInt8, RowSplittableRegionsAreRowWiseLayersOfOneRowCount) {
+  Graph g = matmul_bias_residual(7);
+  EXPECT_TRUE(ort::row_splittable(g, make_subgraph(g, all_nodes(g))));
+  Graph one_row = matmul_bias_residual(1);
+  EXPECT_FALSE(ort::row_splittable(one_row, make_subgraph(one_row, all_nodes(one_row))))
+      << "nothing to split";
+  Graph two = two_layers_and_an_activation_product();
+  IndexSet layers(two.nodes.size());
+  for (size_t n : {0, 1, 2, 3}) layers.add(n);
+  EXPECT_TRUE(ort::row_splittable(two, make_subgraph(two, layers)));
+  EXPECT_FALSE(ort::row_splittable(two, make_subgraph(two, all_nodes(two))))
+      << "a Transpose and a product of two activations mix rows";
+}
+
+// Rows on the u8 grid, each reaching both ends: every block of rows quantizes without loss, so
+// however many blocks run at once, the kernel gives the fp32 result exactly, at every row.
+TEST(OnnxRuntimeInt8, RowBlocksOnSeveralThreadsGiveTheExactProductOnTheGrid) {
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  const int64_t rows = 7;
+  Graph g = matmul_bias_residual(rows);
+  Tensor x(DType::Float32, {1, rows, 64});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < 64; ++j)
+      x.data<float>()[i * 64 + j] = j == 0   ? -100.0f
+                                    : j == 1 ? 155.0f
+                                             : static_cast<float>((i * 64 + j) * 37 % 256 - 100);
+  std::vector<Tensor> values = reference_values(g, {x, random_tensor_f32({1, rows, 24}, 9)});
+  const Tensor& want = values[static_cast<size_t>(g.outputs[0])];
+  for (int threads : {1, 2, 3}) {
+    std::vector<Tensor> got = run_threads(g, values, threads);
+    ASSERT_EQ(got.at(0).shape(), want.shape());
+    for (int64_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(got[0].data<float>()[i], want.data<float>()[i]) << threads << " threads, element " << i;
+  }
+}
+
+// At 2 threads, 7 rows run as rows 0-2 and 3-6, each quantized alone: each block equals the
+// 1-thread kernel run on that block's rows only, and the second block, of a far smaller range
+// than the first, is quantized more finely than the whole tensor would be.
+TEST(OnnxRuntimeInt8, EachBlockOfRowsIsQuantizedOnItsOwnRange) {
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  const int64_t rows = 7, split = 3;
+  Graph g = matmul_bias_residual(rows);
+  Tensor x = random_tensor_f32({1, rows, 64}, 21), r = random_tensor_f32({1, rows, 24}, 22);
+  for (int64_t i = split * 64; i < rows * 64; ++i) x.data<float>()[i] *= 0.01f;
+  std::vector<Tensor> values = reference_values(g, {x, r});
+  std::vector<Tensor> blocks = run_threads(g, values, 2);
+  std::vector<Tensor> whole = run_threads(g, values, 1);
+  size_t differ = 0;
+  for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, split}, {split, rows}}) {
+    Graph part = matmul_bias_residual(end - begin);
+    Tensor px(DType::Float32, {1, end - begin, 64}), pr(DType::Float32, {1, end - begin, 24});
+    std::copy_n(x.data<float>() + begin * 64, px.size(), px.data<float>());
+    std::copy_n(r.data<float>() + begin * 24, pr.size(), pr.data<float>());
+    std::vector<Tensor> alone = run_threads(part, reference_values(part, {px, pr}), 1);
+    for (int64_t i = 0; i < alone[0].size(); ++i) {
+      ASSERT_EQ(blocks[0].data<float>()[begin * 24 + i], alone[0].data<float>()[i]) << "row block " << begin;
+      differ += blocks[0].data<float>()[begin * 24 + i] != whole[0].data<float>()[begin * 24 + i];
+    }
+  }
+  EXPECT_GT(differ, 0u) << "the 2-thread run did not split the rows";
 }
 
 // An opset-10 model: DynamicQuantizeLinear does not exist there, so the candidate is refused.
