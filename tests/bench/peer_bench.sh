@@ -15,6 +15,8 @@
 #      `export --qdq` writes the int8 MatMuls as ONNX integer ops, and ORT on that model is timed
 #      as a third side, the int8 peer)
 #      SHAPES=dynamic: import with --shapes dynamic (detectors: shapes decided as the model runs)
+#      ROUNDS (default 1): the alternating turns are run this many times over (on a noisy machine,
+#      more turns make each side's median steadier)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/bench/ort_setup.sh
@@ -96,9 +98,11 @@ for m in "${models[@]}"; do
       { echo "$m: output $o disagrees with ONNX Runtime" >&2; exit 1; }
     k=$((k + 1))
   done
-  a=() b=() c=() turns="A B B A A B B A"
+  a=() b=() c=() round="A B B A A B B A"
+  [ -n "${ACCURACY:-}" ] && round="A B C C B A A B C C B A"
+  turns=""
+  for ((r = 0; r < ${ROUNDS:-1}; r++)); do turns+=" $round"; done
   if [ -n "${ACCURACY:-}" ]; then
-    turns="A B C C B A A B C C B A"
     qdq_out=$(node tests/bench/ort_run.js "$bench/$m.qdq.onnx" "$bench/ortqdq_$m" 3 "$threads")
     for o in $(echo "$ort_out" | sed -n 's/^outputs //p'); do
       cmp=$("$build/app/collage" compare "$bench/ortqdq_$m/ort_$o.pb" "$bench/ort_$m/ort_$o.pb" --accuracy "$ACCURACY") || true
@@ -124,12 +128,12 @@ for m in "${models[@]}"; do
     oc=$(printf "%s\n" "${c[@]}" | median)
     qdq=$(printf "; ORT on the QDQ model %.3f ms (%.2fx)" "$oc" "$(echo "$oc / $ca" | bc -l)")
   fi
-  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over 4 turns%s%s\n" "$m" "$ca" "$ob" \
-    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${reached:+; against ORT:$reached}" "$qdq"
+  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over %d turns%s%s\n" "$m" "$ca" "$ob" \
+    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${#a[@]}" "${reached:+; against ORT:$reached}" "$qdq"
 done
 printf "geomean speed-up over ONNX Runtime: %.2fx over %d models\n" "$(echo "e($log_sum / $n)" | bc -l)" "$n"
 echo "threads: $threads. collage_ms = the exported artifact run by collage-run (tuned and run at $threads thread(s));"
-echo "ort_ms = onnxruntime-node, $threads intra-op thread(s), 1 inter-op; both the median of 4 alternating turn medians"
+echo "ort_ms = onnxruntime-node, $threads intra-op thread(s), 1 inter-op; both the median of $((4 * ${ROUNDS:-1})) alternating turn medians"
 echo "of $repeat runs; speedup = ort / collage; placement = what tune --refine wrote; add_err = tune's additive error"
 echo "(measured - predicted) of the op-level placement; tune_s = the whole tune --refine (cold cost DB, budget ${BUDGET:-60s});"
 if [ -n "${ACCURACY:-}" ]; then
