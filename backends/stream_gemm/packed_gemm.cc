@@ -39,14 +39,18 @@ void pack_rows(const float* a, int64_t lda, int64_t k, float* out) {
     for (int r = 0; r < MR; ++r) out[p * MR + r] = a[r * lda + p];
 }
 
-// acc(MR x 16) = A(MR x k) * panel(k x 16), stored to c (ldc). While it runs, prefetches lines
-// of `next` from line `pf_first` on, one per `pf_every` k steps (null: nothing).
+// acc(MR x 16) = A(MR x k) * panel(k x 16) (+ c's tile when accumulating), stored to c (ldc).
+// While it runs, prefetches lines of `next` from line `pf_first` on, one per `pf_every` k steps
+// (null: nothing).
 template <int MR>
 COLLAGE_AVX2 void micro_kernel(const float* ap, const float* bp, int64_t k, float* c, int64_t ldc,
-                               const char* next, int64_t pf_first, int64_t pf_every) {
+                               const char* next, int64_t pf_first, int64_t pf_every, bool accumulate) {
   __m256 acc0[MR], acc1[MR];
 #pragma GCC unroll 6
-  for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  for (int r = 0; r < MR; ++r) {
+    acc0[r] = accumulate ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
+    acc1[r] = accumulate ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
+  }
   const char* pf = next ? next + pf_first * 64 : nullptr;
   // Segments of at least 16 k steps, each followed by the lines due over it (one per pf_every
   // steps), so the inner loop carries no branch but its own: unrolled, the front end keeps up
@@ -78,7 +82,7 @@ COLLAGE_AVX2 void micro_kernel(const float* ap, const float* bp, int64_t k, floa
 }
 
 using MicroKernel = void (*)(const float*, const float*, int64_t, float*, int64_t, const char*, int64_t,
-                             int64_t);
+                             int64_t, bool);
 constexpr MicroKernel kKernels[kRows + 1] = {nullptr,         micro_kernel<1>, micro_kernel<2>,
                                              micro_kernel<3>, micro_kernel<4>, micro_kernel<5>,
                                              micro_kernel<6>};
@@ -143,7 +147,7 @@ void apply_epilogue(const std::vector<EpilogueStep>& steps, float* c, int64_t ld
 // Panels [j_begin, j_end) of C = A * W: per panel, every row block of A against it (the panel
 // stays in L2 after the first), prefetching the next panel of this run meanwhile.
 void panel_run(const float* packed_a, int64_t m, const PackedWeights& w, float* c, int64_t ldc,
-               const std::vector<EpilogueStep>& epilogue, int64_t j_begin, int64_t j_end) {
+               const std::vector<EpilogueStep>& epilogue, bool accumulate, int64_t j_begin, int64_t j_end) {
   const int64_t k = w.k, blocks = (m + kRows - 1) / kRows;
   alignas(64) float edge[kRows * kPanel];
   for (int64_t j = j_begin; j < j_end; ++j) {
@@ -156,10 +160,25 @@ void panel_run(const float* packed_a, int64_t m, const PackedWeights& w, float* 
       // This block's share of the next panel's k lines, one every `blocks` k steps.
       const int64_t pf_first = b * k / blocks;
       const float* ap = packed_a + r0 * k;
+      // The next block's rows of C (read when accumulating) and of AddFull operands come from L3
+      // or memory, one line per row: fetched while this block's k steps run.
+      if (b + 1 < blocks) {
+        const int64_t next_rows = std::min<int64_t>(kRows, m - r0 - kRows);
+        for (int64_t r = r0 + kRows; r < r0 + kRows + next_rows; ++r) {
+          if (accumulate) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + j0), _MM_HINT_T0);
+          for (const EpilogueStep& s : epilogue)
+            if (s.kind == EpilogueStep::Kind::AddFull)
+              _mm_prefetch(reinterpret_cast<const char*>(s.operand + r * s.ld + j0), _MM_HINT_T0);
+        }
+      }
       if (cols == kPanel) {
-        kKernels[rows](ap, panel, k, c + r0 * ldc + j0, ldc, next, pf_first, blocks);
+        kKernels[rows](ap, panel, k, c + r0 * ldc + j0, ldc, next, pf_first, blocks, accumulate);
       } else {  // the last, partial panel: through a tile, then its valid columns
-        kKernels[rows](ap, panel, k, edge, kPanel, next, pf_first, blocks);
+        if (accumulate)
+          for (int r = 0; r < rows; ++r)
+            std::memcpy(edge + r * kPanel, c + (r0 + r) * ldc + j0,
+                        static_cast<size_t>(cols) * sizeof(float));
+        kKernels[rows](ap, panel, k, edge, kPanel, next, pf_first, blocks, accumulate);
         for (int r = 0; r < rows; ++r)
           std::memcpy(c + (r0 + r) * ldc + j0, edge + r * kPanel, static_cast<size_t>(cols) * sizeof(float));
       }
@@ -190,7 +209,7 @@ PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bo
 }
 
 void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
-          const std::vector<EpilogueStep>& epilogue, int threads) {
+          const std::vector<EpilogueStep>& epilogue, int threads, bool accumulate) {
   if (m <= 0 || w.n <= 0) return;
   const int64_t k = w.k;
   const int64_t chunk = std::max<int64_t>(kRows, kChunkFloats / k / kRows * kRows);
@@ -217,12 +236,12 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float*
         shifted[i].operand = epilogue[i].operand + q0 * epilogue[i].ld;
     float* cq = c + q0 * ldc;
     if (teams == 1) {
-      panel_run(pa, rows, w, cq, ldc, steps, 0, w.panels);
+      panel_run(pa, rows, w, cq, ldc, steps, accumulate, 0, w.panels);
       continue;
     }
 #pragma omp parallel for num_threads(static_cast <int>(teams)) schedule(static, 1)
     for (int64_t t = 0; t < teams; ++t)
-      panel_run(pa, rows, w, cq, ldc, steps, t * w.panels / teams, (t + 1) * w.panels / teams);
+      panel_run(pa, rows, w, cq, ldc, steps, accumulate, t * w.panels / teams, (t + 1) * w.panels / teams);
   }
 }
 

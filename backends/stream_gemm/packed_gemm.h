@@ -42,10 +42,11 @@ struct EpilogueStep {
 
 bool supported();  // AVX2 and FMA on this CPU
 
-// C = epilogue(A * W); A row-major with leading dim lda, C with ldc. Per chunk of rows, splits
-// the panels over `threads` OpenMP threads (each thread streams its own contiguous run of panels).
-// Packs A into a per-thread buffer of at most max(160K, 6k) floats, kept between calls.
+// C = epilogue(A * W), or with `accumulate` C = epilogue(C + A * W); A row-major with leading dim
+// lda, C with ldc (an AddFull operand must not be C itself: accumulate instead). Per chunk of
+// rows, splits the panels over `threads` OpenMP threads (each thread streams its own contiguous
+// run of panels). Packs A into a per-thread buffer of at most max(160K, 6k) floats, kept between calls.
 void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
-          const std::vector<EpilogueStep>& epilogue, int threads);
+          const std::vector<EpilogueStep>& epilogue, int threads, bool accumulate = false);
 
 }  // namespace collage::stream_gemm

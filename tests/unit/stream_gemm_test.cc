@@ -54,6 +54,32 @@ TEST(StreamGemm, PackedProductMatchesDoublePrecisionOverEdgeShapes) {
           }
 }
 
+// Accumulating: C = C + A * W, also through the partial last panel, and with an epilogue after.
+TEST(StreamGemm, AccumulatingAddsTheProductToWhatCHolds) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  const int64_t m = 7, k = 40, n = 37, ldc = n + 3;
+  auto a = random_floats(static_cast<size_t>(m * k), 3);
+  auto w = random_floats(static_cast<size_t>(k * n), 4);
+  auto bias = random_floats(static_cast<size_t>(n), 5);
+  auto packed = stream_gemm::pack_weights(w.data(), k, n, n, false);
+  for (int threads : {1, 2}) {
+    std::vector<float> c = random_floats(static_cast<size_t>(m * ldc), 6), before = c;
+    stream_gemm::gemm(a.data(), m, k, packed, c.data(), ldc, {{Kind::AddRow, bias.data(), 0}}, threads, true);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < ldc; ++j) {
+        const size_t at = static_cast<size_t>(i * ldc + j);
+        if (j >= n) {
+          ASSERT_EQ(c[at], before[at]) << "past the columns: untouched";
+          continue;
+        }
+        double want = before[at] + static_cast<double>(bias[static_cast<size_t>(j)]);
+        for (int64_t p = 0; p < k; ++p)
+          want += static_cast<double>(a[static_cast<size_t>(i * k + p)]) * w[static_cast<size_t>(p * n + j)];
+        ASSERT_NEAR(c[at], want, 1e-5 + 1e-5 * std::fabs(want)) << i << "," << j << " threads " << threads;
+      }
+  }
+}
+
 // More rows than one L2-sized chunk (k = 3000: chunks of 54 rows, so 130 rows are 54 + 54 + 22):
 // every chunk's rows get their own residual rows and bias, at 1 and 2 threads.
 TEST(StreamGemm, RowsBeyondOneChunkKeepTheirOwnEpilogueOperands) {

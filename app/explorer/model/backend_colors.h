@@ -13,6 +13,7 @@ inline QColor backend_color(const QString& backend) {
   if (backend == "blas") return QColor(0xf4, 0xb4, 0x00);
   if (backend == "xnnpack") return QColor(0x0f, 0x9d, 0x58);
   if (backend == "stream-gemm") return QColor(0xdb, 0x44, 0x37);  // the project's own GEMM: red
+  if (backend == "strassen") return QColor(0xf0, 0x7b, 0x3f);     // the same kernel, 7 products for 8: orange
   if (backend == "onnxruntime") return QColor(0x00, 0xac, 0xc1);  // a whole runtime of its own: cyan
   // Graph-level backends: a darker shade of their library's colour.
   if (backend == "onednn-region") return QColor(0x1a, 0x4f, 0xb0);

@@ -1,0 +1,226 @@
+#include "backends/strassen/strassen.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+#include "backends/stream_gemm/packed_gemm.h"
+
+namespace collage {
+
+namespace {
+
+using stream_gemm::EpilogueStep;
+using stream_gemm::PackedWeights;
+
+constexpr int64_t kMinHalf = 64;  // below this a half-size product runs far from the peak
+constexpr int64_t kMinRows = 16;  // fewer rows stream the weights: 7/4 of them would cost more
+
+[[noreturn]] void refuse(const std::string& why) { throw Error(ErrorKind::Unsupported, "strassen: " + why); }
+
+bool float_constant(const Graph& g, ValueId v) {
+  return v != kNoValue && g.value(v).constant && g.value(v).dtype == DType::Float32;
+}
+
+// One value per output column (or one value): a bias.
+bool bias_row(const Graph& g, ValueId v, int64_t n) {
+  if (!float_constant(g, v)) return false;
+  const Shape& s = g.value(v).shape;
+  const int64_t size = shape_size(s);
+  return size == 1 || (size == n && s.back() == n);
+}
+
+// K and N of the product's weights ([K, N] as the product reads them), or nullopt when the
+// node is not a product this backend takes.
+std::optional<std::array<int64_t, 2>> product_dims(const Graph& g, const Node& n) {
+  if (!stream_gemm::supported() || n.inputs.size() < 2 || !float_constant(g, n.inputs[1]) ||
+      g.value(n.inputs[1]).shape.size() != 2 || g.value(n.inputs[0]).constant)
+    return std::nullopt;
+  const Shape& w = g.value(n.inputs[1]).shape;
+  const Shape& a = g.value(n.inputs[0]).shape;
+  int64_t k = w[0], cols = w[1];
+  if (n.op_type == "Gemm") {
+    if (n.attr_int("transA", 0) != 0 || a.size() != 2) return std::nullopt;
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue &&
+        !bias_row(g, n.inputs[2], n.attr_int("transB", 0) ? k : cols))
+      return std::nullopt;
+    if (n.attr_int("transB", 0) != 0) std::swap(k, cols);
+  } else if (n.op_type != "MatMul" || n.inputs.size() != 2 || a.size() < 2) {
+    return std::nullopt;
+  }
+  if (a.back() != k || k % 2 != 0 || cols % 2 != 0 || k / 2 < kMinHalf || cols / 2 < kMinHalf ||
+      shape_size(a) / k < kMinRows)
+    return std::nullopt;
+  return std::array<int64_t, 2>{k, cols};
+}
+
+bool product_ok(const Graph& g, const Node& n) { return product_dims(g, n).has_value(); }
+
+bool bias_add_ok(const Graph& g, const Node& n) {
+  const Shape& y = g.value(n.outputs[0]).shape;
+  return !y.empty() && (bias_row(g, n.inputs[0], y.back()) || bias_row(g, n.inputs[1], y.back()));
+}
+
+class StrassenKernel : public Kernel {
+ public:
+  StrassenKernel(const Graph& g, const SubGraph& sub, int threads) : threads_(threads) {
+    if (!stream_gemm::supported()) refuse("this CPU lacks AVX2 or FMA");
+    if (sub.outputs.size() != 1 || sub.inputs.size() != 1) refuse("one input and one output expected");
+    const Node& head = g.node(sub.node_list.front());
+    const auto dims = product_dims(g, head);
+    if (!dims)
+      refuse("node '" + head.name + "' is not a product of constant weights with even halves of 64 or more");
+    k_ = (*dims)[0];
+    n_ = (*dims)[1];
+    out_shape_ = g.value(sub.outputs[0]).shape;
+    m_ = shape_size(out_shape_) / n_;
+    m2_ = (m_ + 1) / 2;
+    mb_ = m_ - m2_;
+    bias_.assign(static_cast<size_t>(n_), 0.0f);
+    pack(g, head);
+    for (size_t i = 1; i < sub.node_list.size(); ++i) {
+      const Node& add = g.node(sub.node_list[i]);
+      const ValueId product = g.node(sub.node_list[i - 1]).outputs[0];
+      if (add.op_type != "Add" || i > 1) refuse("node '" + add.name + "' is not the product's bias Add");
+      const ValueId other = add.inputs[0] == product ? add.inputs[1] : add.inputs[0];
+      if (!bias_row(g, other, n_)) refuse("node '" + add.name + "' adds no bias row");
+      add_bias(*g.value(other).constant, 1.0f);
+    }
+    for (std::vector<float>* s : {&s1_, &s2_, &s3_, &s4_})
+      s->assign(static_cast<size_t>(m2_ * (k_ / 2)), 0.0f);
+  }
+
+  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
+    Tensor y = alloc.allocate(DType::Float32, out_shape_);
+    const float* a = inputs[0]->data<float>();
+    float* c = y.data<float>();
+    const int64_t k = k_, n = n_, k2 = k_ / 2, n2 = n_ / 2, m2 = m2_, mb = mb_;
+    const int t = threads_;
+    form_sums(a);
+    const float *a11 = a, *a12 = a + k2, *a22 = a + m2 * k + k2;
+    float *c11 = c, *c12 = c + n2, *c21 = c + m2 * n, *c22 = c + m2 * n + n2;
+    auto full = [&](const float* operand) {
+      return std::vector<EpilogueStep>{{EpilogueStep::Kind::AddFull, operand, n}};
+    };
+    const std::vector<EpilogueStep> bias_left{{EpilogueStep::Kind::AddRow, bias_.data(), 0}};
+    const std::vector<EpilogueStep> bias_right{{EpilogueStep::Kind::AddRow, bias_.data() + n2, 0}};
+    // Winograd's form: U2 = M1 + M6, U3 = U2 + M7, U4 = U2 + M5, and
+    // C11 = M1 + M2, C12 = U4 + M3, C21 = U3 - M4, C22 = U3 + M5.
+    stream_gemm::gemm(a11, m2, k, w_[0], c11, n, {}, t);                 // C11 = M1
+    stream_gemm::gemm(s2_.data(), m2, k2, w_[5], c12, n, full(c11), t);  // C12 = U2
+    if (mb > 0) {
+      stream_gemm::gemm(s3_.data(), mb, k2, w_[6], c21, n, full(c12), t);  // C21 = U3
+      stream_gemm::gemm(s1_.data(), mb, k2, w_[4], c22, n, full(c21), t);  // C22 = U3 + M5
+    }
+    // U4 = U2 + M5 = C12 + (C22 - C21); past the bottom half's rows M5's row is zero.
+#pragma omp parallel for num_threads(t) if (t > 1)
+    for (int64_t r = 0; r < mb; ++r) {
+      float* u = c12 + r * n;
+      float* lower = c22 + r * n;
+      const float* u3 = c21 + r * n;
+      for (int64_t j = 0; j < n2; ++j) {
+        u[j] += lower[j] - u3[j];
+        lower[j] += bias_[static_cast<size_t>(n2 + j)];
+      }
+    }
+    stream_gemm::gemm(s4_.data(), m2, k2, w_[2], c12, n, bias_right, t, true);     // C12 = U4 + M3
+    if (mb > 0) stream_gemm::gemm(a22, mb, k, w_[3], c21, n, bias_left, t, true);  // C21 = U3 - M4
+    stream_gemm::gemm(a12, m2, k, w_[1], c11, n, bias_left, t, true);              // C11 = M1 + M2
+    return {y};
+  }
+
+ private:
+  // S1 = A21 + A22, S2 = S1 - A11, S3 = A11 - A21, S4 = A12 - S2 (A21, A22 zero past their rows).
+  void form_sums(const float* a) {
+    const int64_t k = k_, k2 = k_ / 2, m2 = m2_, mb = mb_;
+#pragma omp parallel for num_threads(threads_) if (threads_ > 1)
+    for (int64_t r = 0; r < m2; ++r) {
+      const float* a11 = a + r * k;
+      const float* a12 = a11 + k2;
+      const float* a21 = r < mb ? a + (m2 + r) * k : nullptr;
+      float *s1 = s1_.data() + r * k2, *s2 = s2_.data() + r * k2, *s3 = s3_.data() + r * k2,
+            *s4 = s4_.data() + r * k2;
+      for (int64_t j = 0; j < k2; ++j) {
+        const float lower = a21 ? a21[j] : 0.0f, lower_right = a21 ? a21[k2 + j] : 0.0f;
+        s1[j] = lower + lower_right;
+        s2[j] = s1[j] - a11[j];
+        s3[j] = a11[j] - lower;
+        s4[j] = a12[j] - s2[j];
+      }
+    }
+  }
+
+  // W as [K, N] row-major (Gemm's transB and alpha applied); its quarters combined as
+  // w_ = {B11, B21, B22, -T4, T1, T2, T3}: T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12,
+  // T4 = T2 - B21. Gemm's C (times beta) becomes the bias.
+  void pack(const Graph& g, const Node& h) {
+    const Tensor& src = *g.value(h.inputs[1]).constant;
+    const bool gemm = h.op_type == "Gemm", trans = gemm && h.attr_int("transB", 0) != 0;
+    const float alpha = gemm ? h.attr_float("alpha", 1.0f) : 1.0f;
+    std::vector<float> w(static_cast<size_t>(k_ * n_));
+    for (int64_t p = 0; p < k_; ++p)
+      for (int64_t j = 0; j < n_; ++j)
+        w[static_cast<size_t>(p * n_ + j)] = alpha * src.data<float>()[trans ? j * k_ + p : p * n_ + j];
+    const int64_t k2 = k_ / 2, n2 = n_ / 2;
+    auto quarter = [&](int64_t row, int64_t col) {
+      std::vector<float> q(static_cast<size_t>(k2 * n2));
+      for (int64_t p = 0; p < k2; ++p)
+        std::copy_n(w.data() + (row * k2 + p) * n_ + col * n2, n2, q.data() + p * n2);
+      return q;
+    };
+    auto combine = [](const std::vector<float>& x, float sign, const std::vector<float>& y) {
+      std::vector<float> out(x.size());
+      for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] + sign * y[i];
+      return out;
+    };
+    const std::vector<float> b11 = quarter(0, 0), b12 = quarter(0, 1), b21 = quarter(1, 0),
+                             b22 = quarter(1, 1);
+    const std::vector<float> t1 = combine(b12, -1, b11), t2 = combine(b22, -1, t1),
+                             t3 = combine(b22, -1, b12);
+    const std::vector<float> neg_t4 = combine(b21, -1, t2);  // -(T2 - B21)
+    for (const std::vector<float>* q : {&b11, &b21, &b22, &neg_t4, &t1, &t2, &t3})
+      w_.push_back(stream_gemm::pack_weights(q->data(), k2, n2, n2, false));
+    if (gemm && h.inputs.size() > 2 && h.inputs[2] != kNoValue)
+      add_bias(*g.value(h.inputs[2]).constant, h.attr_float("beta", 1.0f));
+  }
+
+  void add_bias(const Tensor& t, float scale) {
+    const float* p = t.data<float>();
+    for (int64_t j = 0; j < n_; ++j) bias_[static_cast<size_t>(j)] += scale * (t.size() == 1 ? p[0] : p[j]);
+  }
+
+  int threads_;
+  int64_t k_ = 0, n_ = 0, m_ = 0, m2_ = 0,
+          mb_ = 0;  // m2_: the top half's rows (the larger), mb_: the bottom's
+  Shape out_shape_;
+  std::vector<PackedWeights> w_;
+  std::vector<float> bias_;               // zero when the group has none: one epilogue either way
+  std::vector<float> s1_, s2_, s3_, s4_;  // sums of A's quarters, m2_ x k/2 each
+};
+
+}  // namespace
+
+const BackendSpec& strassen_backend() {
+  static const BackendSpec spec = [] {
+    BackendSpec s;
+    s.name = "strassen";
+    s.version = "1 (one Winograd-form level over stream-gemm's 6x16 kernel)";
+    auto f32 = all_float32();
+    for (const char* op_type : {"MatMul", "Gemm"}) {
+      PatternPtr head = op(op_type)->where(f32)->where(product_ok);
+      s.patterns.push_back(head);
+      s.patterns.push_back(op("Add", {head, constant()})->where(bias_add_ok));
+    }
+    s.limits.max_nodes = 2;
+    s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
+      return std::make_unique<StrassenKernel>(g, sub, o.threads);
+    };
+    s.unavailable = [] {
+      return stream_gemm::supported() ? std::string() : std::string("this CPU lacks AVX2 or FMA");
+    };
+    return s;
+  }();
+  return spec;
+}
+
+}  // namespace collage
