@@ -123,18 +123,23 @@ for m in "${models[@]}"; do
   ca=$(printf "%s\n" "${a[@]}" | median) ob=$(printf "%s\n" "${b[@]}" | median)
   spread=$(printf "%s\n" "${a[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)
   log_sum=$(echo "$log_sum + l($ob / $ca)" | bc -l); n=$((n + 1))
+  # Paired: the median of the ratios of neighbouring turns (the k-th turn of each side), so a machine
+  # whose speed changes between turns (not within one) cancels out of each ratio.
+  paired() { for ((i = 0; i < ${#a[@]}; i++)); do eval "echo \"\${$1[$i]} / ${a[$i]}\"" | bc -l; done | median; }
+  pairs=$(printf "; paired %.2fx" "$(paired b)")
   qdq=""
   if [ ${#c[@]} -gt 0 ]; then
     oc=$(printf "%s\n" "${c[@]}" | median)
-    qdq=$(printf "; ORT on the QDQ model %.3f ms (%.2fx)" "$oc" "$(echo "$oc / $ca" | bc -l)")
+    qdq=$(printf "; ORT on the QDQ model %.3f ms (%.2fx, paired %.2fx)" "$oc" "$(echo "$oc / $ca" | bc -l)" "$(paired c)")
   fi
-  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over %d turns%s%s\n" "$m" "$ca" "$ob" \
-    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${#a[@]}" "${reached:+; against ORT:$reached}" "$qdq"
+  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over %d turns%s%s%s\n" "$m" "$ca" "$ob" \
+    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${#a[@]}" "$pairs" "${reached:+; against ORT:$reached}" "$qdq"
 done
 printf "geomean speed-up over ONNX Runtime: %.2fx over %d models\n" "$(echo "e($log_sum / $n)" | bc -l)" "$n"
 echo "threads: $threads. collage_ms = the exported artifact run by collage-run (tuned and run at $threads thread(s));"
 echo "ort_ms = onnxruntime-node, $threads intra-op thread(s), 1 inter-op; both the median of $((4 * ${ROUNDS:-1})) alternating turn medians"
-echo "of $repeat runs; speedup = ort / collage; placement = what tune --refine wrote; add_err = tune's additive error"
+echo "of $repeat runs; speedup = ort / collage (paired: the median of the ratios of the k-th turns of the two sides);"
+echo "placement = what tune --refine wrote; add_err = tune's additive error"
 echo "(measured - predicted) of the op-level placement; tune_s = the whole tune --refine (cold cost DB, budget ${BUDGET:-60s});"
 if [ -n "${ACCURACY:-}" ]; then
   echo "tuned under --accuracy $ACCURACY (int8 kernels allowed); outputs held to that budget against ORT's fp32 ones."
