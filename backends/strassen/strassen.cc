@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <optional>
 
 #include "backends/stream_gemm/packed_gemm.h"
+#include "core/backend_api/shared_constants.h"
 
 namespace collage {
 
@@ -106,11 +108,11 @@ class StrassenKernel : public Kernel {
     const std::vector<EpilogueStep> bias_right{{EpilogueStep::Kind::AddRow, bias_.data() + n2, 0}};
     // Winograd's form: U2 = M1 + M6, U3 = U2 + M7, U4 = U2 + M5, and
     // C11 = M1 + M2, C12 = U4 + M3, C21 = U3 - M4, C22 = U3 + M5.
-    stream_gemm::gemm(a11, m2, k, w_[0], c11, n, {}, t);                 // C11 = M1
-    stream_gemm::gemm(s2_.data(), m2, k2, w_[5], c12, n, full(c11), t);  // C12 = U2
+    stream_gemm::gemm(a11, m2, k, (*w_)[0], c11, n, {}, t);                 // C11 = M1
+    stream_gemm::gemm(s2_.data(), m2, k2, (*w_)[5], c12, n, full(c11), t);  // C12 = U2
     if (mb > 0) {
-      stream_gemm::gemm(s3_.data(), mb, k2, w_[6], c21, n, full(c12), t);  // C21 = U3
-      stream_gemm::gemm(s1_.data(), mb, k2, w_[4], c22, n, full(c21), t);  // C22 = U3 + M5
+      stream_gemm::gemm(s3_.data(), mb, k2, (*w_)[6], c21, n, full(c12), t);  // C21 = U3
+      stream_gemm::gemm(s1_.data(), mb, k2, (*w_)[4], c22, n, full(c21), t);  // C22 = U3 + M5
     }
     // U4 = U2 + M5 = C12 + (C22 - C21); past the bottom half's rows M5's row is zero.
 #pragma omp parallel for num_threads(t) if (t > 1)
@@ -123,9 +125,9 @@ class StrassenKernel : public Kernel {
         lower[j] += bias_[static_cast<size_t>(n2 + j)];
       }
     }
-    stream_gemm::gemm(s4_.data(), m2, k2, w_[2], c12, n, bias_right, t, true);     // C12 = U4 + M3
-    if (mb > 0) stream_gemm::gemm(a22, mb, k, w_[3], c21, n, bias_left, t, true);  // C21 = U3 - M4
-    stream_gemm::gemm(a12, m2, k, w_[1], c11, n, bias_left, t, true);              // C11 = M1 + M2
+    stream_gemm::gemm(s4_.data(), m2, k2, (*w_)[2], c12, n, bias_right, t, true);     // C12 = U4 + M3
+    if (mb > 0) stream_gemm::gemm(a22, mb, k, (*w_)[3], c21, n, bias_left, t, true);  // C21 = U3 - M4
+    stream_gemm::gemm(a12, m2, k, (*w_)[1], c11, n, bias_left, t, true);              // C11 = M1 + M2
     return {y};
   }
 
@@ -151,35 +153,48 @@ class StrassenKernel : public Kernel {
   }
 
   // W as [K, N] row-major (Gemm's transB and alpha applied); its quarters combined as
-  // w_ = {B11, B21, B22, -T4, T1, T2, T3}: T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12,
-  // T4 = T2 - B21. Gemm's C (times beta) becomes the bias.
+  // {B11, B21, B22, -T4, T1, T2, T3}: T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12,
+  // T4 = T2 - B21. Shared with the other shape buckets' kernels of the same weights. Gemm's C
+  // (times beta) becomes the bias.
   void pack(const Graph& g, const Node& h) {
     const Tensor& src = *g.value(h.inputs[1]).constant;
     const bool gemm = h.op_type == "Gemm", trans = gemm && h.attr_int("transB", 0) != 0;
     const float alpha = gemm ? h.attr_float("alpha", 1.0f) : 1.0f;
-    std::vector<float> w(static_cast<size_t>(k_ * n_));
-    for (int64_t p = 0; p < k_; ++p)
-      for (int64_t j = 0; j < n_; ++j)
-        w[static_cast<size_t>(p * n_ + j)] = alpha * src.data<float>()[trans ? j * k_ + p : p * n_ + j];
-    const int64_t k2 = k_ / 2, n2 = n_ / 2;
-    auto quarter = [&](int64_t row, int64_t col) {
-      std::vector<float> q(static_cast<size_t>(k2 * n2));
-      for (int64_t p = 0; p < k2; ++p)
-        std::copy_n(w.data() + (row * k2 + p) * n_ + col * n2, n2, q.data() + p * n2);
-      return q;
+    const int64_t k = k_, n = n_;
+    auto make = [&]() -> std::shared_ptr<const void> {
+      std::vector<float> w(static_cast<size_t>(k * n));
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j)
+          w[static_cast<size_t>(p * n + j)] = alpha * src.data<float>()[trans ? j * k + p : p * n + j];
+      const int64_t k2 = k / 2, n2 = n / 2;
+      auto quarter = [&](int64_t row, int64_t col) {
+        std::vector<float> q(static_cast<size_t>(k2 * n2));
+        for (int64_t p = 0; p < k2; ++p)
+          std::copy_n(w.data() + (row * k2 + p) * n + col * n2, n2, q.data() + p * n2);
+        return q;
+      };
+      auto combine = [](const std::vector<float>& x, float sign, const std::vector<float>& y) {
+        std::vector<float> out(x.size());
+        for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] + sign * y[i];
+        return out;
+      };
+      const std::vector<float> b11 = quarter(0, 0), b12 = quarter(0, 1), b21 = quarter(1, 0),
+                               b22 = quarter(1, 1);
+      const std::vector<float> t1 = combine(b12, -1, b11), t2 = combine(b22, -1, t1),
+                               t3 = combine(b22, -1, b12);
+      const std::vector<float> neg_t4 = combine(b21, -1, t2);  // -(T2 - B21)
+      auto packed = std::make_shared<std::vector<PackedWeights>>();
+      for (const std::vector<float>* q : {&b11, &b21, &b22, &neg_t4, &t1, &t2, &t3})
+        packed->push_back(stream_gemm::pack_weights(q->data(), k2, n2, n2, false));
+      return packed;
     };
-    auto combine = [](const std::vector<float>& x, float sign, const std::vector<float>& y) {
-      std::vector<float> out(x.size());
-      for (size_t i = 0; i < x.size(); ++i) out[i] = x[i] + sign * y[i];
-      return out;
-    };
-    const std::vector<float> b11 = quarter(0, 0), b12 = quarter(0, 1), b21 = quarter(1, 0),
-                             b22 = quarter(1, 1);
-    const std::vector<float> t1 = combine(b12, -1, b11), t2 = combine(b22, -1, t1),
-                             t3 = combine(b22, -1, b12);
-    const std::vector<float> neg_t4 = combine(b21, -1, t2);  // -(T2 - B21)
-    for (const std::vector<float>* q : {&b11, &b21, &b22, &neg_t4, &t1, &t2, &t3})
-      w_.push_back(stream_gemm::pack_weights(q->data(), k2, n2, n2, false));
+    if (SharedConstants* shared = SharedConstants::current()) {
+      const std::string layout = std::string("strassen quarters") + (trans ? " T" : "") +
+                                 (alpha != 1.0f ? " alpha=" + std::to_string(alpha) : "");
+      w_ = std::static_pointer_cast<const std::vector<PackedWeights>>(shared->find_or_add(src, layout, make));
+    } else {
+      w_ = std::static_pointer_cast<const std::vector<PackedWeights>>(make());
+    }
     if (gemm && h.inputs.size() > 2 && h.inputs[2] != kNoValue)
       add_bias(*g.value(h.inputs[2]).constant, h.attr_float("beta", 1.0f));
   }
@@ -193,7 +208,7 @@ class StrassenKernel : public Kernel {
   int64_t k_ = 0, n_ = 0, m_ = 0, m2_ = 0,
           mb_ = 0;  // m2_: the top half's rows (the larger), mb_: the bottom's
   Shape out_shape_;
-  std::vector<PackedWeights> w_;
+  std::shared_ptr<const std::vector<PackedWeights>> w_;  // the seven packed combinations
   std::vector<float> bias_;               // zero when the group has none: one epilogue either way
   std::vector<float> s1_, s2_, s3_, s4_;  // sums of A's quarters, m2_ x k/2 each
 };

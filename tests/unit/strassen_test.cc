@@ -12,6 +12,7 @@
 #include "backend_check.h"
 #include "backend_test_models.h"
 #include "backends/stream_gemm/packed_gemm.h"
+#include "core/backend_api/shared_constants.h"
 
 namespace collage {
 namespace {
@@ -59,6 +60,27 @@ TEST(Strassen, GemmAttributesFoldIntoTheWeightsAndTheBias) {
   OnnxTestModel::attr_float(gemm, "beta", 2.0f);
   m.output("y");
   EXPECT_EQ(check_strassen(import_model(m)), (std::set<std::string>{"Gemm"}));
+}
+
+// Two shape buckets of one model, compiled under one store as the runtime compiles an artifact's
+// plans: the second kernel takes the first one's packed combinations, and both compute right.
+TEST(Strassen, ShapeBucketsShareThePackedWeights) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  const Tensor w = random_tensor_f32({128, 128}, 71);
+  SharedConstants store;
+  SharedConstantsScope scope(&store);
+  for (int64_t rows : {24, 41}) {
+    OnnxTestModel m(17);
+    m.input("x", {rows, 128});
+    m.initializer("w", w);
+    m.node("MatMul", {"x", "w"}, {"y"});
+    m.output("y");
+    Graph g = import_model(m);
+    CandidateCheck r =
+        check_candidate(g, strassen_backend(), all_nodes(g), reference_values(g), 1e-4, 1e-4, 1);
+    EXPECT_TRUE(r.supported && r.mismatch.empty()) << rows << " rows: " << r.mismatch;
+  }
+  EXPECT_EQ(store.hits(), 1u);
 }
 
 // Halves of 64 or more, even K and N, 16 rows or more: anything else is left to the other backends.
