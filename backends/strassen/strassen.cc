@@ -6,14 +6,17 @@
 #include <optional>
 
 #include "backends/stream_gemm/packed_gemm.h"
+#include "backends/stream_gemm/stream_gemm.h"
 #include "core/backend_api/shared_constants.h"
 
 namespace collage {
 
 namespace {
 
+using stream_gemm::bias_add_ok;
 using stream_gemm::EpilogueStep;
 using stream_gemm::PackedWeights;
+using stream_gemm::row_constant;
 
 constexpr int64_t kMinHalf = 64;  // below this a half-size product runs far from the peak
 constexpr int64_t kMinRows = 16;  // fewer rows stream the weights: 7/4 of them would cost more
@@ -22,14 +25,6 @@ constexpr int64_t kMinRows = 16;  // fewer rows stream the weights: 7/4 of them 
 
 bool float_constant(const Graph& g, ValueId v) {
   return v != kNoValue && g.value(v).constant && g.value(v).dtype == DType::Float32;
-}
-
-// One value per output column (or one value): a bias.
-bool bias_row(const Graph& g, ValueId v, int64_t n) {
-  if (!float_constant(g, v)) return false;
-  const Shape& s = g.value(v).shape;
-  const int64_t size = shape_size(s);
-  return size == 1 || (size == n && s.back() == n);
 }
 
 // K and N of the product's weights ([K, N] as the product reads them), or nullopt when the
@@ -44,7 +39,7 @@ std::optional<std::array<int64_t, 2>> product_dims(const Graph& g, const Node& n
   if (n.op_type == "Gemm") {
     if (n.attr_int("transA", 0) != 0 || a.size() != 2) return std::nullopt;
     if (n.inputs.size() > 2 && n.inputs[2] != kNoValue &&
-        !bias_row(g, n.inputs[2], n.attr_int("transB", 0) ? k : cols))
+        !row_constant(g, n.inputs[2], n.attr_int("transB", 0) ? k : cols))
       return std::nullopt;
     if (n.attr_int("transB", 0) != 0) std::swap(k, cols);
   } else if (n.op_type != "MatMul" || n.inputs.size() != 2 || a.size() < 2) {
@@ -57,11 +52,6 @@ std::optional<std::array<int64_t, 2>> product_dims(const Graph& g, const Node& n
 }
 
 bool product_ok(const Graph& g, const Node& n) { return product_dims(g, n).has_value(); }
-
-bool bias_add_ok(const Graph& g, const Node& n) {
-  const Shape& y = g.value(n.outputs[0]).shape;
-  return !y.empty() && (bias_row(g, n.inputs[0], y.back()) || bias_row(g, n.inputs[1], y.back()));
-}
 
 class StrassenKernel : public Kernel {
  public:
@@ -85,7 +75,7 @@ class StrassenKernel : public Kernel {
       const ValueId product = g.node(sub.node_list[i - 1]).outputs[0];
       if (add.op_type != "Add" || i > 1) refuse("node '" + add.name + "' is not the product's bias Add");
       const ValueId other = add.inputs[0] == product ? add.inputs[1] : add.inputs[0];
-      if (!bias_row(g, other, n_)) refuse("node '" + add.name + "' adds no bias row");
+      if (!row_constant(g, other, n_)) refuse("node '" + add.name + "' adds no bias row");
       add_bias(*g.value(other).constant, 1.0f);
     }
     for (std::vector<float>* s : {&s1_, &s2_, &s3_, &s4_})

@@ -10,8 +10,10 @@ namespace collage {
 
 namespace {
 
+using stream_gemm::bias_add_ok;
 using stream_gemm::EpilogueStep;
 using stream_gemm::PackedWeights;
+using stream_gemm::row_constant;
 
 [[noreturn]] void refuse(const std::string& why) {
   throw Error(ErrorKind::Unsupported, "stream-gemm: " + why);
@@ -39,19 +41,6 @@ bool gemm_ok(const Graph& g, const Node& n) {
     return false;
   const Shape& a = g.value(n.inputs[0]).shape;
   return a.size() == 2 && has_rows(a, a[1]);
-}
-
-// A constant that is one value per output column (or one value): a bias.
-bool row_constant(const Graph& g, ValueId v, int64_t n) {
-  if (v == kNoValue || !g.value(v).constant || g.value(v).dtype != DType::Float32) return false;
-  const Shape& s = g.value(v).shape;
-  const int64_t size = shape_size(s);
-  return size == 1 || (size == n && s.back() == n);
-}
-
-bool bias_add_ok(const Graph& g, const Node& n) {
-  const Shape& y = g.value(n.outputs[0]).shape;
-  return !y.empty() && (row_constant(g, n.inputs[0], y.back()) || row_constant(g, n.inputs[1], y.back()));
 }
 
 // An Add of two operands already of the output's shape: the residual.
@@ -197,6 +186,22 @@ class StreamGemmKernel : public Kernel {
 };
 
 }  // namespace
+
+namespace stream_gemm {
+
+bool row_constant(const Graph& g, ValueId v, int64_t n) {
+  if (v == kNoValue || !g.value(v).constant || g.value(v).dtype != DType::Float32) return false;
+  const Shape& s = g.value(v).shape;
+  const int64_t size = shape_size(s);
+  return size == 1 || (size == n && s.back() == n);
+}
+
+bool bias_add_ok(const Graph& g, const Node& n) {
+  const Shape& y = g.value(n.outputs[0]).shape;
+  return !y.empty() && (row_constant(g, n.inputs[0], y.back()) || row_constant(g, n.inputs[1], y.back()));
+}
+
+}  // namespace stream_gemm
 
 const BackendSpec& stream_gemm_backend() {
   static const BackendSpec spec = [] {

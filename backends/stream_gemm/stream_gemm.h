@@ -13,4 +13,14 @@ namespace collage {
 
 const BackendSpec& stream_gemm_backend();
 
+namespace stream_gemm {
+
+// A float constant that is one value per output column of width n (or one value): a bias the
+// epilogue adds (strassen folds the same biases).
+bool row_constant(const Graph& g, ValueId v, int64_t n);
+// An Add of such a bias to a product's output.
+bool bias_add_ok(const Graph& g, const Node& n);
+
+}  // namespace stream_gemm
+
 }  // namespace collage
