@@ -421,6 +421,44 @@ ProfileReport profile(const Graph& graph, const Placement& placement, const std:
   return r;
 }
 
+namespace {
+
+void contest_seeds(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
+                   const RefineStepOptions& options, RefineReport& r, ProgressObserver* observer) {
+  RefineResult& result = r.result;
+  const std::vector<SeedFitness> seeds = result.seeds;
+  const Genome searched = result.best_genome;  // a seed that was the search's best has had its turn
+  for (const SeedFitness& seed : seeds) {
+    if (seed.genome == searched || seed.genome == result.best_genome || !seed.fitness.valid() ||
+        !result.best_fitness.valid() ||
+        seed.fitness.median_ms > result.best_fitness.median_ms * kSettings.seed_contest_margin)
+      continue;
+    if (observer && observer->cancel_requested()) return;
+    SeedContest contest;
+    contest.backend = seed.backend;
+    Placement whole = decode_genome(graph, op_level, result.genes, seed.genome);
+    contest.timing = compare_placements(graph, result.best, whole, or_all(options.backends),
+                                        compile_options(options.threads), inputs,
+                                        std::max(options.repeat, kSettings.side_by_side_min_rounds));
+    contest.adopted = contest.timing.b_ms < contest.timing.a_ms;
+    if (contest.adopted) {
+      adopt_genome(graph, op_level, result, seed.genome, seed.fitness);
+      if (observer) observer->on_best_placement(result.best, seed.fitness.median_ms);
+    }
+    if (observer) {
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "whole-%s seed against the search's best, alternated: %.3f ms vs %.3f ms (%s)",
+                    seed.backend.c_str(), contest.timing.b_ms, contest.timing.a_ms,
+                    contest.adopted ? "the seed is kept" : "the best stays");
+      observer->on_notice(line);
+    }
+    r.seed_contests.push_back(contest);
+  }
+}
+
+}  // namespace
+
 RefineReport refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
                     const RefineStepOptions& options, CostDb* db, ProgressObserver* observer) {
   const std::vector<const BackendSpec*>& backends = or_all(options.backends);
@@ -474,6 +512,7 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   auto t0 = Clock::now();
   r.result = refine_placement(graph, op_level, graph_level,
                               cached_fitness(fitness, db, graph, options.threads), ropts, observer);
+  if (!r.result.cancelled) contest_seeds(graph, op_level, inputs, options, r, observer);
   r.seconds = ms_since(t0) / 1000;
   const RefineResult& refined = r.result;
   auto short_of_best = [&](const GenerationFitness& g) {

@@ -244,14 +244,24 @@ struct RegionSummary {
   std::string description;  // "64 nodes: 27 Conv, 27 BatchNormalization from 'a' to 'b'"
 };
 
+// The search's best against a whole-library seed close behind it, alternated in one run.
+struct SeedContest {
+  std::string backend;   // the seed's library: every kernel it can take runs on it
+  SideBySide timing;     // a = the search's best at the time, b = the seed
+  bool adopted = false;  // the seed was faster: it became result.best
+};
+
 struct RefineReport {
   RefineResult result;
+  std::vector<SeedContest> seed_contests;  // in the order run (none when cancelled)
   double seconds = 0;
   int best_generation = 0;                    // first generation whose best is the final best (0 = a seed)
   std::vector<RegionSummary> regions;         // the graph-level kernels of result.best, in order
   std::vector<std::string> lost_evaluations;  // genomes whose worker crashed or overran (the reason)
 };
 
+// After the search, each seed within kSettings.seed_contest_margin of the best is timed against
+// it side by side (max(repeat, side_by_side_min_rounds) rounds) and replaces it when faster.
 // Throws InvalidInput when `options.backends` holds no graph-level backend.
 RefineReport refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
                     const RefineStepOptions& options, CostDb* db, ProgressObserver* observer = nullptr);

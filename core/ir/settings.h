@@ -57,6 +57,10 @@ struct Settings {
   int refine_tournament = 3;
   // The final check: both placements alternated, max(repeat, this) runs each.
   int side_by_side_min_rounds = 10;
+  // Before it: a whole-library seed whose fitness is within this factor of the search's best
+  // is timed against it the same way, and replaces it when faster (a fitness is one median of
+  // a few runs; on a 1 ms model its noise exceeds the gap between whole-graph runs).
+  double seed_contest_margin = 1.25;
   // A whole placement against the native reference: errors accumulate over the model,
   // so the absolute part is looser than the per-kernel check (kKernelTolerance).
   Tolerance verify_tolerance{1e-3, 1e-3, 0};

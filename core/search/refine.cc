@@ -335,10 +335,25 @@ RefineResult refine_placement(const Graph& graph, const Placement& op_level,
   } catch (const Stop&) {
     r.cancelled = true;
   }
-  r.best = decode_genome(graph, op_level, r.genes, r.best_genome);
-  for (size_t i = 0; i < n; ++i)
-    if (r.best_genome[i]) ++r.moved_per_backend[chosen_backend(r.genes[i], r.best_genome[i])];
+  for (const Genome& seed : refine_seeds(r.genes, graph_level)) {
+    auto it = cache.find(std::string(seed.begin(), seed.end()));
+    auto gene = std::find_if(seed.begin(), seed.end(), [](uint8_t a) { return a != 0; });
+    if (it == cache.end() || gene == seed.end()) continue;  // not measured (cancelled), or all 0
+    const size_t i = static_cast<size_t>(gene - seed.begin());
+    r.seeds.push_back({chosen_backend(r.genes[i], seed[i]), seed, it->second});
+  }
+  adopt_genome(graph, op_level, r, r.best_genome, r.best_fitness);
   return r;
+}
+
+void adopt_genome(const Graph& graph, const Placement& op_level, RefineResult& result, const Genome& genome,
+                  const Cost& fitness) {
+  result.best_genome = genome;
+  result.best_fitness = fitness;
+  result.best = decode_genome(graph, op_level, result.genes, genome);
+  result.moved_per_backend.clear();
+  for (size_t i = 0; i < genome.size(); ++i)
+    if (genome[i]) ++result.moved_per_backend[chosen_backend(result.genes[i], genome[i])];
 }
 
 }  // namespace collage

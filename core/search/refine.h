@@ -74,6 +74,13 @@ struct Gene {
 
 using Genome = std::vector<uint8_t>;  // one allele per gene
 
+// A seed "every kernel X can take goes to X" and the fitness it measured.
+struct SeedFitness {
+  std::string backend;  // X
+  Genome genome;
+  Cost fitness;
+};
+
 struct RefineResult {
   Placement best;
   Cost best_fitness;  // invalid only when no genome was measured (the seed's then)
@@ -86,6 +93,9 @@ struct RefineResult {
   bool cancelled = false;                  // stopped by the observer: `best` is the best found until then
   // Op-level kernels the best genome moves, per graph-level backend (none: `best` is the op-level placement).
   std::map<std::string, int> moved_per_backend;
+  // The whole-library seeds that were measured, in refine_seeds' order (the final contest
+  // measures the close ones again against `best`: one fitness median is a few runs).
+  std::vector<SeedFitness> seeds;
   int moved() const;
 };
 
@@ -100,6 +110,11 @@ std::vector<Genome> refine_seeds(const std::vector<Gene>& genes,
 
 // The backend a gene's allele puts its kernel on ("" for allele 0: the op-level one stays).
 const std::string& chosen_backend(const Gene& gene, uint8_t allele);
+
+// Makes `genome` (measured `fitness`) the result's best: best, best_genome, best_fitness and
+// moved_per_backend all follow it.
+void adopt_genome(const Graph& graph, const Placement& op_level, RefineResult& result, const Genome& genome,
+                  const Cost& fitness);
 
 // The placement a genome stands for.
 Placement decode_genome(const Graph& graph, const Placement& op_level, const std::vector<Gene>& genes,

@@ -49,7 +49,9 @@ TEST_P(DetectorExports, TheTunedPlacementKeepsOrtsDetectionsWithTheBackboneOffTh
   // its shapes were taken for dynamic ones would put them all there.
   std::cout << GetParam() << ": " << convs_off_native << " of " << convs
             << " convolutions off the native kernels\n";
-  if (backends.size() > 1) EXPECT_GE(convs_off_native * 10, convs * 9) << convs_off_native << " of " << convs;
+  if (backends.size() > 1) {
+    EXPECT_GE(convs_off_native * 10, convs * 9) << convs_off_native << " of " << convs;
+  }
 
   Executor placed(g, placement_steps(g, r.placement, backends, CompileOptions{}));
   std::vector<Tensor> outputs =

@@ -43,6 +43,7 @@ TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
   EXPECT_EQ(s.refine_budget_s, 120);
   EXPECT_EQ(s.repeat, 20);
   EXPECT_EQ(s.side_by_side_min_rounds, 10);
+  EXPECT_EQ(s.seed_contest_margin, 1.25);
   EXPECT_EQ(s.kernel_tolerance.atol, 1e-4);
   EXPECT_EQ(s.kernel_tolerance.rtol, 1e-3);
   EXPECT_EQ(s.kernel_tolerance.peak_rtol, 1e-3);
@@ -206,6 +207,118 @@ TEST(Workflow, VerifyTimeAndTheSideBySideDecision) {
   EXPECT_TRUE(ab.compared);
   EXPECT_EQ(ab.timing.rounds, kSettings.side_by_side_min_rounds);
   EXPECT_EQ(ab.keep_refined, ab.timing.b_ms < ab.timing.a_ms);
+}
+
+// A graph-level library whose kernels run the work `times` times over: really slower.
+class Repeated : public Kernel {
+ public:
+  Repeated(std::unique_ptr<Kernel> inner, int times) : inner_(std::move(inner)), times_(times) {}
+  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
+    std::vector<Tensor> out = inner_->run(inputs, alloc);
+    for (int i = 1; i < times_; ++i) out = inner_->run(inputs, alloc);
+    return out;
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  int times_;
+};
+
+BackendSpec heavy() {
+  BackendSpec s = graphy();
+  s.name = "heavy";
+  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
+    return std::make_unique<Repeated>(native::make_fused_kernel(g, sub), 3000);
+  };
+  return s;
+}
+
+bool uses(const Placement& p, const std::string& backend) {
+  return std::any_of(p.kernels.begin(), p.kernels.end(),
+                     [&](const PlacedKernel& k) { return k.backend == backend; });
+}
+
+// The seed "every kernel `backend` can take goes to it", as placement JSON.
+std::string whole_seed(const Graph& g, const Placement& op_level, const BackendSpec& backend) {
+  std::vector<Gene> genes = refine_genes(g, op_level, {&backend});
+  return placement_to_json(decode_genome(g, op_level, genes, refine_seeds(genes, {&backend}).back()), g);
+}
+
+TEST(Workflow, AWholeLibrarySeedCloseBehindTheBestIsTimedAgainstItAndKeptWhenFaster) {
+  Graph g = testing::mixed_chain();
+  BackendSpec light = graphy(), slow = heavy();
+  workflow::TuneStepOptions topts;
+  topts.backends = {&native_backend(), &light, &slow};
+  topts.min_time_ms = 0.1;
+  topts.epsilon_ms = 0.002;
+  TuneResult tuned = workflow::tune(g, topts, nullptr);
+  workflow::RefineStepOptions ropts;
+  ropts.backends = topts.backends;
+  ropts.generations = 3;
+  ropts.repeat = 1;
+  // A misjudging fitness: anything on "heavy" 1 ms, "everything on graphy" 1.1 ms, the rest 2 ms.
+  const std::string light_seed = whole_seed(g, tuned.placement, light);
+  auto fitness_of = [&](double whole_light) {
+    return [&, whole_light](const Placement& p) {
+      if (uses(p, "heavy")) return Cost::of_ms(1.0);
+      return Cost::of_ms(placement_to_json(p, g) == light_seed ? whole_light : 2.0);
+    };
+  };
+  ropts.fitness = fitness_of(1.1);
+  workflow::RefineReport r = workflow::refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
+  // Both seeds were measured and are listed with their fitness.
+  ASSERT_EQ(r.result.seeds.size(), 2u);
+  for (const SeedFitness& seed : r.result.seeds)
+    EXPECT_EQ(seed.fitness.median_ms, seed.backend == "heavy" ? 1.0 : 1.1) << seed.backend;
+  // The search's best ran on "heavy"; the graphy seed, within the margin, beat it side by side.
+  ASSERT_EQ(r.seed_contests.size(), 1u);
+  const workflow::SeedContest& c = r.seed_contests[0];
+  EXPECT_EQ(c.backend, "graphy");
+  EXPECT_TRUE(c.adopted);
+  EXPECT_LT(c.timing.b_ms, c.timing.a_ms);
+  EXPECT_EQ(c.timing.rounds, kSettings.side_by_side_min_rounds);
+  EXPECT_FALSE(uses(r.result.best, "heavy"));
+  EXPECT_EQ(r.result.best_fitness.median_ms, 1.1);
+  EXPECT_EQ(r.result.moved_per_backend.count("heavy"), 0u);
+  EXPECT_GT(r.result.moved_per_backend.at("graphy"), 0);
+  EXPECT_EQ(placement_to_json(r.result.best, g), light_seed);
+  workflow::RunOptions run;
+  run.backends = topts.backends;
+  EXPECT_TRUE(workflow::verify(g, r.result.best, tuned.inputs, run).ok());
+
+  // Beyond the margin the seed is not timed again: the search's best stands.
+  ropts.fitness = fitness_of(1.0 * kSettings.seed_contest_margin + 0.05);
+  workflow::RefineReport far = workflow::refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
+  EXPECT_TRUE(far.seed_contests.empty());
+  EXPECT_TRUE(uses(far.result.best, "heavy"));
+}
+
+TEST(Workflow, ASeedSlowerSideBySideLeavesTheBestAsItIs) {
+  Graph g = testing::mixed_chain();
+  BackendSpec light = graphy(), slow = heavy();
+  workflow::TuneStepOptions topts;
+  topts.backends = {&native_backend(), &light, &slow};
+  topts.min_time_ms = 0.1;
+  topts.epsilon_ms = 0.002;
+  TuneResult tuned = workflow::tune(g, topts, nullptr);
+  workflow::RefineStepOptions ropts;
+  ropts.backends = topts.backends;
+  ropts.generations = 3;
+  ropts.repeat = 1;
+  // "Everything on heavy" close behind a best on graphy; side by side it is far slower.
+  const std::string light_seed = whole_seed(g, tuned.placement, light);
+  const std::string heavy_seed = whole_seed(g, tuned.placement, slow);
+  ropts.fitness = [&](const Placement& p) {
+    const std::string json = placement_to_json(p, g);
+    return Cost::of_ms(json == light_seed ? 1.0 : json == heavy_seed ? 1.1 : 2.0);
+  };
+  workflow::RefineReport r = workflow::refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
+  ASSERT_EQ(r.seed_contests.size(), 1u);
+  EXPECT_EQ(r.seed_contests[0].backend, "heavy");
+  EXPECT_FALSE(r.seed_contests[0].adopted);
+  EXPECT_GT(r.seed_contests[0].timing.b_ms, r.seed_contests[0].timing.a_ms);
+  EXPECT_FALSE(uses(r.result.best, "heavy"));
+  EXPECT_EQ(r.result.best_fitness.median_ms, 1.0);
 }
 
 TEST(Workflow, RefineNeedsAGraphLevelBackend) {
