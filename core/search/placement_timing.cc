@@ -43,21 +43,24 @@ FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> b
 }
 
 SideBySide time_side_by_side(const std::function<void()>& a, const std::function<void()>& b, int rounds,
-                             const std::function<double()>& clock_ms) {
+                             const std::function<double()>& clock_ms, double settle_ms) {
   std::function<double()> now = clock_ms ? clock_ms : std::function<double()>(steady_ms);
   std::vector<double> a_ms, b_ms;
-  auto timed = [&](const std::function<void()>& f, std::vector<double>& out) {
-    double t0 = now();
+  auto turn = [&](const std::function<void()>& f, std::vector<double>& out) {
+    const double start = now();
+    do f();  // untimed: what the other side left behind (spinning threads, its cache) settles
+    while (now() - start < settle_ms);
+    const double t0 = now();
     f();
     out.push_back(now() - t0);
   };
   for (int r = 0; r < rounds; ++r) {
     if (r % 2 == 0) {
-      timed(a, a_ms);
-      timed(b, b_ms);
+      turn(a, a_ms);
+      turn(b, b_ms);
     } else {
-      timed(b, b_ms);
-      timed(a, a_ms);
+      turn(b, b_ms);
+      turn(a, a_ms);
     }
   }
   return {median(std::move(a_ms)), median(std::move(b_ms)), rounds};

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/ir/settings.h"
 #include "core/search/placement.h"
 #include "core/search/refine.h"
 
@@ -24,10 +25,14 @@ struct SideBySide {
 };
 
 // Times `a` and `b` alternately, A B B A A B B A ..., so slow drift of the machine
-// (frequency, other load) hits both sides alike; `rounds` timed runs of each.
-// `clock_ms` is a monotonic clock in ms (tests inject a fake one).
+// (frequency, other load) hits both sides alike; `rounds` timed runs of each. Each turn first
+// runs its side untimed, at least once and for at least `settle_ms`: a side is timed in its own
+// steady state, as it runs deployed, not in what the other side left behind (OpenMP workers
+// spinning for milliseconds after their last kernel take the core another library's pool
+// needs). `clock_ms` is a monotonic clock in ms (tests inject a fake one).
 SideBySide time_side_by_side(const std::function<void()>& a, const std::function<void()>& b, int rounds,
-                             const std::function<double()>& clock_ms = {});
+                             const std::function<double()>& clock_ms = {},
+                             double settle_ms = kSettings.side_by_side_settle_ms);
 
 // Both placements compiled, warmed up and timed side by side on `inputs`.
 SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,

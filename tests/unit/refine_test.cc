@@ -287,26 +287,38 @@ TEST(Refine, GenomeFitnessIsStoredInTheCostDb) {
   EXPECT_EQ(second.best_genome, first.best_genome);
 }
 
-TEST(PlacementTiming, SideBySideAlternatesAndTakesEachSidesMedian) {
-  // A fake clock that the two workloads advance by known amounts.
+TEST(PlacementTiming, SideBySideAlternatesSettlesEachTurnAndTakesEachSidesMedian) {
+  // A fake clock that the two workloads advance by known amounts: per turn an untimed run, then
+  // the timed one (settle 0: one untimed run suffices).
   double clock = 0;
   std::string order;
-  std::vector<double> a_cost = {5, 1, 3, 9, 4}, b_cost = {2, 2, 7, 2, 6};
+  std::vector<double> a_cost = {50, 5, 50, 1, 50, 3, 50, 9, 50, 4},
+                      b_cost = {70, 2, 70, 2, 70, 7, 70, 2, 70, 6};
   size_t ai = 0, bi = 0;
+  auto a = [&] {
+    order += 'A';
+    clock += a_cost[ai++];
+  };
+  auto b = [&] {
+    order += 'B';
+    clock += b_cost[bi++];
+  };
   SideBySide r = time_side_by_side(
-      [&] {
-        order += 'A';
-        clock += a_cost[ai++];
-      },
-      [&] {
-        order += 'B';
-        clock += b_cost[bi++];
-      },
-      5, [&] { return clock; });
-  EXPECT_EQ(order, "ABBAABBAAB");  // ABBA: drift over time hits both sides alike
+      a, b, 5, [&] { return clock; }, 0);
+  EXPECT_EQ(order, "AABBBBAAAABBBBAAAABB");  // ABBA turns: drift over time hits both sides alike
   EXPECT_EQ(r.rounds, 5);
-  EXPECT_EQ(r.a_ms, 4.0);  // {5, 1, 3, 9, 4} sorted: 1 3 4 5 9
+  EXPECT_EQ(r.a_ms, 4.0);  // the timed runs {5, 1, 3, 9, 4} sorted: 1 3 4 5 9
   EXPECT_EQ(r.b_ms, 2.0);  // {2, 2, 7, 2, 6}: 2 2 2 6 7
+  // A settle time runs a side untimed until it has passed: 3 runs of 4 reach 10.
+  order.clear();
+  a_cost.assign(8, 4.0);
+  b_cost.assign(8, 4.0);
+  ai = bi = 0;
+  r = time_side_by_side(
+      a, b, 2, [&] { return clock; }, 10);
+  EXPECT_EQ(order, "AAAABBBBBBBBAAAA");
+  EXPECT_EQ(r.a_ms, 4.0);
+  EXPECT_EQ(r.b_ms, 4.0);
 }
 
 // A graph-level stand-in whose library refuses every region.
