@@ -57,7 +57,8 @@ struct Settings {
   int refine_tournament = 3;
   // The final check: both placements alternated, max(repeat, this) runs each.
   int side_by_side_min_rounds = 10;
-  // Each side-by-side turn first runs its side untimed for at least this long (and once).
+  // Each side-by-side turn, and each fitness measurement, first runs its placement untimed for at
+  // least this long (and once).
   double side_by_side_settle_ms = 10;
   // Before it: a whole-library seed whose fitness is within this factor of the search's best
   // is timed against it the same way, and replaces it when faster (a fitness is one median of

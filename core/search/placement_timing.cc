@@ -29,7 +29,11 @@ FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> b
       if (e.kind() != ErrorKind::Unsupported) throw;
       return Cost::invalid(std::string("a region cannot be built: ") + e.what());  // ranks last
     }
-    ex->run(inputs);
+    // Warm up, and let what the previous genome left behind (OpenMP's workers spin for
+    // milliseconds after their last kernel) settle before the first timed run.
+    const double start = steady_ms();
+    do ex->run(inputs);
+    while (steady_ms() - start < kSettings.side_by_side_settle_ms);
     std::vector<double> ms;
     for (int i = 0; i < repeats; ++i) {
       double t0 = steady_ms();

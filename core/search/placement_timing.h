@@ -12,8 +12,9 @@
 
 namespace collage {
 
-// Fitness for refine_placement(): compiles the placement, runs it once to warm up,
-// then returns the median of `repeats` timed runs (ms). A placement some library
+// Fitness for refine_placement(): compiles the placement, runs it untimed to warm up (once,
+// and for at least kSettings.side_by_side_settle_ms, as a side-by-side turn), then returns the
+// median of `repeats` timed runs (ms). A placement some library
 // cannot build (Error kind Unsupported) is +infinity, so it loses.
 FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> backends,
                            CompileOptions options, std::vector<Tensor> inputs, int repeats);
