@@ -14,6 +14,7 @@
 #include "backends/native/native_kernel.h"
 #include "backends/registry.h"
 #include "core/backend_api/int8_weights.h"
+#include "core/backend_api/kernel_signature.h"
 #include "core/ir/statistics.h"
 #include "core/runtime/executor.h"
 #include "core/search/placement_buckets.h"
@@ -423,8 +424,42 @@ ProfileReport profile(const Graph& graph, const Placement& placement, const std:
 
 namespace {
 
+// The contest's two medians from the cost DB, or timed and stored: a later refine on the same
+// DB (the explorer after `collage tune`) takes the same decision without timing it again.
+SideBySide contest_timing(const Graph& graph, const Placement& best, const Placement& seed,
+                          const std::vector<Tensor>& inputs, const RefineStepOptions& options, CostDb* db) {
+  const std::string model = model_fingerprint(graph);
+  const std::string pair = "contest|" + placement_fitness_key(best, model, options.threads).signature +
+                           "|vs|" + placement_fitness_key(seed, model, options.threads).signature;
+  const CostKey best_key{pair + "|best", options.threads, device_fingerprint()};
+  const CostKey seed_key{pair + "|seed", options.threads, device_fingerprint()};
+  if (db) {
+    auto a = db->find(best_key), b = db->find(seed_key);
+    if (a && b && a->cost.valid() && b->cost.valid())
+      return {a->cost.median_ms, b->cost.median_ms, a->cost.samples};
+  }
+  SideBySide t =
+      compare_placements(graph, best, seed, or_all(options.backends), compile_options(options.threads),
+                         inputs, std::max(options.repeat, kSettings.side_by_side_min_rounds));
+  if (db) {
+    auto record = [&](const CostKey& key, double ms, const char* side) {
+      CostRecord r;
+      r.key = key;
+      r.backend = "placement";
+      r.backend_version = "1";
+      r.label = std::string("seed contest, ") + side;
+      r.cost = Cost::of_ms(ms);
+      r.cost.samples = t.rounds;
+      return r;
+    };
+    db->put_all({record(best_key, t.a_ms, "the search's best"), record(seed_key, t.b_ms, "the seed")});
+  }
+  return t;
+}
+
 void contest_seeds(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
-                   const RefineStepOptions& options, RefineReport& r, ProgressObserver* observer) {
+                   const RefineStepOptions& options, CostDb* db, RefineReport& r,
+                   ProgressObserver* observer) {
   RefineResult& result = r.result;
   const std::vector<SeedFitness> seeds = result.seeds;
   const Genome searched = result.best_genome;  // a seed that was the search's best has had its turn
@@ -434,12 +469,16 @@ void contest_seeds(const Graph& graph, const Placement& op_level, const std::vec
         seed.fitness.median_ms > result.best_fitness.median_ms * kSettings.seed_contest_margin)
       continue;
     if (observer && observer->cancel_requested()) return;
+    Placement whole = decode_genome(graph, op_level, result.genes, seed.genome);
+    auto same_kernel = [](const PlacedKernel& a, const PlacedKernel& b) {
+      return a.backend == b.backend && a.nodes == b.nodes;
+    };
+    if (std::equal(whole.kernels.begin(), whole.kernels.end(), result.best.kernels.begin(),
+                   result.best.kernels.end(), same_kernel))
+      continue;  // another genome of the same placement
     SeedContest contest;
     contest.backend = seed.backend;
-    Placement whole = decode_genome(graph, op_level, result.genes, seed.genome);
-    contest.timing = compare_placements(graph, result.best, whole, or_all(options.backends),
-                                        compile_options(options.threads), inputs,
-                                        std::max(options.repeat, kSettings.side_by_side_min_rounds));
+    contest.timing = contest_timing(graph, result.best, whole, inputs, options, db);
     contest.adopted = contest.timing.b_ms < contest.timing.a_ms;
     if (contest.adopted) {
       adopt_genome(graph, op_level, result, seed.genome, seed.fitness);
@@ -512,7 +551,7 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   auto t0 = Clock::now();
   r.result = refine_placement(graph, op_level, graph_level,
                               cached_fitness(fitness, db, graph, options.threads), ropts, observer);
-  if (!r.result.cancelled) contest_seeds(graph, op_level, inputs, options, r, observer);
+  if (!r.result.cancelled) contest_seeds(graph, op_level, inputs, options, db, r, observer);
   r.seconds = ms_since(t0) / 1000;
   const RefineResult& refined = r.result;
   auto short_of_best = [&](const GenerationFitness& g) {

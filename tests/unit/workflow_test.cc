@@ -287,6 +287,22 @@ TEST(Workflow, AWholeLibrarySeedCloseBehindTheBestIsTimedAgainstItAndKeptWhenFas
   run.backends = topts.backends;
   EXPECT_TRUE(workflow::verify(g, r.result.best, tuned.inputs, run).ok());
 
+  // With a cost DB the contest's medians are stored: a later refine on it (the explorer after
+  // `collage tune`) takes the same decision from them, timing nothing.
+  TempDb tmp;
+  workflow::RefineReport stored, reused;
+  {
+    CostDb db(tmp.path);
+    stored = workflow::refine(g, tuned.placement, tuned.inputs, ropts, &db);
+    reused = workflow::refine(g, tuned.placement, tuned.inputs, ropts, &db);
+  }
+  ASSERT_EQ(stored.seed_contests.size(), 1u);
+  ASSERT_EQ(reused.seed_contests.size(), 1u);
+  EXPECT_EQ(reused.seed_contests[0].timing.a_ms, stored.seed_contests[0].timing.a_ms);
+  EXPECT_EQ(reused.seed_contests[0].timing.b_ms, stored.seed_contests[0].timing.b_ms);
+  EXPECT_EQ(reused.seed_contests[0].timing.rounds, stored.seed_contests[0].timing.rounds);
+  EXPECT_EQ(placement_to_json(reused.result.best, g), placement_to_json(stored.result.best, g));
+
   // Beyond the margin the seed is not timed again: the search's best stands.
   ropts.fitness = fitness_of(1.0 * kSettings.seed_contest_margin + 0.05);
   workflow::RefineReport far = workflow::refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
