@@ -445,9 +445,9 @@ SideBySide contest_timing(const Graph& graph, const Placement& best, const Place
     auto record = [&](const CostKey& key, double ms, const char* side) {
       CostRecord r;
       r.key = key;
-      r.backend = "placement";
+      r.backend = "seed-contest";
       r.backend_version = "1";
-      r.label = std::string("seed contest, ") + side;
+      r.label = side;
       r.cost = Cost::of_ms(ms);
       r.cost.samples = t.rounds;
       return r;
