@@ -245,18 +245,26 @@ std::string whole_seed(const Graph& g, const Placement& op_level, const BackendS
   return placement_to_json(decode_genome(g, op_level, genes, refine_seeds(genes, {&backend}).back()), g);
 }
 
-TEST(Workflow, AWholeLibrarySeedCloseBehindTheBestIsTimedAgainstItAndKeptWhenFaster) {
+// The mixed chain tuned over native, graphy ("light") and heavy, and a short refine over them.
+class SeedContests : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    workflow::TuneStepOptions topts;
+    topts.backends = {&native_backend(), &light, &slow};
+    topts.min_time_ms = 0.1;
+    topts.epsilon_ms = 0.002;
+    tuned = workflow::tune(g, topts, nullptr);
+    ropts.backends = topts.backends;
+    ropts.generations = 3;
+    ropts.repeat = 1;
+  }
   Graph g = testing::mixed_chain();
   BackendSpec light = graphy(), slow = heavy();
-  workflow::TuneStepOptions topts;
-  topts.backends = {&native_backend(), &light, &slow};
-  topts.min_time_ms = 0.1;
-  topts.epsilon_ms = 0.002;
-  TuneResult tuned = workflow::tune(g, topts, nullptr);
+  TuneResult tuned;
   workflow::RefineStepOptions ropts;
-  ropts.backends = topts.backends;
-  ropts.generations = 3;
-  ropts.repeat = 1;
+};
+
+TEST_F(SeedContests, AWholeLibrarySeedCloseBehindTheBestIsTimedAgainstItAndKeptWhenFaster) {
   // A misjudging fitness: anything on "heavy" 1 ms, "everything on graphy" 1.1 ms, the rest 2 ms.
   const std::string light_seed = whole_seed(g, tuned.placement, light);
   auto fitness_of = [&](double whole_light) {
@@ -284,7 +292,7 @@ TEST(Workflow, AWholeLibrarySeedCloseBehindTheBestIsTimedAgainstItAndKeptWhenFas
   EXPECT_GT(r.result.moved_per_backend.at("graphy"), 0);
   EXPECT_EQ(placement_to_json(r.result.best, g), light_seed);
   workflow::RunOptions run;
-  run.backends = topts.backends;
+  run.backends = ropts.backends;
   EXPECT_TRUE(workflow::verify(g, r.result.best, tuned.inputs, run).ok());
 
   // With a cost DB the contest's medians are stored: a later refine on it (the explorer after
@@ -310,18 +318,7 @@ TEST(Workflow, AWholeLibrarySeedCloseBehindTheBestIsTimedAgainstItAndKeptWhenFas
   EXPECT_TRUE(uses(far.result.best, "heavy"));
 }
 
-TEST(Workflow, ASeedSlowerSideBySideLeavesTheBestAsItIs) {
-  Graph g = testing::mixed_chain();
-  BackendSpec light = graphy(), slow = heavy();
-  workflow::TuneStepOptions topts;
-  topts.backends = {&native_backend(), &light, &slow};
-  topts.min_time_ms = 0.1;
-  topts.epsilon_ms = 0.002;
-  TuneResult tuned = workflow::tune(g, topts, nullptr);
-  workflow::RefineStepOptions ropts;
-  ropts.backends = topts.backends;
-  ropts.generations = 3;
-  ropts.repeat = 1;
+TEST_F(SeedContests, ASeedSlowerSideBySideLeavesTheBestAsItIs) {
   // "Everything on heavy" close behind a best on graphy; side by side it is far slower.
   const std::string light_seed = whole_seed(g, tuned.placement, light);
   const std::string heavy_seed = whole_seed(g, tuned.placement, slow);
