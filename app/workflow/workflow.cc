@@ -470,12 +470,7 @@ void contest_seeds(const Graph& graph, const Placement& op_level, const std::vec
       continue;
     if (observer && observer->cancel_requested()) return;
     Placement whole = decode_genome(graph, op_level, result.genes, seed.genome);
-    auto same_kernel = [](const PlacedKernel& a, const PlacedKernel& b) {
-      return a.backend == b.backend && a.nodes == b.nodes;
-    };
-    if (std::equal(whole.kernels.begin(), whole.kernels.end(), result.best.kernels.begin(),
-                   result.best.kernels.end(), same_kernel))
-      continue;  // another genome of the same placement
+    if (same_kernels(whole, result.best)) continue;  // another genome of the same placement
     SeedContest contest;
     contest.backend = seed.backend;
     contest.timing = contest_timing(graph, result.best, whole, inputs, options, db);

@@ -39,6 +39,14 @@ namespace {
 json placement_json(const Placement& p, const Graph& graph);
 }
 
+bool same_kernel(const PlacedKernel& a, const PlacedKernel& b) {
+  return a.backend == b.backend && a.nodes == b.nodes;  // nodes ascending in both
+}
+
+bool same_kernels(const Placement& a, const Placement& b) {
+  return std::equal(a.kernels.begin(), a.kernels.end(), b.kernels.begin(), b.kernels.end(), same_kernel);
+}
+
 std::string placement_to_json(const Placement& p, const Graph& graph) {
   return placement_json(p, graph).dump(1);
 }

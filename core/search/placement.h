@@ -75,6 +75,11 @@ const Placement* find_body_placement(const Placement& placement, const std::stri
                                      const std::string& body);
 
 std::string placement_to_json(const Placement& placement, const Graph& graph);
+
+// The same kernel: backend and node set (its cost and label aside).
+bool same_kernel(const PlacedKernel& a, const PlacedKernel& b);
+// The same kernels in the same order: what both run, whatever their predicted figures.
+bool same_kernels(const Placement& a, const Placement& b);
 // The file's structure without the model (`collage diff` without --model): format, version,
 // fingerprint, settings and kernels in file order (node ids >= 0 and ascending, none in two
 // kernels, none empty); backends, coverage and pins (which name nodes) are not checked.

@@ -22,10 +22,6 @@ struct Components {
   void join(size_t x, size_t y) { parent[find(x)] = find(y); }
 };
 
-bool same_kernel(const PlacedKernel& x, const PlacedKernel& y) {
-  return x.backend == y.backend && x.nodes == y.nodes;  // nodes ascending in both
-}
-
 void add_cost(const PlacedKernel& k, double& sum_ms, int& without_cost) {
   if (k.cost.valid())
     sum_ms += k.cost.median_ms;

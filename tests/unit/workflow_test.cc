@@ -29,15 +29,6 @@ FitnessFn stated_fitness(double unit) {
   };
 }
 
-// The same kernels (backend and nodes, in order): what a placement runs, whatever its
-// predicted figures (a decoded genome re-sums them).
-bool same_kernels(const Placement& a, const Placement& b) {
-  return std::equal(a.kernels.begin(), a.kernels.end(), b.kernels.begin(), b.kernels.end(),
-                    [](const PlacedKernel& x, const PlacedKernel& y) {
-                      return x.backend == y.backend && x.nodes == y.nodes;
-                    });
-}
-
 struct TempDb {
   testing::ScopedTempDir dir{"collage_workflow_db"};
   std::string path = dir.file("costs.sqlite");
