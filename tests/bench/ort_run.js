@@ -2,7 +2,9 @@
 // inputs written as TensorProto files (so collage runs the very same data),
 // THREADS intra-op threads (default 1) and one inter-op thread, median latency
 // over repeats, outputs written as .pb.
-// usage: [DIMS=NAME=VALUE[,NAME=VALUE...]] node ort_run.js MODEL OUT_DIR REPEATS [THREADS]
+// usage: [DIMS=NAME=VALUE[,NAME=VALUE...]] [PROFILE=1] node ort_run.js MODEL OUT_DIR REPEATS [THREADS]
+// PROFILE=1: ONNX Runtime's profiler on (OUT_DIR/ort_profile_*.json); prints, per op type, the sum over
+// nodes of each node's median kernel time ('ort op TYPE MS NODES', largest first).
 // Input shapes come from the model: fixed dims as declared, symbolic dims 1
 // unless DIMS names them (e.g. DIMS=seq=64 or DIMS=seq=64,batch=2; VALUE a
 // positive integer). Every NAME must be a symbolic dim (dim_param) of some
@@ -66,8 +68,10 @@ async function main() {
   if (!(threads >= 1)) throw new Error(`THREADS must be a positive integer, not '${threadsArg}'`);
   const dimValues = process.env.DIMS ? parseDims(process.env.DIMS) : new Map();
   fs.mkdirSync(outDir, { recursive: true });
+  const profile = process.env.PROFILE === '1';
   const session = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' });
+    intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential',
+    ...(profile ? { enableProfiling: true, profileFilePrefix: path.join(outDir, 'ort_profile') } : {}) });
   // Shapes come from the model's inputs: symbolic dims are 1, as collage's default, unless DIMS
   // sets them by name.
   const meta = session.inputMetadata || {};
@@ -129,5 +133,31 @@ async function main() {
   console.log('inputs ' + session.inputNames.map(n => `${n}=${path.join(outDir, 'in_' + safe(n) + '.pb')}`).join(' '));
   console.log('outputs ' + session.outputNames.map(safe).join(' '));
   console.log('output_types ' + session.outputNames.map(n => results[n].type).join(' '));
+  if (profile) {
+    session.endProfiling();
+    const file = fs.readdirSync(outDir).filter(f => f.startsWith('ort_profile') && f.endsWith('.json')).sort().pop();
+    if (!file) throw new Error(`PROFILE=1: ONNX Runtime wrote no profile into ${outDir}`);
+    printProfile(path.join(outDir, file));
+  }
+}
+// Per op type: the sum over its nodes of each node's median '*_kernel_time' event (microseconds in the file).
+function printProfile(file) {
+  const events = JSON.parse(fs.readFileSync(file));
+  const perNode = new Map();
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    if (!perNode.has(e.name)) perNode.set(e.name, { op: e.args.op_name, us: [] });
+    perNode.get(e.name).us.push(e.dur);
+  }
+  const perOp = new Map();
+  for (const { op, us } of perNode.values()) {
+    us.sort((a, b) => a - b);
+    const o = perOp.get(op) || { ms: 0, nodes: 0 };
+    o.ms += us[Math.floor(us.length / 2)] / 1000;
+    o.nodes += 1;
+    perOp.set(op, o);
+  }
+  for (const [op, o] of [...perOp].sort((a, b) => b[1].ms - a[1].ms))
+    console.log(`ort op ${op} ${o.ms.toFixed(3)} ${o.nodes}`);
 }
 main().catch(e => { console.error(e); process.exit(1); });
