@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Benchmark (not part of the test suite): where one model's time goes, by kind of work, in a graph-level
-# backend and in ONNX Runtime. The backend (default onednn-region) takes the whole model as in
-# region_bench.sh; oneDNN's own per-primitive times (DNNL_VERBOSE=1) of its last run are summed per
-# primitive and implementation. ONNX Runtime's profiler gives, per op type, the sum of each node's median
+# Benchmark (not part of the test suite): where one model's time goes, by kind of work, in oneDNN's
+# graph-level backend and in ONNX Runtime. The backend (default onednn-region; only oneDNN's print their
+# primitives) takes the whole model as in region_bench.sh; oneDNN's own per-primitive times
+# (DNNL_VERBOSE=1) of its last run are summed per primitive and implementation. ONNX Runtime's profiler gives, per op type, the sum of each node's median
 # kernel time. Both at THREADS threads, after warm-up; each line is one kind of work in ms.
 # usage: tests/bench/layer_profile.sh MODEL.onnx|SAMPLE
 #   env: BUILD (build dir), REPEAT (default 10), THREADS (default 1), BACKEND (default onednn-region)
