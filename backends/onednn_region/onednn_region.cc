@@ -131,11 +131,11 @@ const BackendSpec& onednn_region_backend() {
                              ->where(supported));
     s.patterns.push_back(op("BatchNormalization", {op("Conv")->where(supported)})->where(supported));
     s.limits.max_nodes = 64;
-    s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions&) -> std::unique_ptr<Kernel> {
+    s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
       for (NodeId n : sub.node_list)
         if (!supported(g, g.node(n))) refuse(g.node(n).describe() + " is outside what a region may hold");
       try {
-        return std::make_unique<RegionKernel>(g, sub);
+        return std::make_unique<RegionKernel>(g, sub, o.threads);
       } catch (const dnnl::error& e) {
         refuse(std::string("primitive creation failed: ") + e.what());
       }

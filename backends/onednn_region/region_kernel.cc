@@ -5,7 +5,8 @@
 
 namespace collage::onednn::region {
 
-RegionKernel::RegionKernel(const Graph& g, const SubGraph& sub) : g_(g), sub_(sub) {
+RegionKernel::RegionKernel(const Graph& g, const SubGraph& sub, int threads)
+    : g_(g), sub_(sub), threads_(threads) {
   for (size_t i = 0; i < sub.inputs.size(); ++i) {
     const Shape& s = g.value(sub.inputs[i]).shape;
     memory m(plain(s), cpu(), DNNL_MEMORY_NONE);
@@ -36,7 +37,12 @@ std::vector<Tensor> RegionKernel::run(KernelInputs inputs, TensorAllocator& allo
   for (size_t o = 0; o < outs.size(); ++o) external_outputs_[o].set_data_handle(outs[o].raw());
   try {
     dnnl::stream stream(cpu());
-    for (Step& s : steps_) s.prim.execute(stream, s.args);
+    for (Step& s : steps_) {
+      if (s.own)
+        s.own();  // oneDNN's CPU primitives have finished when execute returns
+      else
+        s.prim.execute(stream, s.args);
+    }
     stream.wait();
   } catch (const dnnl::error& e) {
     throw Error(ErrorKind::Internal, std::string("onednn-region: a primitive failed to run: ") + e.what());
@@ -413,6 +419,7 @@ void RegionKernel::add_fully_connected(const Node& n) {
     for (int64_t i = 0; i < out_n; ++i)
       bias->data<float>()[i] = static_cast<float>(beta * cv[cv.size() == 1 ? 0 : static_cast<size_t>(i)]);
   }
+  if (add_streamed_row_product(n, wt, trans_b, bias)) return;
   std::unordered_map<int, memory> args;
   auto build = [&](const dnnl::post_ops& ops, const memory::desc& w) {
     auto d = bias ? dnnl::matmul::desc(plain(mas), w, plain(bias->shape()), plain(mys))
@@ -444,6 +451,32 @@ void RegionKernel::add_fully_connected(const Node& n) {
   args[DNNL_ARG_DST] = dst;
   add_primitive(pd, std::move(args));
   define(f.out, matrix ? alias(dst, plain(ys)) : dst);
+}
+
+bool RegionKernel::add_streamed_row_product(const Node& n, const Tensor& wt, bool trans_b,
+                                            const std::optional<Tensor>& bias) {
+  constexpr int64_t kMinWeightFloats = 1 << 18;  // 1 MiB: smaller weights stay in L2 between runs
+  const Shape& as = g_.value(n.inputs[0]).shape;
+  const Shape& ys = g_.value(n.outputs[0]).shape;
+  const int64_t k = as.back(), out_n = ys.back();
+  if (shape_size(as) != k || k * out_n < kMinWeightFloats || !stream_gemm::supported()) return false;
+  auto packed = std::make_shared<const stream_gemm::PackedWeights>(
+      stream_gemm::pack_weights(wt.data<float>(), k, out_n, trans_b ? k : out_n, trans_b));
+  auto row = bias ? std::make_shared<const Tensor>(*bias) : nullptr;
+  memory src = in_layout(n.inputs[0], plain(as));
+  memory dst = new_buffer(plain(ys));
+  Step step;
+  step.args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+  step.own = [packed, row, src, dst, k, out_n, threads = threads_] {
+    std::vector<stream_gemm::EpilogueStep> epilogue;
+    if (row) epilogue.push_back({stream_gemm::EpilogueStep::Kind::AddRow, row->data<float>(), 0});
+    stream_gemm::gemm(static_cast<const float*>(src.get_data_handle()), 1, k, *packed,
+                      static_cast<float*>(dst.get_data_handle()), out_n, epilogue, threads);
+  };
+  for (const auto& [arg, m] : step.args) memory_.touch(m, static_cast<int>(steps_.size()));
+  steps_.push_back(std::move(step));
+  define(n.outputs[0], dst);
+  return true;
 }
 
 void RegionKernel::add_softmax(const Node& n) {

@@ -7,7 +7,9 @@
 // Unsupported; run() only binds data handles and executes it.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -20,6 +22,7 @@
 #include "backends/onednn/onednn_fusion.h"
 #include "backends/onednn/onednn_kernels.h"
 #include "backends/onednn_region/region_memory.h"
+#include "backends/stream_gemm/packed_gemm.h"
 #include "core/backend_api/backend.h"
 
 namespace collage::onednn::region {
@@ -67,7 +70,8 @@ inline std::string isa_of(const std::string& impl) {
 
 class RegionKernel : public Kernel {
  public:
-  RegionKernel(const Graph& g, const SubGraph& sub);
+  // `threads`: what the region's own (non-oneDNN) steps use; oneDNN's primitives take OpenMP's setting.
+  RegionKernel(const Graph& g, const SubGraph& sub, int threads = 1);
 
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override;
 
@@ -77,9 +81,12 @@ class RegionKernel : public Kernel {
     memory::desc md;
     std::vector<memory> converted;  // the same value in other layouts, made on demand
   };
+  // A oneDNN primitive, or (`own` set) a step of the region's own run on the same buffers: `args`
+  // then only name what it reads and writes (SRC, DST), for the buffer plan.
   struct Step {
     dnnl::primitive prim;
     std::unordered_map<int, memory> args;
+    std::function<void()> own;
   };
 
   const Val& value(ValueId v) {
@@ -99,7 +106,7 @@ class RegionKernel : public Kernel {
 
   void add_step(dnnl::primitive prim, std::unordered_map<int, memory> args) {
     for (const auto& [arg, m] : args) memory_.touch(m, static_cast<int>(steps_.size()));
-    steps_.push_back({std::move(prim), std::move(args)});
+    steps_.push_back({std::move(prim), std::move(args), {}});
   }
 
   template <class PD>
@@ -268,6 +275,12 @@ class RegionKernel : public Kernel {
   bool row_broadcast_only(const Fusion& f, ValueId head_out);
 
   void add_fully_connected(const Node& n);
+  // A product of one row by constant weights too large for L2 (a classifier's Gemm): every
+  // inference reads the weights from memory, and oneDNN 2.6's kernels read them at 14-20 GB/s
+  // where stream-gemm's prefetching panels stream 23-32 (MobileNetV3's two: 0.6 -> 0.35 ms,
+  // AVX-512 kind). False, having added nothing, where it does not apply.
+  bool add_streamed_row_product(const Node& n, const Tensor& wt, bool trans_b,
+                                const std::optional<Tensor>& bias);
   void add_softmax(const Node& n);
   void add_layer_norm(const Node& n);
 
@@ -279,6 +292,7 @@ class RegionKernel : public Kernel {
   std::map<NodeId, NodeId> concat_root_;
   std::set<std::pair<NodeId, ValueId>> copied_;  // (family root, value) already copied into its slot
   std::set<ValueId> in_place_;                   // values written straight into their Concat's destination
+  int threads_ = 1;
   std::vector<Step> steps_;
   onednn::RegionMemory memory_;
   std::optional<memory> scratchpad_;

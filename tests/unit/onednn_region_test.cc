@@ -210,6 +210,39 @@ TEST(OnednnRegion, PointwiseThenDepthwiseBlocksMatchTheNativeReference) {
   }
 }
 
+// MobileNetV3's classifier: Flatten, Gemm (transB, bias) + HardSwish, Gemm, each one row by weights
+// of 1 MiB or more, which the region streams with stream-gemm's panels (where the CPU has AVX2 and
+// FMA); a MatMul of the same kind without bias, and one of small weights oneDNN keeps.
+TEST(OnednnRegion, RowProductsOfLargeWeightsMatchTheNativeReference) {
+  using M = testing::OnnxTestModel;
+  using testing::random_tensor_f32;
+  M m(17);
+  m.input("x", {1, 960, 1, 1});
+  m.node("Flatten", {"x"}, {"f"});
+  m.initializer("w1", random_tensor_f32({1280, 960}, 1, 0.05f));
+  m.initializer("b1", random_tensor_f32({1280}, 2, 0.2f));
+  auto& g1 = m.node("Gemm", {"f", "w1", "b1"}, {"h"});
+  M::attr_int(g1, "transB", 1);
+  m.node("HardSwish", {"h"}, {"h_act"});
+  m.initializer("w2", random_tensor_f32({1000, 1280}, 3, 0.05f));
+  m.initializer("b2", random_tensor_f32({1000}, 4, 0.2f));
+  auto& g2 = m.node("Gemm", {"h_act", "w2", "b2"}, {"logits"});
+  M::attr_int(g2, "transB", 1);
+  m.initializer("w3", random_tensor_f32({1000, 300}, 5, 0.05f));
+  m.node("MatMul", {"logits", "w3"}, {"y"});
+  m.initializer("w4", random_tensor_f32({300, 16}, 6, 0.05f));
+  m.node("MatMul", {"y", "w4"}, {"small"});
+  m.output("small");
+  m.output("logits");
+  Graph g = testing::import_model(m);
+  const BackendSpec& spec = onednn_region_backend();
+  IndexSet all(g.nodes.size());
+  for (const Node& n : g.nodes) all.add(static_cast<size_t>(&n - &g.nodes[0]));
+  auto values = testing::reference_values(g);
+  testing::CandidateCheck check = testing::check_candidate(g, spec, all, values, kKernelTolerance.rtol, 1e-4);
+  EXPECT_TRUE(check.supported && check.mismatch.empty()) << check.mismatch;
+}
+
 // Matmul weights whose rows lie a multiple of 1 KiB apart are stored with padded rows (the
 // AVX2 gemm reads them in place, and at those strides every row fell into the same cache
 // sets): the desc is padded only for such plain weights, and products through it match the
