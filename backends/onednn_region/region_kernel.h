@@ -1,7 +1,8 @@
 // onednn-region's kernel: one convex region lowered to a chain of oneDNN primitives
-// (onednn_region.h says what the backend does). Private to backends/onednn_region/:
-// region_kernel.cc holds the chain, the fusion of post-op chains and the plain ops,
-// region_conv.cc the convolutions (BatchNorm folding, depthwise post-op fusion),
+// (onednn_region.h says what the backend does), with one step of its own where oneDNN
+// reads memory slowly: a one-row product by large weights, streamed by stream-gemm's
+// panels. Private to backends/onednn_region/: region_kernel.cc holds the chain, the fusion of post-op chains
+// and the plain ops, region_conv.cc the convolutions (BatchNorm folding, depthwise post-op fusion),
 // region_concat.cc the in-place Concats. Invariant: the constructor either builds the
 // whole chain (every node computed or fused, every output reordered to plain) or throws
 // Unsupported; run() only binds data handles and executes it.
