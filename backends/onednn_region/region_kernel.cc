@@ -463,18 +463,15 @@ bool RegionKernel::add_streamed_row_product(const Node& n, const Tensor& wt, boo
   auto packed = std::make_shared<const stream_gemm::PackedWeights>(
       stream_gemm::pack_weights(wt.data<float>(), k, out_n, trans_b ? k : out_n, trans_b));
   auto row = bias ? std::make_shared<const Tensor>(*bias) : nullptr;
+  std::vector<stream_gemm::EpilogueStep> epilogue;
+  if (row) epilogue.push_back({stream_gemm::EpilogueStep::Kind::AddRow, row->data<float>(), 0});
   memory src = in_layout(n.inputs[0], plain(as));
   memory dst = new_buffer(plain(ys));
-  Step step;
-  step.args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-  step.own = [packed, row, src, dst, k, out_n, threads = threads_] {
-    std::vector<stream_gemm::EpilogueStep> epilogue;
-    if (row) epilogue.push_back({stream_gemm::EpilogueStep::Kind::AddRow, row->data<float>(), 0});
-    stream_gemm::gemm(static_cast<const float*>(src.get_data_handle()), 1, k, *packed,
-                      static_cast<float*>(dst.get_data_handle()), out_n, epilogue, threads);
-  };
-  for (const auto& [arg, m] : step.args) memory_.touch(m, static_cast<int>(steps_.size()));
-  steps_.push_back(std::move(step));
+  add_step(dnnl::primitive(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}},
+           [packed, row, epilogue, src, dst, k, out_n, threads = threads_] {
+             stream_gemm::gemm(static_cast<const float*>(src.get_data_handle()), 1, k, *packed,
+                               static_cast<float*>(dst.get_data_handle()), out_n, epilogue, threads);
+           });
   define(n.outputs[0], dst);
   return true;
 }

@@ -1,11 +1,12 @@
 // onednn-region's kernel: one convex region lowered to a chain of oneDNN primitives
 // (onednn_region.h says what the backend does), with one step of its own where oneDNN
 // reads memory slowly: a one-row product by large weights, streamed by stream-gemm's
-// panels. Private to backends/onednn_region/: region_kernel.cc holds the chain, the fusion of post-op chains
-// and the plain ops, region_conv.cc the convolutions (BatchNorm folding, depthwise post-op fusion),
-// region_concat.cc the in-place Concats. Invariant: the constructor either builds the
-// whole chain (every node computed or fused, every output reordered to plain) or throws
-// Unsupported; run() only binds data handles and executes it.
+// panels. Private to backends/onednn_region/: region_kernel.cc holds the chain, the
+// fusion of post-op chains and the plain ops, region_conv.cc the convolutions (BatchNorm
+// folding, depthwise post-op fusion), region_concat.cc the in-place Concats. Invariant:
+// the constructor either builds the whole chain (every node computed or fused, every
+// output reordered to plain) or throws Unsupported; run() only binds data handles and
+// executes it.
 #pragma once
 
 #include <functional>
@@ -105,9 +106,9 @@ class RegionKernel : public Kernel {
   memory alias(const memory& of, const memory::desc& md) { return memory_.alias(of, md); }
   void define(ValueId v, const memory& m) { vals_[v] = Val{m, m.get_desc(), {}}; }
 
-  void add_step(dnnl::primitive prim, std::unordered_map<int, memory> args) {
+  void add_step(dnnl::primitive prim, std::unordered_map<int, memory> args, std::function<void()> own = {}) {
     for (const auto& [arg, m] : args) memory_.touch(m, static_cast<int>(steps_.size()));
-    steps_.push_back({std::move(prim), std::move(args), {}});
+    steps_.push_back({std::move(prim), std::move(args), std::move(own)});
   }
 
   template <class PD>
