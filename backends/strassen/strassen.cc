@@ -8,6 +8,7 @@
 #include "backends/stream_gemm/packed_gemm.h"
 #include "backends/stream_gemm/stream_gemm.h"
 #include "core/backend_api/shared_constants.h"
+#include "core/backend_api/transformer_fusion.h"
 
 namespace collage {
 
@@ -16,6 +17,7 @@ namespace {
 using stream_gemm::bias_add_ok;
 using stream_gemm::EpilogueStep;
 using stream_gemm::PackedWeights;
+using stream_gemm::residual_add_ok;
 using stream_gemm::row_constant;
 
 constexpr int64_t kMinHalf = 64;  // below this a half-size product runs far from the peak
@@ -45,8 +47,7 @@ std::optional<std::array<int64_t, 2>> product_dims(const Graph& g, const Node& n
   } else if (n.op_type != "MatMul" || n.inputs.size() != 2 || a.size() < 2) {
     return std::nullopt;
   }
-  if (a.back() != k || k % 2 != 0 || cols % 2 != 0 || k / 2 < kMinHalf || cols / 2 < kMinHalf ||
-      shape_size(a) / k < kMinRows)
+  if (a.back() != k || k % 2 != 0 || k / 2 < kMinHalf || cols / 2 < kMinHalf || shape_size(a) / k < kMinRows)
     return std::nullopt;
   return std::array<int64_t, 2>{k, cols};
 }
@@ -57,8 +58,9 @@ class StrassenKernel : public Kernel {
  public:
   StrassenKernel(const Graph& g, const SubGraph& sub, int threads) : threads_(threads) {
     if (!stream_gemm::supported()) refuse("this CPU lacks AVX2 or FMA");
-    if (sub.outputs.size() != 1 || sub.inputs.size() != 1) refuse("one input and one output expected");
+    if (sub.outputs.size() != 1) refuse("one output expected");
     const Node& head = g.node(sub.node_list.front());
+    a_input_ = input_index(g, sub, head.inputs[0]);
     const auto dims = product_dims(g, head);
     if (!dims)
       refuse("node '" + head.name + "' is not a product of constant weights with even halves of 64 or more");
@@ -70,21 +72,51 @@ class StrassenKernel : public Kernel {
     mb_ = m_ - m2_;
     bias_.assign(static_cast<size_t>(n_), 0.0f);
     pack(g, head);
-    for (size_t i = 1; i < sub.node_list.size(); ++i) {
-      const Node& add = g.node(sub.node_list[i]);
-      const ValueId product = g.node(sub.node_list[i - 1]).outputs[0];
-      if (add.op_type != "Add" || i > 1) refuse("node '" + add.name + "' is not the product's bias Add");
-      const ValueId other = add.inputs[0] == product ? add.inputs[1] : add.inputs[0];
-      if (!row_constant(g, other, n_)) refuse("node '" + add.name + "' adds no bias row");
-      add_bias(*g.value(other).constant, 1.0f);
+    ValueId current = head.outputs[0];
+    if (auto gelu = gelu_of(g, sub)) {
+      if (gelu->matmul != sub.node_list.front() || gelu->bias_add == kNoNode)
+        refuse("GELU without its bias Add and product");
+      if (!row_constant(g, gelu->bias, n_)) refuse("GELU's Add adds no bias row");
+      add_bias(*g.value(gelu->bias).constant, 1.0f);
+      activation_ = gelu->tanh ? EpilogueStep::Kind::GeluTanh : EpilogueStep::Kind::GeluErf;
+      current = sub.outputs[0];
+    } else {
+      for (size_t i = 1; i < sub.node_list.size(); ++i) {
+        const Node& n = g.node(sub.node_list[i]);
+        const bool residual = residual_input_ >= 0 || residual_constant_;
+        if (n.op_type == "Relu" && n.inputs[0] == current && !activation_ && !residual) {
+          activation_ = EpilogueStep::Kind::Relu;
+        } else if (n.op_type == "Add" && !activation_ && !residual &&
+                   (n.inputs[0] == current || n.inputs[1] == current)) {
+          const ValueId other = n.inputs[0] == current ? n.inputs[1] : n.inputs[0];
+          if (i == 1 && row_constant(g, other, n_)) {
+            add_bias(*g.value(other).constant, 1.0f);
+          } else if (g.value(other).shape == out_shape_ && g.value(other).dtype == DType::Float32) {
+            if (g.value(other).constant)
+              residual_constant_ = *g.value(other).constant;
+            else
+              residual_input_ = input_index(g, sub, other);
+          } else {
+            refuse("node '" + n.name + "' adds neither a bias row nor a residual of the output's shape");
+          }
+        } else {
+          refuse("node '" + n.name + "' (" + n.op_type +
+                 ") is not the product's bias Add, residual Add or activation");
+        }
+        current = n.outputs[0];
+      }
     }
+    if (current != sub.outputs[0]) refuse("the group is not a single chain");
     for (std::vector<float>* s : {&s1_, &s2_, &s3_, &s4_})
       s->assign(static_cast<size_t>(m2_ * (k_ / 2)), 0.0f);
   }
 
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
     Tensor y = alloc.allocate(DType::Float32, out_shape_);
-    const float* a = inputs[0]->data<float>();
+    const float* a = inputs[static_cast<size_t>(a_input_)]->data<float>();
+    const float* res = residual_input_ >= 0 ? inputs[static_cast<size_t>(residual_input_)]->data<float>()
+                       : residual_constant_ ? residual_constant_->data<float>()
+                                            : nullptr;
     float* c = y.data<float>();
     const int64_t k = k_, n = n_, k2 = k_ / 2, n2 = n_ / 2, m2 = m2_, mb = mb_;
     const int t = threads_;
@@ -94,8 +126,13 @@ class StrassenKernel : public Kernel {
     auto full = [&](const float* operand) {
       return std::vector<EpilogueStep>{{EpilogueStep::Kind::AddFull, operand, n}};
     };
-    const std::vector<EpilogueStep> bias_left{{EpilogueStep::Kind::AddRow, bias_.data(), 0}};
-    const std::vector<EpilogueStep> bias_right{{EpilogueStep::Kind::AddRow, bias_.data() + n2, 0}};
+    // A quarter's last product adds its bias, then the activation or the residual's quarter.
+    auto last_of = [&](int64_t row, int64_t col) {
+      std::vector<EpilogueStep> steps{{EpilogueStep::Kind::AddRow, bias_.data() + col * n2, 0}};
+      if (activation_) steps.push_back({*activation_});
+      if (res) steps.push_back({EpilogueStep::Kind::AddFull, res + row * m2 * n + col * n2, n});
+      return steps;
+    };
     // Winograd's form: U2 = M1 + M6, U3 = U2 + M7, U4 = U2 + M5, and
     // C11 = M1 + M2, C12 = U4 + M3, C21 = U3 - M4, C22 = U3 + M5.
     stream_gemm::gemm(a11, m2, k, (*w_)[0], c11, n, {}, t);                 // C11 = M1
@@ -104,7 +141,8 @@ class StrassenKernel : public Kernel {
       stream_gemm::gemm(s3_.data(), mb, k2, (*w_)[6], c21, n, full(c12), t);  // C21 = U3
       stream_gemm::gemm(s1_.data(), mb, k2, (*w_)[4], c22, n, full(c21), t);  // C22 = U3 + M5
     }
-    // U4 = U2 + M5 = C12 + (C22 - C21); past the bottom half's rows M5's row is zero.
+    // U4 = U2 + M5 = C12 + (C22 - C21); past the bottom half's rows M5's row is zero. C22 is
+    // final here: its bias and activation too.
 #pragma omp parallel for num_threads(t) if (t > 1)
     for (int64_t r = 0; r < mb; ++r) {
       float* u = c12 + r * n;
@@ -114,14 +152,29 @@ class StrassenKernel : public Kernel {
         u[j] += lower[j] - u3[j];
         lower[j] += bias_[static_cast<size_t>(n2 + j)];
       }
+      if (res)
+        for (int64_t j = 0; j < n2; ++j) lower[j] += res[(m2 + r) * n + n2 + j];
+      if (activation_) stream_gemm::activate(*activation_, lower, n2);
     }
-    stream_gemm::gemm(s4_.data(), m2, k2, (*w_)[2], c12, n, bias_right, t, true);     // C12 = U4 + M3
-    if (mb > 0) stream_gemm::gemm(a22, mb, k, (*w_)[3], c21, n, bias_left, t, true);  // C21 = U3 - M4
-    stream_gemm::gemm(a12, m2, k, (*w_)[1], c11, n, bias_left, t, true);              // C11 = M1 + M2
+    stream_gemm::gemm(s4_.data(), m2, k2, (*w_)[2], c12, n, last_of(0, 1), t, true);      // C12 = U4 + M3
+    if (mb > 0) stream_gemm::gemm(a22, mb, k, (*w_)[3], c21, n, last_of(1, 0), t, true);  // C21 = U3 - M4
+    stream_gemm::gemm(a12, m2, k, (*w_)[1], c11, n, last_of(0, 0), t, true);              // C11 = M1 + M2
+    if (n % 2 != 0) {  // the last column of an odd N: a plain product, with its bias and what follows
+      std::vector<EpilogueStep> steps{{EpilogueStep::Kind::AddRow, bias_.data() + 2 * n2, 0}};
+      if (activation_) steps.push_back({*activation_});
+      if (res) steps.push_back({EpilogueStep::Kind::AddFull, res + 2 * n2, n});
+      stream_gemm::gemm(a, m_, k, (*w_)[7], c + 2 * n2, n, steps, t);
+    }
     return {y};
   }
 
  private:
+  static int input_index(const Graph& g, const SubGraph& sub, ValueId v) {
+    auto it = std::find(sub.inputs.begin(), sub.inputs.end(), v);
+    if (it == sub.inputs.end()) refuse("'" + g.value(v).name + "' must be a runtime input");
+    return static_cast<int>(it - sub.inputs.begin());
+  }
+
   // S1 = A21 + A22, S2 = S1 - A11, S3 = A11 - A21, S4 = A12 - S2 (A21, A22 zero past their rows).
   void form_sums(const float* a) {
     const int64_t k = k_, k2 = k_ / 2, m2 = m2_, mb = mb_;
@@ -144,7 +197,8 @@ class StrassenKernel : public Kernel {
 
   // W as [K, N] row-major (Gemm's transB and alpha applied); its quarters combined as
   // {B11, B21, B22, -T4, T1, T2, T3}: T1 = B12 - B11, T2 = B22 - T1, T3 = B22 - B12,
-  // T4 = T2 - B21. Shared with the other shape buckets' kernels of the same weights. Gemm's C
+  // T4 = T2 - B21 (the quarters of its first N - N % 2 columns), and for an odd N its last column
+  // packed alone. Shared with the other shape buckets' kernels of the same weights. Gemm's C
   // (times beta) becomes the bias.
   void pack(const Graph& g, const Node& h) {
     const Tensor& src = *g.value(h.inputs[1]).constant;
@@ -176,6 +230,7 @@ class StrassenKernel : public Kernel {
       auto packed = std::make_shared<std::vector<PackedWeights>>();
       for (const std::vector<float>* q : {&b11, &b21, &b22, &neg_t4, &t1, &t2, &t3})
         packed->push_back(stream_gemm::pack_weights(q->data(), k2, n2, n2, false));
+      if (n % 2 != 0) packed->push_back(stream_gemm::pack_weights(w.data() + 2 * n2, k, 1, n, false));
       return packed;
     };
     if (SharedConstants* shared = SharedConstants::current()) {
@@ -199,8 +254,12 @@ class StrassenKernel : public Kernel {
           mb_ = 0;  // m2_: the top half's rows (the larger), mb_: the bottom's
   Shape out_shape_;
   std::shared_ptr<const std::vector<PackedWeights>> w_;  // the seven packed combinations
-  std::vector<float> bias_;               // zero when the group has none: one epilogue either way
-  std::vector<float> s1_, s2_, s3_, s4_;  // sums of A's quarters, m2_ x k/2 each
+  std::vector<float> bias_;                       // zero when the group has none: one epilogue either way
+  std::optional<EpilogueStep::Kind> activation_;  // Relu or a GELU after the bias, if the group has one
+  int a_input_ = 0;                               // which kernel input is A
+  int residual_input_ = -1;                       // which is the residual added last (-1: none or constant)
+  std::optional<Tensor> residual_constant_;       // a constant residual
+  std::vector<float> s1_, s2_, s3_, s4_;          // sums of A's quarters, m2_ x k/2 each
 };
 
 }  // namespace
@@ -209,14 +268,19 @@ const BackendSpec& strassen_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "strassen";
-    s.version = "1 (one Winograd-form level over stream-gemm's 6x16 kernel)";
+    s.version = "2 (one Winograd-form level over stream-gemm's 6x16 kernel)";
     auto f32 = all_float32();
     for (const char* op_type : {"MatMul", "Gemm"}) {
       PatternPtr head = op(op_type)->where(f32)->where(product_ok);
-      s.patterns.push_back(head);
-      s.patterns.push_back(op("Add", {head, constant()})->where(bias_add_ok));
+      PatternPtr bias = op("Add", {head, constant()})->where(bias_add_ok);
+      for (PatternPtr body : {head, bias}) {
+        s.patterns.push_back(body);
+        s.patterns.push_back(op("Relu", {body}));
+        s.patterns.push_back(op("Add", {body, wildcard()})->where(residual_add_ok));
+      }
     }
-    s.limits.max_nodes = 2;
+    s.patterns.push_back(stream_gemm::gelu_block(product_ok));
+    s.limits.max_nodes = 8;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
       return std::make_unique<StrassenKernel>(g, sub, o.threads);
     };

@@ -42,6 +42,9 @@ struct EpilogueStep {
 
 bool supported();  // AVX2 and FMA on this CPU
 
+// An activation step (Relu, GeluErf or GeluTanh) over n floats in place, as the epilogue applies it.
+void activate(EpilogueStep::Kind kind, float* y, int64_t n);
+
 // C = epilogue(A * W), or with `accumulate` C = epilogue(C + A * W); A row-major with leading dim
 // lda, C with ldc (an AddFull operand must not be C itself: accumulate instead). Per chunk of
 // rows, splits the panels over `threads` OpenMP threads (each thread streams its own contiguous

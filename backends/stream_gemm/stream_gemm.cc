@@ -12,7 +12,9 @@ namespace {
 
 using stream_gemm::bias_add_ok;
 using stream_gemm::EpilogueStep;
+using stream_gemm::gelu_block;
 using stream_gemm::PackedWeights;
+using stream_gemm::residual_add_ok;
 using stream_gemm::row_constant;
 
 [[noreturn]] void refuse(const std::string& why) {
@@ -41,27 +43,6 @@ bool gemm_ok(const Graph& g, const Node& n) {
     return false;
   const Shape& a = g.value(n.inputs[0]).shape;
   return a.size() == 2 && has_rows(a, a[1]);
-}
-
-// An Add of two operands already of the output's shape: the residual.
-bool residual_add_ok(const Graph& g, const Node& n) {
-  const Shape& y = g.value(n.outputs[0]).shape;
-  return g.value(n.inputs[0]).shape == y && g.value(n.inputs[1]).shape == y;
-}
-
-// MatMul + bias Add + GELU (transformer_fusion.h) where the MatMul is one this backend runs.
-PatternPtr gelu_block() {
-  PatternPtr any = gelu_pattern(true, true);
-  return custom([any](const Graph& g, NodeId root) {
-    std::vector<IndexSet> out;
-    for (const IndexSet& s : any->match(g, root)) {
-      bool ok = true;
-      for (size_t id = 0; id < g.nodes.size(); ++id)
-        if (s.contains(id) && g.nodes[id].op_type == "MatMul") ok = ok && matmul_ok(g, g.nodes[id]);
-      if (ok) out.push_back(s);
-    }
-    return out;
-  });
 }
 
 class StreamGemmKernel : public Kernel {
@@ -196,6 +177,25 @@ bool row_constant(const Graph& g, ValueId v, int64_t n) {
   return size == 1 || (size == n && s.back() == n);
 }
 
+bool residual_add_ok(const Graph& g, const Node& n) {
+  const Shape& y = g.value(n.outputs[0]).shape;
+  return g.value(n.inputs[0]).shape == y && g.value(n.inputs[1]).shape == y;
+}
+
+PatternPtr gelu_block(bool (*product_ok)(const Graph&, const Node&)) {
+  PatternPtr any = gelu_pattern(true, true);
+  return custom([any, product_ok](const Graph& g, NodeId root) {
+    std::vector<IndexSet> out;
+    for (const IndexSet& s : any->match(g, root)) {
+      bool ok = true;
+      for (size_t id = 0; id < g.nodes.size(); ++id)
+        if (s.contains(id) && g.nodes[id].op_type == "MatMul") ok = ok && product_ok(g, g.nodes[id]);
+      if (ok) out.push_back(s);
+    }
+    return out;
+  });
+}
+
 bool bias_add_ok(const Graph& g, const Node& n) {
   const Shape& y = g.value(n.outputs[0]).shape;
   return !y.empty() && (row_constant(g, n.inputs[0], y.back()) || row_constant(g, n.inputs[1], y.back()));
@@ -207,7 +207,7 @@ const BackendSpec& stream_gemm_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "stream-gemm";
-    s.version = "2 (avx2+fma 6x16, prefetching panels, rows in L2-sized chunks)";
+    s.version = "3 (avx2+fma 6x16, prefetching panels, rows in L2-sized chunks, leading adds in the kernel)";
     auto f32 = all_float32();
     PatternPtr matmul = op("MatMul")->where(f32)->where(matmul_ok);
     PatternPtr gemm = op("Gemm")->where(f32)->where(gemm_ok);
@@ -219,7 +219,7 @@ const BackendSpec& stream_gemm_backend() {
         s.patterns.push_back(op("Add", {body, wildcard()})->where(residual_add_ok));
       }
     }
-    s.patterns.push_back(gelu_block());
+    s.patterns.push_back(gelu_block(matmul_ok));
     s.limits.max_nodes = 8;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
       return std::make_unique<StreamGemmKernel>(g, sub, o.threads);

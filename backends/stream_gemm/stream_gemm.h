@@ -20,6 +20,10 @@ namespace stream_gemm {
 bool row_constant(const Graph& g, ValueId v, int64_t n);
 // An Add of such a bias to a product's output.
 bool bias_add_ok(const Graph& g, const Node& n);
+// An Add of two operands already of the output's shape: a residual.
+bool residual_add_ok(const Graph& g, const Node& n);
+// MatMul + bias Add + GELU (erf or tanh, transformer_fusion.h) where product_ok takes the MatMul.
+PatternPtr gelu_block(bool (*product_ok)(const Graph&, const Node&));
 
 }  // namespace stream_gemm
 

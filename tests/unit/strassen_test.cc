@@ -1,7 +1,7 @@
 // strassen: one Winograd-form level of Strassen's algorithm over stream-gemm's kernel, against the
 // native reference: odd and even row counts (an odd one is padded by a virtual row of zeros),
-// MatMul with a bias Add, Gemm with transB, alpha and beta, at 1 and 2 threads; and what it is
-// not offered (odd or small halves, few rows).
+// MatMul with a bias Add, Gemm with transB, alpha and beta, a GELU, Relu or residual Add after the
+// product, at 1 and 2 threads; and what it is not offered (odd or small halves, few rows).
 #include "backends/strassen/strassen.h"
 
 #include <gtest/gtest.h>
@@ -48,6 +48,63 @@ TEST(Strassen, MatMulWithBiasAtOddAndEvenRowCountsAgreesWithTheReference) {
   }
 }
 
+// A ConvNeXt block's MLP as torch.onnx.export writes it: channels-last rows (rank 4), MatMul, bias
+// Add, erf GELU, MatMul, bias Add; and a Gemm with a Relu. The activation runs on each quarter as
+// it is final, so every row and column of the output goes through it once.
+TEST(Strassen, ProductsWithTheirActivationAgreeWithTheReference) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  OnnxTestModel m(17);
+  m.input("x", {1, 5, 7, 128});  // 35 rows: an odd count, a partial row block per half
+  m.initializer("w1", random_tensor_f32({128, 288}, 51));  // 144 columns a half: a partial panel
+  m.initializer("b1", random_tensor_f32({288}, 52));
+  m.initializer("w2", random_tensor_f32({288, 128}, 53));
+  m.initializer("b2", random_tensor_f32({128}, 54));
+  m.initializer("sqrt2", Tensor::scalar<float>(1.4142135f));
+  m.initializer("one", Tensor::scalar<float>(1.0f));
+  m.initializer("half", Tensor::scalar<float>(0.5f));
+  m.node("MatMul", {"x", "w1"}, {"mm"});
+  m.node("Add", {"mm", "b1"}, {"h"});
+  m.node("Div", {"h", "sqrt2"}, {"d"});
+  m.node("Erf", {"d"}, {"e"});
+  m.node("Add", {"e", "one"}, {"e1"});
+  m.node("Mul", {"h", "e1"}, {"p"});
+  m.node("Mul", {"p", "half"}, {"g"});
+  m.node("MatMul", {"g", "w2"}, {"mm2"});
+  m.node("Add", {"mm2", "b2"}, {"y"});
+  m.input("z", {40, 128});
+  m.initializer("wz", random_tensor_f32({257, 128}, 55));  // transB, odd N
+  m.initializer("cz", random_tensor_f32({257}, 56));
+  auto& gemm = m.node("Gemm", {"z", "wz", "cz"}, {"gz"});
+  OnnxTestModel::attr_int(gemm, "transB", 1);
+  m.node("Relu", {"gz"}, {"r"});
+  m.output("y");
+  m.output("r");
+  std::set<std::string> labels = check_strassen(import_model(m));
+  for (const char* want : {"MatMul+Add+Div+Erf+Add+Mul+Mul", "MatMul+Add", "Gemm+Relu"})
+    EXPECT_TRUE(labels.count(want)) << want;
+}
+
+// BERT's attention output and second MLP product: MatMul, bias Add, then the residual Add of the
+// block's input (here also A itself, and another tensor), each quarter taking its residual's quarter.
+TEST(Strassen, ResidualAddsAgreeWithTheReference) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  OnnxTestModel m(17);
+  m.input("x", {1, 33, 256});
+  m.input("skip", {1, 33, 193});
+  m.initializer("w", random_tensor_f32({256, 256}, 61));
+  m.initializer("b", random_tensor_f32({256}, 62));
+  m.initializer("w2", random_tensor_f32({256, 193}, 63));  // odd N: the last column apart
+  m.node("MatMul", {"x", "w"}, {"mm"});
+  m.node("Add", {"mm", "b"}, {"h"});
+  m.node("Add", {"x", "h"}, {"y"});
+  m.node("MatMul", {"x", "w2"}, {"mm2"});
+  m.node("Add", {"mm2", "skip"}, {"z"});
+  m.output("y");
+  m.output("z");
+  std::set<std::string> labels = check_strassen(import_model(m));
+  for (const char* want : {"MatMul+Add+Add", "MatMul+Add"}) EXPECT_TRUE(labels.count(want)) << want;
+}
+
 TEST(Strassen, GemmAttributesFoldIntoTheWeightsAndTheBias) {
   if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
   OnnxTestModel m(17);
@@ -84,7 +141,7 @@ TEST(Strassen, ShapeBucketsShareThePackedWeights) {
 }
 
 // Halves of 64 or more, even K and N, 16 rows or more: anything else is left to the other backends.
-TEST(Strassen, IsNotOfferedOddOrSmallHalvesOrFewRows) {
+TEST(Strassen, IsNotOfferedOddKOrSmallHalvesOrFewRows) {
   auto offered = [](int64_t rows, int64_t k, int64_t n) {
     OnnxTestModel m(17);
     m.input("x", {rows, k});
@@ -100,7 +157,8 @@ TEST(Strassen, IsNotOfferedOddOrSmallHalvesOrFewRows) {
   EXPECT_TRUE(offered(32, 256, 256));
   EXPECT_FALSE(offered(32, 255, 256)) << "odd K";
   EXPECT_TRUE(offered(32, 256, 130)) << "halves of 65 columns: odd halves are fine";
-  EXPECT_FALSE(offered(32, 256, 131)) << "odd N";
+  EXPECT_TRUE(offered(32, 256, 131)) << "odd N: its last column as a plain product";
+  EXPECT_FALSE(offered(32, 256, 127)) << "N/2 below 64 after the odd column";
   EXPECT_FALSE(offered(32, 256, 126)) << "N/2 below 64";
   EXPECT_FALSE(offered(15, 256, 256)) << "fewer than 16 rows";
 }

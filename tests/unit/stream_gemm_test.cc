@@ -141,6 +141,45 @@ TEST(StreamGemm, EpilogueStepsMatchTheirDefinitions) {
   }
 }
 
+// The kernel takes a leading AddFull (as its initial accumulators) and the AddRow after it (as it
+// stores) itself; every other step runs after it. Each order, accumulating or not, at 1 and 2
+// threads, against the steps applied one by one in double precision.
+TEST(StreamGemm, EpilogueStepsRunInTheirOrderWhereverTheKernelTakesThem) {
+  if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  const int64_t m = 13, k = 9, n = 37;  // two full panels and a partial one; two row blocks and a rest
+  auto a = random_floats(static_cast<size_t>(m * k), 21);
+  auto w = random_floats(static_cast<size_t>(k * n), 22);
+  auto bias = random_floats(static_cast<size_t>(n), 23);
+  auto residual = random_floats(static_cast<size_t>(m * n), 24);
+  auto start = random_floats(static_cast<size_t>(m * n), 25);
+  auto packed = stream_gemm::pack_weights(w.data(), k, n, n, false);
+  const EpilogueStep full{Kind::AddFull, residual.data(), n}, row{Kind::AddRow, bias.data(), 0},
+      relu{Kind::Relu}, gelu{Kind::GeluErf};
+  const std::vector<std::vector<EpilogueStep>> orders = {
+      {full}, {full, row}, {full, row, gelu}, {row, full}, {relu, row}, {full, relu, row}, {row, row}};
+  for (size_t o = 0; o < orders.size(); ++o)
+    for (bool accumulate : {false, true})
+      for (int threads : {1, 2}) {
+        std::vector<float> c = start;
+        stream_gemm::gemm(a.data(), m, k, packed, c.data(), n, orders[o], threads, accumulate);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            const size_t at = static_cast<size_t>(i * n + j);
+            double y = accumulate ? start[at] : 0.0;
+            for (int64_t p = 0; p < k; ++p)
+              y += static_cast<double>(a[static_cast<size_t>(i * k + p)]) * w[static_cast<size_t>(p * n + j)];
+            for (const EpilogueStep& s : orders[o])
+              y = s.kind == Kind::AddFull  ? y + residual[at]
+                  : s.kind == Kind::AddRow ? y + bias[static_cast<size_t>(j)]
+                  : s.kind == Kind::Relu   ? std::max(y, 0.0)
+                                           : 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)));
+            ASSERT_NEAR(c[at], y, 1e-4 + 1e-4 * std::fabs(y))
+                << "order " << o << (accumulate ? " accumulating" : "") << ", " << threads << " threads, at "
+                << i << "," << j;
+          }
+      }
+}
+
 // Every candidate compiles and agrees with the native reference; returns the labels.
 std::set<std::string> check_stream(const Graph& g, const std::string& what) {
   auto values = reference_values(g);
