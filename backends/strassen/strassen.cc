@@ -63,7 +63,8 @@ class StrassenKernel : public Kernel {
     a_input_ = input_index(g, sub, head.inputs[0]);
     const auto dims = product_dims(g, head);
     if (!dims)
-      refuse("node '" + head.name + "' is not a product of constant weights with even halves of 64 or more");
+      refuse("node '" + head.name +
+             "' is not a product of constant weights with an even K and halves of 64 or more");
     k_ = (*dims)[0];
     n_ = (*dims)[1];
     out_shape_ = g.value(sub.outputs[0]).shape;
@@ -253,7 +254,8 @@ class StrassenKernel : public Kernel {
   int64_t k_ = 0, n_ = 0, m_ = 0, m2_ = 0,
           mb_ = 0;  // m2_: the top half's rows (the larger), mb_: the bottom's
   Shape out_shape_;
-  std::shared_ptr<const std::vector<PackedWeights>> w_;  // the seven packed combinations
+  std::shared_ptr<const std::vector<PackedWeights>>
+      w_;                                         // the seven packed combinations (+ an odd N's last column)
   std::vector<float> bias_;                       // zero when the group has none: one epilogue either way
   std::optional<EpilogueStep::Kind> activation_;  // Relu or a GELU after the bias, if the group has one
   int a_input_ = 0;                               // which kernel input is A
