@@ -104,4 +104,17 @@ inline Graph dense_model(int64_t batch, int64_t in, int64_t out, uint32_t seed =
   return import_model(m);
 }
 
+// y = GELU(x) as torch.onnx.export writes the erf form: Div by sqrt(2), Erf, Add 1, Mul by x, Mul by
+// 0.5 (the constants and intermediate values named after y).
+inline void erf_gelu(OnnxTestModel& m, const std::string& x, const std::string& y) {
+  m.initializer(y + "_sqrt2", Tensor::scalar<float>(1.4142135f));
+  m.initializer(y + "_one", Tensor::scalar<float>(1.0f));
+  m.initializer(y + "_half", Tensor::scalar<float>(0.5f));
+  m.node("Div", {x, y + "_sqrt2"}, {y + "_d"});
+  m.node("Erf", {y + "_d"}, {y + "_e"});
+  m.node("Add", {y + "_e", y + "_one"}, {y + "_e1"});
+  m.node("Mul", {x, y + "_e1"}, {y + "_p"});
+  m.node("Mul", {y + "_p", y + "_half"}, {y});
+}
+
 }  // namespace collage::testing
