@@ -47,8 +47,9 @@ void activate(EpilogueStep::Kind kind, float* y, int64_t n);
 
 // C = epilogue(A * W), or with `accumulate` C = epilogue(C + A * W); A row-major with leading dim
 // lda, C with ldc (an AddFull operand must not be C itself: accumulate instead). Per chunk of
-// rows, splits the panels over `threads` OpenMP threads (each thread streams its own contiguous
-// run of panels). Packs A into a per-thread buffer of at most max(160K, 6k) floats, kept between calls.
+// rows, `threads` OpenMP threads pack A's rows together into the calling thread's buffer (at most
+// max(160K, 6k) floats, kept between calls), then split the panels (each thread streams its own
+// contiguous run).
 void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
           const std::vector<EpilogueStep>& epilogue, int threads, bool accumulate = false);
 
