@@ -4,9 +4,10 @@
 // sequence, a decoder step), where every request reads the weights from DRAM: while one
 // panel is multiplied (from L2, once per 6-row block of A), the next panel is prefetched,
 // spread evenly over the row blocks, so the stream overlaps the FMAs instead of stalling
-// them. AVX2 + FMA micro-kernel (6 x 16 tile, 12 accumulators); `supported()` says whether
-// this CPU has them. Any m: rows are taken in chunks whose packed copy fits in L2, and each chunk
-// streams every panel (for large m the panels come from L3, and the product is compute-bound).
+// them. AVX2 + FMA micro-kernel (6 x 16 tile, 12 accumulators), or AVX-512 (6 x 32) where the
+// CPU has it; `supported()` says whether it has AVX2 and FMA. Any m: rows are taken in chunks whose packed
+// copy fits in L2, and each chunk streams every panel (for large m the panels come from L3, and the product
+// is compute-bound).
 //
 // Invariants: a PackedWeights is immutable after pack_weights; panels are 64-byte aligned,
 // so one k step of a panel is one cache line.
@@ -42,6 +43,13 @@ struct EpilogueStep {
 
 bool supported();  // AVX2 and FMA on this CPU
 
+// The micro-kernel's instruction set: AVX2 (6 x 16 tiles) or AVX-512 (6 x 32 over two panels;
+// the same packed weights). Where a CPU runs 512-bit FMAs at full width the AVX2 kernel reaches
+// half its peak.
+enum class Isa { Avx2, Avx512 };
+std::vector<Isa> isas();  // those this CPU runs, narrowest first (empty: unsupported())
+Isa best_isa();           // the widest of them
+
 // An activation step (Relu, GeluErf or GeluTanh) over n floats in place, as the epilogue applies it.
 void activate(EpilogueStep::Kind kind, float* y, int64_t n);
 
@@ -51,6 +59,7 @@ void activate(EpilogueStep::Kind kind, float* y, int64_t n);
 // max(160K, 6k) floats, kept between calls), then split the panels (each thread streams its own
 // contiguous run).
 void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
-          const std::vector<EpilogueStep>& epilogue, int threads, bool accumulate = false);
+          const std::vector<EpilogueStep>& epilogue, int threads, bool accumulate = false,
+          Isa isa = best_isa());
 
 }  // namespace collage::stream_gemm

@@ -207,7 +207,9 @@ const BackendSpec& stream_gemm_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "stream-gemm";
-    s.version = "3 (avx2+fma 6x16, prefetching panels, rows in L2-sized chunks, leading adds in the kernel)";
+    s.version =
+        "4 (6x16 avx2+fma or 6x32 avx512 tiles, prefetching panels, rows in L2-sized chunks, leading adds in "
+        "the kernel)";
     auto f32 = all_float32();
     PatternPtr matmul = op("MatMul")->where(f32)->where(matmul_ok);
     PatternPtr gemm = op("Gemm")->where(f32)->where(gemm_ok);

@@ -165,7 +165,7 @@ std::string hex64(uint64_t value) {
 std::string device_fingerprint() {
   static const std::string fingerprint = [] {
     std::ifstream in("/proc/cpuinfo");
-    std::string line, model = "unknown-cpu", flags_line;
+    std::string line, model = "unknown-cpu", flags_line, family, model_number;
     while (std::getline(in, line)) {
       auto value = [&] {
         auto c = line.find(':');
@@ -173,7 +173,13 @@ std::string device_fingerprint() {
       };
       if (line.rfind("model name", 0) == 0 && model == "unknown-cpu") model = value();
       if (line.rfind("flags", 0) == 0 && flags_line.empty()) flags_line = value();
+      if (line.rfind("cpu family", 0) == 0 && family.empty()) family = value();
+      if (line.rfind("model\t", 0) == 0 && model_number.empty()) model_number = value();
     }
+    // A virtual machine may name every generation alike ("AMD EPYC"): the family and model
+    // numbers tell them apart (Zen 4 and Zen 5 run the same AVX-512 code at different speeds).
+    if (!family.empty())
+      model += " (family " + family + (model_number.empty() ? "" : " model " + model_number) + ")";
     static const std::set<std::string> relevant = {"sse4_2",      "avx",         "avx2",     "fma",
                                                    "f16c",        "avx512f",     "avx512bw", "avx512vl",
                                                    "avx512_vnni", "avx512_bf16", "amx_tile", "neon"};

@@ -32,7 +32,8 @@ std::string model_fingerprint(const Graph& graph);
 bool measured_cold(const Graph& graph, const SubGraph& sub);
 size_t last_level_cache_bytes();  // from sysfs (index3), else 32 MiB
 
-// CPU model and ISA flags that matter to kernels (avx2, avx512f, fma, ...), plus
+// CPU model name (with its family and model numbers where /proc/cpuinfo gives them) and ISA
+// flags that matter to kernels (avx2, avx512f, fma, ...), plus
 // "| tag T" when $COLLAGE_DEVICE_TAG is set. Read once per process.
 std::string device_fingerprint();
 

@@ -1,5 +1,6 @@
-// stream-gemm: the packed micro-kernel against a double-precision product over the edge shapes
-// (rows not a multiple of 6, columns not of 16, k of 1), split over threads, with each epilogue
+// stream-gemm: the packed micro-kernel (each instruction set the CPU runs) against a
+// double-precision product over the edge shapes (rows not a multiple of 6, columns not of 16 or
+// 32, k of 1), split over threads, with each epilogue
 // step; then the backend's candidates on exporter-shaped blocks against the native reference.
 #include "backends/stream_gemm/stream_gemm.h"
 
@@ -27,31 +28,32 @@ TEST(StreamGemm, PackedProductMatchesDoublePrecisionOverEdgeShapes) {
   if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
   for (int64_t m : {1, 5, 6, 7, 16, 23})
     for (int64_t k : {1, 3, 64, 100})
-      for (int64_t n : {1, 8, 15, 16, 17, 40})
+      for (int64_t n : {1, 8, 15, 16, 17, 32, 40, 70})
         for (bool transposed : {false, true})
-          for (int threads : {1, 2}) {
-            const int64_t lda = k + 3, ldc = n + 5;  // leading dims wider than the rows
-            auto a = random_floats(static_cast<size_t>(m * lda), 1);
-            auto w = random_floats(static_cast<size_t>(k * n), 2);
-            std::vector<float> c(static_cast<size_t>(m * ldc), 7.0f);
-            auto packed = stream_gemm::pack_weights(w.data(), k, n, transposed ? k : n, transposed);
-            stream_gemm::gemm(a.data(), m, lda, packed, c.data(), ldc, {}, threads);
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t j = 0; j < ldc; ++j) {
-                const float got = c[static_cast<size_t>(i * ldc + j)];
-                if (j >= n) {  // past the columns: untouched
-                  ASSERT_EQ(got, 7.0f) << m << "x" << k << "x" << n;
-                  continue;
+          for (stream_gemm::Isa isa : stream_gemm::isas())
+            for (int threads : {1, 2}) {
+              const int64_t lda = k + 3, ldc = n + 5;  // leading dims wider than the rows
+              auto a = random_floats(static_cast<size_t>(m * lda), 1);
+              auto w = random_floats(static_cast<size_t>(k * n), 2);
+              std::vector<float> c(static_cast<size_t>(m * ldc), 7.0f);
+              auto packed = stream_gemm::pack_weights(w.data(), k, n, transposed ? k : n, transposed);
+              stream_gemm::gemm(a.data(), m, lda, packed, c.data(), ldc, {}, threads, false, isa);
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < ldc; ++j) {
+                  const float got = c[static_cast<size_t>(i * ldc + j)];
+                  if (j >= n) {  // past the columns: untouched
+                    ASSERT_EQ(got, 7.0f) << m << "x" << k << "x" << n;
+                    continue;
+                  }
+                  double want = 0;
+                  for (int64_t p = 0; p < k; ++p)
+                    want += static_cast<double>(a[static_cast<size_t>(i * lda + p)]) *
+                            w[static_cast<size_t>(transposed ? j * k + p : p * n + j)];
+                  ASSERT_NEAR(got, want, 1e-5 + 1e-5 * std::fabs(want))
+                      << m << "x" << k << "x" << n << " at " << i << "," << j << (transposed ? " T" : "")
+                      << " threads " << threads << " isa " << static_cast<int>(isa);
                 }
-                double want = 0;
-                for (int64_t p = 0; p < k; ++p)
-                  want += static_cast<double>(a[static_cast<size_t>(i * lda + p)]) *
-                          w[static_cast<size_t>(transposed ? j * k + p : p * n + j)];
-                ASSERT_NEAR(got, want, 1e-5 + 1e-5 * std::fabs(want))
-                    << m << "x" << k << "x" << n << " at " << i << "," << j << (transposed ? " T" : "")
-                    << " threads " << threads;
-              }
-          }
+            }
 }
 
 // Accumulating: C = C + A * W, also through the partial last panel, and with an epilogue after.
@@ -62,22 +64,26 @@ TEST(StreamGemm, AccumulatingAddsTheProductToWhatCHolds) {
   auto w = random_floats(static_cast<size_t>(k * n), 4);
   auto bias = random_floats(static_cast<size_t>(n), 5);
   auto packed = stream_gemm::pack_weights(w.data(), k, n, n, false);
-  for (int threads : {1, 2}) {
-    std::vector<float> c = random_floats(static_cast<size_t>(m * ldc), 6), before = c;
-    stream_gemm::gemm(a.data(), m, k, packed, c.data(), ldc, {{Kind::AddRow, bias.data(), 0}}, threads, true);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < ldc; ++j) {
-        const size_t at = static_cast<size_t>(i * ldc + j);
-        if (j >= n) {
-          ASSERT_EQ(c[at], before[at]) << "past the columns: untouched";
-          continue;
+  for (stream_gemm::Isa isa : stream_gemm::isas())
+    for (int threads : {1, 2}) {
+      std::vector<float> c = random_floats(static_cast<size_t>(m * ldc), 6), before = c;
+      stream_gemm::gemm(a.data(), m, k, packed, c.data(), ldc, {{Kind::AddRow, bias.data(), 0}}, threads,
+                        true, isa);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const size_t at = static_cast<size_t>(i * ldc + j);
+          if (j >= n) {
+            ASSERT_EQ(c[at], before[at]) << "past the columns: untouched";
+            continue;
+          }
+          double want = before[at] + static_cast<double>(bias[static_cast<size_t>(j)]);
+          for (int64_t p = 0; p < k; ++p)
+            want +=
+                static_cast<double>(a[static_cast<size_t>(i * k + p)]) * w[static_cast<size_t>(p * n + j)];
+          ASSERT_NEAR(c[at], want, 1e-5 + 1e-5 * std::fabs(want))
+              << i << "," << j << " threads " << threads << " isa " << static_cast<int>(isa);
         }
-        double want = before[at] + static_cast<double>(bias[static_cast<size_t>(j)]);
-        for (int64_t p = 0; p < k; ++p)
-          want += static_cast<double>(a[static_cast<size_t>(i * k + p)]) * w[static_cast<size_t>(p * n + j)];
-        ASSERT_NEAR(c[at], want, 1e-5 + 1e-5 * std::fabs(want)) << i << "," << j << " threads " << threads;
-      }
-  }
+    }
 }
 
 // More rows than one L2-sized chunk (k = 3000: chunks of 54 rows, so 130 rows are 54 + 54 + 22):
@@ -90,25 +96,28 @@ TEST(StreamGemm, RowsBeyondOneChunkKeepTheirOwnEpilogueOperands) {
   auto bias = random_floats(static_cast<size_t>(n), 13);
   auto residual = random_floats(static_cast<size_t>(m * n), 14);
   auto packed = stream_gemm::pack_weights(w.data(), k, n, n, false);
-  for (int threads : {1, 2}) {
-    std::vector<float> c(static_cast<size_t>(m * n));
-    stream_gemm::gemm(a.data(), m, k, packed, c.data(), n,
-                      {{Kind::AddRow, bias.data(), 0}, {Kind::AddFull, residual.data(), n}}, threads);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double want =
-            static_cast<double>(bias[static_cast<size_t>(j)]) + residual[static_cast<size_t>(i * n + j)];
-        double magnitude = 1;  // fp32 sums of 3000 terms: the error scales with the terms' size
-        for (int64_t p = 0; p < k; ++p) {
-          const double term =
-              static_cast<double>(a[static_cast<size_t>(i * k + p)]) * w[static_cast<size_t>(p * n + j)];
-          want += term;
-          magnitude += std::fabs(term);
+  for (stream_gemm::Isa isa : stream_gemm::isas())
+    for (int threads : {1, 2}) {
+      std::vector<float> c(static_cast<size_t>(m * n));
+      stream_gemm::gemm(a.data(), m, k, packed, c.data(), n,
+                        {{Kind::AddRow, bias.data(), 0}, {Kind::AddFull, residual.data(), n}}, threads, false,
+                        isa);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double want =
+              static_cast<double>(bias[static_cast<size_t>(j)]) + residual[static_cast<size_t>(i * n + j)];
+          double magnitude = 1;  // fp32 sums of 3000 terms: the error scales with the terms' size
+          for (int64_t p = 0; p < k; ++p) {
+            const double term =
+                static_cast<double>(a[static_cast<size_t>(i * k + p)]) * w[static_cast<size_t>(p * n + j)];
+            want += term;
+            magnitude += std::fabs(term);
+          }
+          ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-5 * magnitude)
+              << "row " << i << " column " << j << ", threads " << threads << " isa "
+              << static_cast<int>(isa);
         }
-        ASSERT_NEAR(c[static_cast<size_t>(i * n + j)], want, 1e-5 * magnitude)
-            << "row " << i << " column " << j << ", threads " << threads;
-      }
-  }
+    }
 }
 
 TEST(StreamGemm, EpilogueStepsMatchTheirDefinitions) {
@@ -159,25 +168,27 @@ TEST(StreamGemm, EpilogueStepsRunInTheirOrderWhereverTheKernelTakesThem) {
       {full}, {full, row}, {full, row, gelu}, {row, full}, {relu, row}, {full, relu, row}, {row, row}};
   for (size_t o = 0; o < orders.size(); ++o)
     for (bool accumulate : {false, true})
-      for (int threads : {1, 2}) {
-        std::vector<float> c = start;
-        stream_gemm::gemm(a.data(), m, k, packed, c.data(), n, orders[o], threads, accumulate);
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) {
-            const size_t at = static_cast<size_t>(i * n + j);
-            double y = accumulate ? start[at] : 0.0;
-            for (int64_t p = 0; p < k; ++p)
-              y += static_cast<double>(a[static_cast<size_t>(i * k + p)]) * w[static_cast<size_t>(p * n + j)];
-            for (const EpilogueStep& s : orders[o])
-              y = s.kind == Kind::AddFull  ? y + residual[at]
-                  : s.kind == Kind::AddRow ? y + bias[static_cast<size_t>(j)]
-                  : s.kind == Kind::Relu   ? std::max(y, 0.0)
-                                           : 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)));
-            ASSERT_NEAR(c[at], y, 1e-4 + 1e-4 * std::fabs(y))
-                << "order " << o << (accumulate ? " accumulating" : "") << ", " << threads << " threads, at "
-                << i << "," << j;
-          }
-      }
+      for (stream_gemm::Isa isa : stream_gemm::isas())
+        for (int threads : {1, 2}) {
+          std::vector<float> c = start;
+          stream_gemm::gemm(a.data(), m, k, packed, c.data(), n, orders[o], threads, accumulate, isa);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              const size_t at = static_cast<size_t>(i * n + j);
+              double y = accumulate ? start[at] : 0.0;
+              for (int64_t p = 0; p < k; ++p)
+                y += static_cast<double>(a[static_cast<size_t>(i * k + p)]) *
+                     w[static_cast<size_t>(p * n + j)];
+              for (const EpilogueStep& s : orders[o])
+                y = s.kind == Kind::AddFull  ? y + residual[at]
+                    : s.kind == Kind::AddRow ? y + bias[static_cast<size_t>(j)]
+                    : s.kind == Kind::Relu   ? std::max(y, 0.0)
+                                             : 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)));
+              ASSERT_NEAR(c[at], y, 1e-4 + 1e-4 * std::fabs(y))
+                  << "order " << o << (accumulate ? " accumulating" : "") << ", " << threads
+                  << " threads, isa " << static_cast<int>(isa) << ", at " << i << "," << j;
+            }
+        }
 }
 
 // Every candidate compiles and agrees with the native reference; returns the labels.
