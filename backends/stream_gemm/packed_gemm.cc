@@ -379,6 +379,7 @@ PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bo
 void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
           const std::vector<EpilogueStep>& epilogue, int threads, bool accumulate, Isa isa) {
   if (m <= 0 || w.n <= 0) return;
+  if (isa == Isa::Avx512 && best_isa() != Isa::Avx512) isa = Isa::Avx2;  // never an illegal instruction
   const int64_t k = w.k;
   const int64_t chunk = std::max<int64_t>(kRows, kChunkFloats / k / kRows * kRows);
   const int64_t rows_cap = std::min(m, chunk);

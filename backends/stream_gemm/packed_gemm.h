@@ -57,7 +57,7 @@ void activate(EpilogueStep::Kind kind, float* y, int64_t n);
 // lda, C with ldc (an AddFull operand must not be C itself: accumulate instead). Per chunk of
 // rows, `threads` OpenMP threads pack A's rows together into the calling thread's buffer (at most
 // max(160K, 6k) floats, kept between calls), then split the panels (each thread streams its own
-// contiguous run).
+// contiguous run). An `isa` this CPU lacks runs as AVX2.
 void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
           const std::vector<EpilogueStep>& epilogue, int threads, bool accumulate = false,
           Isa isa = best_isa());
