@@ -345,16 +345,15 @@ void panel_run(const float* packed_a, int64_t m, const PackedWeights& w, float* 
 
 bool supported() { return native::avx2_fma(); }
 
-std::vector<Isa> isas() {
-  std::vector<Isa> out;
-  if (supported()) out.push_back(Isa::Avx2);
-  if (supported() && __builtin_cpu_supports("avx512f")) out.push_back(Isa::Avx512);
-  return out;
+Isa best_isa() {
+  static const Isa best = supported() && __builtin_cpu_supports("avx512f") ? Isa::Avx512 : Isa::Avx2;
+  return best;
 }
 
-Isa best_isa() {
-  static const Isa best = isas().empty() ? Isa::Avx2 : isas().back();
-  return best;
+std::vector<Isa> isas() {
+  if (!supported()) return {};
+  if (best_isa() == Isa::Avx512) return {Isa::Avx2, Isa::Avx512};
+  return {Isa::Avx2};
 }
 
 void activate(EpilogueStep::Kind kind, float* y, int64_t n) { apply_step({kind}, y, nullptr, n); }
@@ -379,7 +378,7 @@ PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bo
 void gemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, float* c, int64_t ldc,
           const std::vector<EpilogueStep>& epilogue, int threads, bool accumulate, Isa isa) {
   if (m <= 0 || w.n <= 0) return;
-  if (isa == Isa::Avx512 && best_isa() != Isa::Avx512) isa = Isa::Avx2;  // never an illegal instruction
+  if (isa == Isa::Avx512) isa = best_isa();  // never an illegal instruction
   const int64_t k = w.k;
   const int64_t chunk = std::max<int64_t>(kRows, kChunkFloats / k / kRows * kRows);
   const int64_t rows_cap = std::min(m, chunk);

@@ -48,7 +48,7 @@ bool supported();  // AVX2 and FMA on this CPU
 // half its peak.
 enum class Isa { Avx2, Avx512 };
 std::vector<Isa> isas();  // those this CPU runs, narrowest first (empty: unsupported())
-Isa best_isa();           // the widest of them
+Isa best_isa();           // the widest of them (AVX2 where unsupported(): nothing runs)
 
 // An activation step (Relu, GeluErf or GeluTanh) over n floats in place, as the epilogue applies it.
 void activate(EpilogueStep::Kind kind, float* y, int64_t n);
