@@ -238,8 +238,8 @@ COLLAGE_AVX2 void apply_step(const EpilogueStep& s, float* y, const float* opera
   std::memcpy(y + j, v, tail);
 }
 
-// Epilogue steps [first, last) over rows [r0, r0 + rows) and columns [j0, j0 + cols) of C, in
-// place, while hot.
+}  // namespace
+
 void apply_epilogue(const EpilogueStep* first, const EpilogueStep* last, float* c, int64_t ldc, int64_t r0,
                     int64_t rows, int64_t j0, int64_t cols) {
   for (const EpilogueStep* step = first; step != last; ++step)
@@ -251,6 +251,8 @@ void apply_epilogue(const EpilogueStep* first, const EpilogueStep* last, float* 
       apply_step(s, c + r * ldc + j0, operand, cols);
     }
 }
+
+namespace {
 
 // Panels [j_begin, j_end) of C = A * W: per panel (per pair of full panels under AVX-512), every
 // row block of A against it (the panels stay in L2 after the first block), prefetching the next

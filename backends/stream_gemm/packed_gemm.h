@@ -50,6 +50,10 @@ enum class Isa { Avx2, Avx512 };
 std::vector<Isa> isas();  // those this CPU runs, narrowest first (empty: unsupported())
 Isa best_isa();           // the widest of them (AVX2 where unsupported(): nothing runs)
 
+// Epilogue steps [first, last) over rows [r0, r0 + rows) and columns [j0, j0 + cols) of C, in
+// place (call it while that part of C is hot in cache).
+void apply_epilogue(const EpilogueStep* first, const EpilogueStep* last, float* c, int64_t ldc, int64_t r0,
+                    int64_t rows, int64_t j0, int64_t cols);
 // An activation step (Relu, GeluErf or GeluTanh) over n floats in place, as the epilogue applies it.
 void activate(EpilogueStep::Kind kind, float* y, int64_t n);
 
