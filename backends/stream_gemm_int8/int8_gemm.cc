@@ -14,7 +14,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
+#include "backends/native/fast_math_avx512.h"
 #include "core/ir/error.h"
 
 #define COLLAGE_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma")))
@@ -31,16 +33,56 @@ constexpr int kWide = 4;  // panels per micro-tile: 24 accumulators, 4 weight an
 // cost more than they save.
 constexpr int64_t kTeamWork = int64_t{1} << 20;
 
-// What the micro-kernel does as it stores, per column of its tile: y = (acc - correction) * scale
-// + bias, plus a residual tile (add, leading dim ld_add; null: none).
+// What a tile's int32 sums become, per column: y = (sum - correction) * scale + bias, plus a
+// residual (add), then an activation, then another residual (add_after); null: none.
 struct TileOut {
   const int32_t* correction = nullptr;  // zero point * the column's weight sum
   const float* scale = nullptr;         // activation scale * the column's weight scale
   const float* bias = nullptr;
   const float* add = nullptr;
   int64_t ld_add = 0;
+  std::optional<EpilogueStep::Kind> activation;  // Relu, GeluErf or GeluTanh
+  const float* add_after = nullptr;
+  int64_t ld_after = 0;
   __mmask16 last_mask = 0xFFFF;  // the valid columns of the tile's last panel
 };
+
+// One tile's sums, [row][panel][16 columns], as the kernels leave them.
+using TileSums = int32_t[kRows][kWide][kPanel];
+
+// C's rows [0, rows) and panels [0, np) from the sums, stored through the mask of the last panel.
+COLLAGE_VNNI void finish_tile(const TileSums& sums, int rows, int np, float* c, int64_t ldc,
+                              const TileOut& t) {
+  for (int q = 0; q < np; ++q) {
+    const __mmask16 mask = q == np - 1 ? t.last_mask : static_cast<__mmask16>(0xFFFF);
+    const __m512i corr = _mm512_loadu_si512(t.correction + q * kPanel);
+    const __m512 scale = _mm512_loadu_ps(t.scale + q * kPanel);
+    const __m512 bias = _mm512_loadu_ps(t.bias + q * kPanel);
+    for (int r = 0; r < rows; ++r) {
+      const __m512i sum = _mm512_load_si512(sums[r][q]);
+      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, corr)), scale, bias);
+      if (t.add) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, t.add + r * t.ld_add + q * kPanel));
+      if (t.activation) {
+        switch (*t.activation) {
+          case EpilogueStep::Kind::Relu:
+            y = _mm512_max_ps(y, _mm512_setzero_ps());
+            break;
+          case EpilogueStep::Kind::GeluErf:
+            y = native::gelu_erf16(y);
+            break;
+          case EpilogueStep::Kind::GeluTanh:
+            y = native::gelu_tanh16(y);
+            break;
+          default:
+            break;
+        }
+      }
+      if (t.add_after)
+        y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, t.add_after + r * t.ld_after + q * kPanel));
+      _mm512_mask_storeu_ps(c + r * ldc + q * kPanel, mask, y);
+    }
+  }
+}
 
 // C(MR x NP*16) from Aq rows (leading dim lda) and NP panels (panel q + 1 starts `stride` bytes
 // after panel q), `quads` k quads.
@@ -65,19 +107,12 @@ COLLAGE_VNNI void micro_kernel(const uint8_t* a, int64_t lda, const int8_t* w, i
       for (int q = 0; q < NP; ++q) acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], av, b[q]);
     }
   }
-#pragma GCC unroll 4
-  for (int q = 0; q < NP; ++q) {
-    const __mmask16 mask = q == NP - 1 ? t.last_mask : static_cast<__mmask16>(0xFFFF);
-    const __m512i corr = _mm512_loadu_si512(t.correction + q * kPanel);
-    const __m512 scale = _mm512_loadu_ps(t.scale + q * kPanel);
-    const __m512 bias = t.bias ? _mm512_loadu_ps(t.bias + q * kPanel) : _mm512_setzero_ps();
+  alignas(64) TileSums sums;
 #pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][q], corr)), scale, bias);
-      if (t.add) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, t.add + r * t.ld_add + q * kPanel));
-      _mm512_mask_storeu_ps(c + r * ldc + q * kPanel, mask, y);
-    }
-  }
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < NP; ++q) _mm512_store_si512(sums[r][q], acc[r][q]);
+  finish_tile(sums, MR, NP, c, ldc, t);
 }
 
 // The full tile, 6 x 4 panels, its loop in assembly: GCC keeps 24 vpdpbusd accumulators in
@@ -85,7 +120,7 @@ COLLAGE_VNNI void micro_kernel(const uint8_t* a, int64_t lda, const int8_t* w, i
 // peak). Here: zmm0-23 accumulate, zmm24-27 hold a quad of the four panels, zmm28 the broadcast.
 COLLAGE_VNNI void full_tile(const uint8_t* a, int64_t lda, const int8_t* w, int64_t stride, int64_t quads,
                             float* c, int64_t ldc, const TileOut& t) {
-  alignas(64) int32_t acc[kRows][kWide][kPanel];
+  alignas(64) TileSums acc;
   const uint8_t* a3 = a + 3 * lda;
   const int8_t* w2 = w + 2 * stride;
   asm volatile(
@@ -170,20 +205,7 @@ COLLAGE_VNNI void full_tile(const uint8_t* a, int64_t lda, const int8_t* w, int6
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
         "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
         "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "cc", "memory");
-#pragma GCC unroll 4
-  for (int q = 0; q < kWide; ++q) {
-    const __mmask16 mask = q == kWide - 1 ? t.last_mask : static_cast<__mmask16>(0xFFFF);
-    const __m512i corr = _mm512_loadu_si512(t.correction + q * kPanel);
-    const __m512 scale = _mm512_loadu_ps(t.scale + q * kPanel);
-    const __m512 bias = t.bias ? _mm512_loadu_ps(t.bias + q * kPanel) : _mm512_setzero_ps();
-#pragma GCC unroll 6
-    for (int r = 0; r < kRows; ++r) {
-      const __m512i sum = _mm512_load_si512(acc[r][q]);
-      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, corr)), scale, bias);
-      if (t.add) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, t.add + r * t.ld_add + q * kPanel));
-      _mm512_mask_storeu_ps(c + r * ldc + q * kPanel, mask, y);
-    }
-  }
+  finish_tile(acc, kRows, kWide, c, ldc, t);
 }
 
 using MicroKernel = void (*)(const uint8_t*, int64_t, const int8_t*, int64_t, int64_t, float*, int64_t,
@@ -321,19 +343,25 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
   float *scale_of = scale.data(), *bias_of = bias.data();
   int32_t* correction_of = correction.data();
 
-  // The leading adds (bias rows, at most one residual) go into the micro-kernel's store; the rest
-  // (an activation and what follows it) runs over each tile after it.
+  // Into the tile's store: the leading adds (bias rows, at most one residual), an activation after
+  // them, a residual after that. What follows runs over each tile after it.
+  using Kind = EpilogueStep::Kind;
   const EpilogueStep *rest = epilogue.data(), *last = epilogue.data() + epilogue.size();
-  const EpilogueStep* residual = nullptr;
+  const EpilogueStep *residual = nullptr, *residual_after = nullptr;
+  std::optional<Kind> activation;
   std::vector<const float*> rows;
   for (; rest != last; ++rest) {
-    if (rest->kind == EpilogueStep::Kind::AddRow)
+    if (rest->kind == Kind::AddRow)
       rows.push_back(rest->operand);
-    else if (rest->kind == EpilogueStep::Kind::AddFull && !residual)
+    else if (rest->kind == Kind::AddFull && !residual)
       residual = rest;
     else
       break;
   }
+  if (rest != last &&
+      (rest->kind == Kind::Relu || rest->kind == Kind::GeluErf || rest->kind == Kind::GeluTanh))
+    activation = (rest++)->kind;
+  if (activation && rest != last && rest->kind == Kind::AddFull) residual_after = rest++;
 
   const int64_t groups = (w.panels + kWide - 1) / kWide, blocks = (m + kRows - 1) / kRows;
   const int64_t teams = m * k * n < kTeamWork ? 1 : std::max<int64_t>(1, std::min<int64_t>(threads, groups));
@@ -360,12 +388,17 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
       out.scale = scale_of + j0;
       out.bias = bias_of + j0;
       out.last_mask = tail_mask(cols - (np - 1) * kPanel);
+      out.activation = activation;
       for (int64_t b = 0; b < blocks; ++b) {
         const int64_t r0 = b * kRows;
         const int rows_here = static_cast<int>(std::min<int64_t>(kRows, m - r0));
         if (residual) {
           out.add = residual->operand + r0 * residual->ld + j0;
           out.ld_add = residual->ld;
+        }
+        if (residual_after) {
+          out.add_after = residual_after->operand + r0 * residual_after->ld + j0;
+          out.ld_after = residual_after->ld;
         }
         kernel_for(np, rows_here)(qa + r0 * ldq, ldq, w.panel(p0), w.quads * 64, w.quads, c + r0 * ldc + j0,
                                   ldc, out);

@@ -103,8 +103,9 @@ TEST(StreamGemmInt8, ProductIsTheExactIntegerProductOverEdgeShapes) {
     }
 }
 
-// The kernel adds the leading bias rows and one residual as it stores; every other step runs after
-// it. Each order, at 1 and 2 threads, against the steps applied one by one in double precision.
+// The kernel takes the leading bias rows and one residual, an activation after them and a residual
+// after that as it stores; every other step runs after it. Each order, at 1 and 2 threads, against the steps
+// applied one by one in double precision.
 TEST(StreamGemmInt8, EpilogueStepsRunInTheirOrder) {
   if (!stream_gemm_int8::supported()) GTEST_SKIP() << stream_gemm_int8::unsupported_reason();
   const int64_t m = 31, k = 301, n = 150;  // 3 groups of panels, the last partial; a team of two
@@ -118,9 +119,16 @@ TEST(StreamGemmInt8, EpilogueStepsRunInTheirOrder) {
   const std::vector<double> product = int8_product(a, m, k, k, w, n);
   const EpilogueStep full{Kind::AddFull, residual.data(), n}, row{Kind::AddRow, bias.data(), 0},
       row2{Kind::AddRow, bias2.data(), 0}, relu{Kind::Relu}, erf{Kind::GeluErf}, tanh{Kind::GeluTanh};
-  const std::vector<std::vector<EpilogueStep>> orders = {
-      {full},      {row, full},       {full, row}, {row, erf}, {row, tanh, full},
-      {relu, row}, {row, row2, relu}, {full, full}};
+  const std::vector<std::vector<EpilogueStep>> orders = {{full},
+                                                         {row, full},
+                                                         {full, row},
+                                                         {row, erf},
+                                                         {row, tanh, full},
+                                                         {relu, row},
+                                                         {row, row2, relu},
+                                                         {full, full},
+                                                         {full, erf, full, relu},
+                                                         {erf, row, tanh}};
   for (size_t o = 0; o < orders.size(); ++o)
     for (int threads : {1, 2}) {
       std::vector<float> c(static_cast<size_t>(m * n));
