@@ -24,6 +24,7 @@ inline QColor backend_color(const QString& backend) {
   if (backend == "onednn-bf16") return QColor(0xc0, 0x6c, 0xd8);       // a lighter purple
   if (backend == "onnxruntime-int8") return QColor(0x6a, 0x1b, 0x9a);  // a deeper purple
   if (backend == "onnxruntime-int8-region") return QColor(0x4a, 0x14, 0x8c);
+  if (backend == "stream-gemm-int8") return QColor(0xad, 0x14, 0x57);  // the own GEMM's red, in int8: crimson
   return QColor::fromHsv(static_cast<int>(qHash(backend) % 360), 140, 220);
 }
 
