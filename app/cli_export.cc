@@ -17,9 +17,10 @@ void write_qdq(const Graph& graph, const Placement& placement, const std::string
   workflow::QdqPlan plan = workflow::qdq_plan(graph, placement);
   size_t written = write_qdq_model(model_path, plan.matmuls, out_path);
   std::printf(
-      "QDQ model written to %s: %zu int8 MatMul%s as DynamicQuantizeLinear + MatMulInteger%s%s\n",
+      "QDQ model written to %s: %zu int8 product%s (MatMul, Gemm) as DynamicQuantizeLinear + "
+      "MatMulInteger%s%s\n",
       out_path.c_str(), written, written == 1 ? "" : "s",
-      plan.int8_left_fp32 ? (", " + std::to_string(plan.int8_left_fp32) + " int8 Gemm(s) left fp32").c_str()
+      plan.int8_left_fp32 ? (", " + std::to_string(plan.int8_left_fp32) + " int8 kernel(s) left fp32").c_str()
                           : "",
       plan.bf16_left_fp32 ? (", " + std::to_string(plan.bf16_left_fp32) + " bf16 kernel(s) left fp32").c_str()
                           : "");

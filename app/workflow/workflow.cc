@@ -213,16 +213,18 @@ QdqPlan qdq_plan(const Graph& graph, const Placement& placement) {
     if (b->kind == BackendKind::GraphLevel) {
       for (NodeId n : k.nodes)
         if (int8_weights_matmul(graph, graph.node(n))) int8.push_back(n);
-    } else if (int8_weights_matmul(graph, graph.node(k.nodes.front()))) {
+    } else if (const Node& head = graph.node(k.nodes.front());
+               int8_weights_matmul(graph, head) || int8_weights_gemm(graph, head)) {
       int8.push_back(k.nodes.front());
     } else {
       ++plan.int8_left_fp32;
     }
     for (NodeId n : int8) {
       const Node& node = graph.node(n);
-      const Value& w = graph.value(node.inputs.at(1));
-      QuantizedWeights q = quantize_weights(w.constant->data<float>(), w.shape[0], w.shape[1]);
-      plan.matmuls.push_back({node.name, w.shape[0], w.shape[1], std::move(q.q), std::move(q.scale)});
+      QuantizedWeights q = quantize_node_weights(graph, node);
+      const int64_t cols = static_cast<int64_t>(q.scale.size());
+      const int64_t k = cols ? static_cast<int64_t>(q.q.size()) / cols : 0;
+      plan.matmuls.push_back({node.name, k, cols, std::move(q.q), std::move(q.scale)});
     }
   }
   return plan;

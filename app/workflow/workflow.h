@@ -169,7 +169,7 @@ bool reduced_precision(const Placement& placement);
 // graph-level region), and what stays fp32 for want of an ONNX integer form.
 struct QdqPlan {
   std::vector<QdqMatmul> matmuls;
-  size_t int8_left_fp32 = 0;  // int8 kernels whose head is not such a MatMul (e.g. a Gemm)
+  size_t int8_left_fp32 = 0;  // int8 kernels whose head is no MatMul or Gemm of constant weights
   size_t bf16_left_fp32 = 0;  // bf16 kernels: ONNX has no integer form for them
 };
 QdqPlan qdq_plan(const Graph& graph, const Placement& placement);

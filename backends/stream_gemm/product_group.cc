@@ -60,6 +60,7 @@ ProductGroup::ProductGroup(const Graph& g, const SubGraph& sub, const std::strin
       head = id;
     }
   if (head == kNoNode) refuse("no MatMul or Gemm in the group");
+  head_ = head;
   const Node& h = g.node(head);
   if (h.op_type == "MatMul" ? !matmul_product(g, h) : !gemm_product(g, h))
     refuse("node '" + h.name + "' is not a product of runtime activations and constant 2-D weights");
@@ -95,15 +96,6 @@ ProductGroup::ProductGroup(const Graph& g, const SubGraph& sub, const std::strin
     current = n.outputs[0];
   }
   if (current != sub.outputs[0]) refuse("the group is not a single chain");
-}
-
-std::vector<float> ProductGroup::dense_weights() const {
-  std::vector<float> out(static_cast<size_t>(k_ * n_));
-  const float* w = weights_.data<float>();
-  for (int64_t r = 0; r < k_; ++r)
-    for (int64_t c = 0; c < n_; ++c)
-      out[static_cast<size_t>(r * n_ + c)] = alpha_ * (transposed_ ? w[c * k_ + r] : w[r * n_ + c]);
-  return out;
 }
 
 std::vector<EpilogueStep> ProductGroup::epilogue(KernelInputs inputs) const {

@@ -44,8 +44,7 @@ class ProductGroup {
   const Tensor& weights() const { return weights_; }
   bool transposed() const { return transposed_; }
   float alpha() const { return alpha_; }
-  // Row-major [k, n] with alpha folded in (a copy).
-  std::vector<float> dense_weights() const;
+  NodeId head() const { return head_; }  // the MatMul or Gemm
 
   // The steps after the product, in order, with this run's operands bound.
   std::vector<EpilogueStep> epilogue(KernelInputs inputs) const;
@@ -62,6 +61,7 @@ class ProductGroup {
   void add_operand(const Graph& g, const SubGraph& sub, ValueId v);
 
   std::string who_;
+  NodeId head_ = kNoNode;
   int64_t k_ = 0, n_ = 0;
   Shape out_shape_;
   int a_input_ = 0;

@@ -14,12 +14,13 @@ using stream_gemm_int8::PackedInt8Weights;
 bool inner_ok(int64_t k) { return k >= 1 && k <= stream_gemm_int8::kMaxK; }
 
 bool matmul_ok(const Graph& g, const Node& n) {
-  return stream_gemm_int8::supported() && stream_gemm::matmul_product(g, n) &&
+  return stream_gemm_int8::supported() && int8_weights_matmul(g, n) && stream_gemm::matmul_product(g, n) &&
          inner_ok(g.value(n.inputs[1]).shape[0]);
 }
 
 bool gemm_ok(const Graph& g, const Node& n) {
-  if (!stream_gemm_int8::supported() || !stream_gemm::gemm_product(g, n)) return false;
+  if (!stream_gemm_int8::supported() || !int8_weights_gemm(g, n) || !stream_gemm::gemm_product(g, n))
+    return false;
   const Shape& w = g.value(n.inputs[1]).shape;
   return inner_ok(n.attr_int("transB", 0) != 0 ? w[1] : w[0]);
 }
@@ -35,8 +36,7 @@ class Int8GemmKernel : public Kernel {
     if (!inner_ok(k))
       throw Error(ErrorKind::Unsupported, "stream-gemm-int8: an inner dimension of " + std::to_string(k));
     auto make = [&] {
-      const std::vector<float> dense = group_.dense_weights();
-      const QuantizedWeights q = quantize_weights(dense.data(), k, n);
+      const QuantizedWeights q = quantize_node_weights(g, g.node(group_.head()));
       return std::make_shared<const PackedInt8Weights>(
           stream_gemm_int8::pack_int8_weights(q.q.data(), q.scale.data(), k, n));
     };

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/backend_api/pattern.h"
+#include "core/ir/error.h"
 
 namespace collage {
 
@@ -31,6 +32,38 @@ bool int8_weights_matmul(const Graph& g, const Node& n) {
   const Value& w = g.value(n.inputs[1]);
   return w.shape.size() == 2 && x.shape.size() >= 2 && x.dtype == DType::Float32 &&
          w.dtype == DType::Float32 && g.value(n.outputs[0]).dtype == DType::Float32;
+}
+
+bool int8_weights_gemm(const Graph& g, const Node& n) {
+  if (n.op_type != "Gemm" || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+  if (n.attr_int("transA", 0) != 0 || !input_is_constant(g, n, 1) || input_is_constant(g, n, 0)) return false;
+  if (!input_absent_or_constant(g, n, 2)) return false;
+  const Value& x = g.value(n.inputs[0]);
+  const Value& w = g.value(n.inputs[1]);
+  const bool c_float =
+      n.inputs.size() < 3 || n.inputs[2] == kNoValue || g.value(n.inputs[2]).dtype == DType::Float32;
+  return w.shape.size() == 2 && x.shape.size() == 2 && x.dtype == DType::Float32 &&
+         w.dtype == DType::Float32 && c_float && g.value(n.outputs[0]).dtype == DType::Float32;
+}
+
+QuantizedWeights quantize_node_weights(const Graph& g, const Node& n) {
+  if (int8_weights_matmul(g, n)) {
+    const Value& w = g.value(n.inputs[1]);
+    return quantize_weights(w.constant->data<float>(), w.shape[0], w.shape[1]);
+  }
+  if (!int8_weights_gemm(g, n))
+    throw Error(ErrorKind::Unsupported,
+                "node '" + n.name + "' has no int8 weights (a MatMul or Gemm of constant 2-D weights)");
+  const Value& b = g.value(n.inputs[1]);
+  const bool trans = n.attr_int("transB", 0) != 0;
+  const float alpha = n.attr_float("alpha", 1.0f);
+  const int64_t k = trans ? b.shape[1] : b.shape[0], cols = trans ? b.shape[0] : b.shape[1];
+  const float* src = b.constant->data<float>();
+  std::vector<float> dense(static_cast<size_t>(k * cols));
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      dense[static_cast<size_t>(r * cols + c)] = alpha * (trans ? src[c * k + r] : src[r * cols + c]);
+  return quantize_weights(dense.data(), k, cols);
 }
 
 }  // namespace collage

@@ -23,5 +23,12 @@ QuantizedWeights quantize_weights(const float* w, int64_t k, int64_t n);
 // The MatMuls these weights are for: float32, constant [K, N] weights, activations computed
 // (not constant) of rank >= 2. Every int8 kernel and `export --qdq` ask this one question.
 bool int8_weights_matmul(const Graph& graph, const Node& node);
+// The Gemms: float32, A computed and 2-D (no transA), B constant 2-D (transB allowed), C absent or
+// constant. Their weights are B as [K, N] with alpha folded in.
+bool int8_weights_gemm(const Graph& graph, const Node& node);
+
+// The weights of such a MatMul or Gemm, quantized (the one place a Gemm's transB and alpha are
+// folded for int8). Throws Error(Unsupported) for any other node.
+QuantizedWeights quantize_node_weights(const Graph& graph, const Node& node);
 
 }  // namespace collage

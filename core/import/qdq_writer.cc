@@ -25,6 +25,13 @@ onnx::NodeProto make_node(const std::string& op, const std::string& name, std::v
   return n;
 }
 
+// A numeric attribute (INT or FLOAT) of `node`, or `fallback`.
+float attribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
+  for (const onnx::AttributeProto& a : node.attribute())
+    if (a.name() == name) return a.type() == onnx::AttributeProto::INT ? static_cast<float>(a.i()) : a.f();
+  return fallback;
+}
+
 }  // namespace
 
 void append_int8_matmul(onnx::GraphProto& graph, const QdqMatmul& m, const std::string& x,
@@ -76,13 +83,34 @@ size_t write_qdq_model(const std::string& onnx_path, const std::vector<QdqMatmul
       continue;
     }
     const QdqMatmul& m = *it->second;
-    if (node.op_type() != "MatMul" || node.input_size() != 2 || node.output_size() != 1)
-      throw Error(ErrorKind::InvalidInput, "--qdq: node '" + m.node + "' is not a MatMul");
+    const bool gemm = node.op_type() == "Gemm";
+    const bool shape_ok = node.op_type() == "MatMul"
+                              ? node.input_size() == 2
+                              : gemm && (node.input_size() == 2 || node.input_size() == 3);
+    if (!shape_ok || node.output_size() != 1)
+      throw Error(ErrorKind::InvalidInput, "--qdq: node '" + m.node + "' is not a MatMul or Gemm");
+    if (gemm && attribute(node, "transA", 0.0f) != 0.0f)
+      throw Error(ErrorKind::InvalidInput, "--qdq: Gemm '" + m.node + "' transposes its activations");
     if (m.q.size() != static_cast<size_t>(m.k * m.n) || m.scale.size() != static_cast<size_t>(m.n))
       throw Error(ErrorKind::InvalidInput, "--qdq: node '" + m.node + "': weights do not match [K, N]");
-    // The new nodes go to `nodes` (the rewritten list), their initializers to the graph.
+    // The new nodes go to `nodes` (the rewritten list), their initializers to the graph. A Gemm's
+    // weights come with transB and alpha folded in; its C (times beta) is added after the product.
     onnx::GraphProto part;
-    append_int8_matmul(part, m, node.input(0), node.output(0));
+    const bool has_c = gemm && node.input_size() == 3 && !node.input(2).empty();
+    const std::string p = m.node + "/qdq/";
+    append_int8_matmul(part, m, node.input(0), has_c ? p + "product" : node.output(0));
+    if (has_c) {
+      std::string c = node.input(2);
+      if (const float beta = attribute(node, "beta", 1.0f); beta != 1.0f) {
+        onnx::TensorProto* b = part.add_initializer();
+        b->set_name(p + "beta");
+        b->set_data_type(onnx::TensorProto::FLOAT);
+        b->add_float_data(beta);
+        *part.add_node() = make_node("Mul", p + "scale_c", {c, p + "beta"}, {p + "c_scaled"});
+        c = p + "c_scaled";
+      }
+      *part.add_node() = make_node("Add", p + "add_c", {p + "product", c}, {node.output(0)});
+    }
     for (onnx::TensorProto& t : *part.mutable_initializer()) graph->add_initializer()->Swap(&t);
     for (onnx::NodeProto& n : *part.mutable_node()) nodes.Add()->Swap(&n);
     wanted.erase(it);

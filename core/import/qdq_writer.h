@@ -1,5 +1,5 @@
 // `collage export --qdq OUT.onnx`: the model with the placement's int8 fully connected layers
-// written as standard ONNX integer ops, so other runtimes run the same quantization (ONNX
+// (MatMul, Gemm) written as standard ONNX integer ops, so other runtimes run the same quantization (ONNX
 // Runtime fuses the pattern into its DynamicQuantizeMatMul). Each rewritten MatMul y = x W:
 //   DynamicQuantizeLinear(x) -> xq, xs, xzp      (per tensor, u8, range holding 0)
 //   MatMulInteger(xq, Wq, xzp) -> acc            (Wq int8, the kernel's own 7-bit weights)
@@ -31,8 +31,9 @@ struct QdqMatmul {
 void append_int8_matmul(onnx::GraphProto& graph, const QdqMatmul& m, const std::string& x,
                         const std::string& y);
 
-// Reads `onnx_path`, rewrites each listed MatMul (InvalidInput naming a node the file lacks or
-// that is not a MatMul of [K, N] weights), writes `out_path`. Returns the nodes rewritten.
+// Reads `onnx_path`, rewrites each listed MatMul or Gemm (InvalidInput naming a node the file lacks
+// or that is neither; for a Gemm, q and scale are B as [K, N] with transB and alpha folded in, and
+// its C times beta is added after the product), writes `out_path`. Returns the nodes rewritten.
 size_t write_qdq_model(const std::string& onnx_path, const std::vector<QdqMatmul>& matmuls,
                        const std::string& out_path);
 

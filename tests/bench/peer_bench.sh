@@ -12,7 +12,7 @@
 # env: BUILD (build dir), REPEAT (default 30), BUDGET (default 60s), THREADS (default 1),
 #      ACCURACY (a budget, e.g. cosine=0.999,max-rel=5e-2: tune --accuracy, so int8 kernels take part;
 #      the artifact's outputs are then held to that budget against ORT's fp32 ones, and reported;
-#      `export --qdq` writes the int8 MatMuls as ONNX integer ops, and ORT on that model is timed
+#      `export --qdq` writes the int8 MatMuls and Gemms as ONNX integer ops, and ORT on that model is timed
 #      as a third side, the int8 peer)
 #      SHAPES=dynamic: import with --shapes dynamic (detectors: shapes decided as the model runs)
 #      ROUNDS (default 1): the alternating turns are run this many times over (on a noisy machine,

@@ -132,10 +132,10 @@ TEST(PrecisionWorkflow, AKernelRefusedUnderATighterBudgetIsMeasuredAgainUnderALo
   EXPECT_FALSE(cached) << "the refusals cached under max-rel=1e-7 must not decide under max-rel=5e-2";
 }
 
-// export --qdq's plan: an op-level int8 kernel quantizes its head MatMul (a Gemm head stays fp32,
-// counted), an int8 region every MatMul of constant weights inside it, never a product of two
-// activations; the weights are the shared 7-bit ones.
-TEST(QdqPlan, TakesEachInt8KernelsWeightMatMulsAndNothingElse) {
+// export --qdq's plan: an op-level int8 kernel quantizes its head MatMul or Gemm (transB and alpha
+// folded), an int8 region every MatMul of constant weights inside it, never a product of two
+// activations; a kernel headed by anything else stays fp32, counted; the weights are the shared 7-bit ones.
+TEST(QdqPlan, TakesEachInt8KernelsWeightProductsAndNothingElse) {
   Graph g = dense_model(4, 64, 48);
   auto reader_of = [&](const std::string& input) {
     for (size_t i = 0; i < g.nodes.size(); ++i)
@@ -144,25 +144,47 @@ TEST(QdqPlan, TakesEachInt8KernelsWeightMatMulsAndNothingElse) {
     throw std::runtime_error("no node reads " + input);
   };
   const NodeId gemm = reader_of("w");
+  const NodeId relu = reader_of(g.value(g.node(gemm).outputs[0]).name);
+  ASSERT_EQ(g.node(gemm).op_type, "Gemm");
+  ASSERT_EQ(g.node(relu).op_type, "Relu");
   const Node& weights_matmul = g.node(reader_of("wt"));
   Placement p;
   PlacedKernel head;
   head.backend = "onednn-int8";
   head.nodes = {gemm};
+  PlacedKernel odd;  // not a product: nothing to write
+  odd.backend = "onednn-int8";
+  odd.nodes = {relu};
   PlacedKernel region;
   region.backend = "onnxruntime-int8-region";
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (static_cast<NodeId>(i) != gemm) region.nodes.push_back(static_cast<NodeId>(i));
-  p.kernels = {head, region};
+    if (static_cast<NodeId>(i) != gemm && static_cast<NodeId>(i) != relu)
+      region.nodes.push_back(static_cast<NodeId>(i));
+  p.kernels = {head, odd, region};
   workflow::QdqPlan plan = workflow::qdq_plan(g, p);
-  ASSERT_EQ(plan.matmuls.size(), 1u);
-  EXPECT_EQ(plan.matmuls[0].node, weights_matmul.name);
+  ASSERT_EQ(plan.matmuls.size(), 2u);
+  EXPECT_EQ(plan.matmuls[0].node, g.node(gemm).name);
+  EXPECT_EQ(plan.matmuls[1].node, weights_matmul.name);
   EXPECT_EQ(plan.int8_left_fp32, 1u);
   EXPECT_EQ(plan.bf16_left_fp32, 0u);
   const Tensor& w = *g.value(weights_matmul.inputs[1]).constant;
   QuantizedWeights q = quantize_weights(w.data<float>(), w.shape()[0], w.shape()[1]);
-  EXPECT_EQ(plan.matmuls[0].q, q.q);
-  EXPECT_EQ(plan.matmuls[0].scale, q.scale);
+  EXPECT_EQ(plan.matmuls[1].q, q.q);
+  EXPECT_EQ(plan.matmuls[1].scale, q.scale);
+  // The Gemm's B as [K, N] with alpha, quantized.
+  const Node& gn = g.node(gemm);
+  const Tensor& b = *g.value(gn.inputs[1]).constant;
+  const bool trans = gn.attr_int("transB", 0) != 0;
+  const float alpha = gn.attr_float("alpha", 1.0f);
+  const int64_t k = trans ? b.shape()[1] : b.shape()[0], n = trans ? b.shape()[0] : b.shape()[1];
+  std::vector<float> dense;
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c) dense.push_back(alpha * b.data<float>()[trans ? c * k + r : r * n + c]);
+  QuantizedWeights qg = quantize_weights(dense.data(), k, n);
+  EXPECT_EQ(plan.matmuls[0].k, k);
+  EXPECT_EQ(plan.matmuls[0].n, n);
+  EXPECT_EQ(plan.matmuls[0].q, qg.q);
+  EXPECT_EQ(plan.matmuls[0].scale, qg.scale);
 
   region.backend = "onnxruntime-region";  // fp32: nothing to write
   p.kernels = {region};

@@ -1,5 +1,5 @@
-// core/import/qdq_writer: the int8 MatMuls of a placement written as ONNX integer ops compute
-// what the onednn-int8 kernels compute.
+// core/import/qdq_writer: the int8 MatMuls and Gemms of a placement written as ONNX integer ops
+// compute what the onednn-int8 kernels compute.
 #include "core/import/qdq_writer.h"
 
 #include <gtest/gtest.h>
@@ -72,6 +72,50 @@ TEST(QdqWriter, TheIntegerOpsComputeWhatTheInt8KernelComputes) {
   EXPECT_TRUE(same.ok()) << same.failure;
   EXPECT_GT(measure_accuracy(from_qdq, reference, parse_accuracy("max-rel=1"), "y", false).max_rel, 0)
       << "quantized, so not exactly the fp32 result";
+}
+
+// A Gemm (transB, alpha, beta, a C row), as the classifier heads and attention projections of
+// PyTorch exports are written: the weights with transB and alpha folded, C times beta added after.
+TEST(QdqWriter, AGemmIsWrittenWithItsAttributesFolded) {
+  ScopedTempDir dir("collage_qdq");
+  {
+    OnnxTestModel m(17);
+    m.input("x", {5, 40});
+    m.initializer("w", random_tensor_f32({33, 40}, 4));
+    m.initializer("c", random_tensor_f32({33}, 5));
+    auto& gemm = m.node("Gemm", {"x", "w", "c"}, {"y"});
+    gemm.set_name("head/Gemm");
+    OnnxTestModel::attr_int(gemm, "transB", 1);
+    OnnxTestModel::attr_float(gemm, "alpha", 0.5f);
+    OnnxTestModel::attr_float(gemm, "beta", 2.0f);
+    m.output("y");
+    std::ofstream out(dir.file("fp32.onnx"), std::ios::binary);
+    out << m.bytes();
+  }
+  Graph fp32 = import_file(dir.file("fp32.onnx"));
+  ASSERT_EQ(fp32.nodes.size(), 1u);
+  QuantizedWeights q = quantize_node_weights(fp32, fp32.nodes[0]);
+  ASSERT_EQ(
+      write_qdq_model(dir.file("fp32.onnx"), {{"head/Gemm", 40, 33, q.q, q.scale}}, dir.file("qdq.onnx")),
+      1u);
+  Graph qdq = import_file(dir.file("qdq.onnx"));
+  EXPECT_EQ(count_ops(qdq, "Gemm"), 0);
+  EXPECT_EQ(count_ops(qdq, "MatMulInteger"), 1);
+
+  std::vector<Tensor> values = reference_values(fp32);
+  IndexSet all(1);
+  all.add(0);
+  std::unique_ptr<Kernel> kernel =
+      onednn_int8_backend().compile(fp32, make_subgraph(fp32, all), CompileOptions{});
+  std::vector<const Tensor*> args{&values[static_cast<size_t>(fp32.inputs[0])]};
+  HeapAllocator alloc;
+  Tensor int8 = kernel->run(args, alloc).at(0);
+  Tensor from_qdq = run_native(qdq, {values[static_cast<size_t>(fp32.inputs[0])]}).at(0);
+  AccuracyMeasure same = measure_accuracy(from_qdq, int8, parse_accuracy("max-rel=2e-3"), "y", false);
+  EXPECT_TRUE(same.ok()) << same.failure;
+  AccuracyMeasure near = measure_accuracy(from_qdq, values[static_cast<size_t>(fp32.outputs[0])],
+                                          parse_accuracy("max-rel=3e-2,cosine=0.999"), "y", false);
+  EXPECT_TRUE(near.ok()) << near.failure;
 }
 
 TEST(QdqWriter, RefusesANodeTheModelLacks) {
