@@ -1,7 +1,10 @@
 // fast_math_avx2.h's exp and GELUs sixteen lanes at a time with AVX-512F: the same formulas and
-// coefficients, so the same accuracy, at twice the width where a core runs 512-bit vectors at full
-// width. Every function carries COLLAGE_AVX512F: call them only from functions compiled for
-// AVX-512F, and those only where the CPU has it.
+// coefficients, at twice the width where a core runs 512-bit vectors at full width, and cheaper per
+// lane: 2^n by vscalefps, and the reciprocals by vrcp14ps and one Newton step instead of a division
+// (a division per vector held a fused GELU to ~24 cycles a vector on Zen 5). The results differ from
+// the eight-lane ones in the last bits only (relative error of the reciprocal ~1e-7 after the step).
+// Every function carries COLLAGE_AVX512F: call them only from functions compiled for AVX-512F, and
+// those only where the CPU has it.
 #pragma once
 
 // GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_* initialise themselves from
@@ -29,8 +32,13 @@ COLLAGE_AVX512F inline __m512 exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
-  const __m512i n = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fn), _mm512_set1_epi32(127)), 23);
-  return _mm512_mul_ps(p, _mm512_castsi512_ps(n));
+  return _mm512_scalef_ps(p, fn);  // p * 2^fn
+}
+
+// 1 / d for d >= 1 (no zero, no infinity): vrcp14ps, then one Newton step.
+COLLAGE_AVX512F inline __m512 reciprocal16(__m512 d) {
+  const __m512 r = _mm512_rcp14_ps(d);
+  return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
 }
 
 COLLAGE_AVX512F inline __m512 gelu_erf16(__m512 v) {
@@ -38,8 +46,7 @@ COLLAGE_AVX512F inline __m512 gelu_erf16(__m512 v) {
   const __m512 x = _mm512_mul_ps(v, _mm512_set1_ps(0.7071067811865476f));
   const __m512i xi = _mm512_castps_si512(x);
   const __m512 a = _mm512_min_ps(_mm512_castsi512_ps(_mm512_andnot_si512(sign, xi)), _mm512_set1_ps(6.0f));
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f),
-                                 _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), a, _mm512_set1_ps(1.0f)));
+  const __m512 t = reciprocal16(_mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), a, _mm512_set1_ps(1.0f)));
   __m512 p = _mm512_set1_ps(1.061405429f);
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
@@ -59,8 +66,9 @@ COLLAGE_AVX512F inline __m512 gelu_tanh16(__m512 v) {
                     _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(0.044715f), v), _mm512_mul_ps(v, v), v));
   const __m512 c = _mm512_min_ps(_mm512_max_ps(u, _mm512_set1_ps(-9.0f)), _mm512_set1_ps(9.0f));
   const __m512 e = exp16(_mm512_add_ps(c, c));
-  const __m512 th =
-      _mm512_div_ps(_mm512_sub_ps(e, _mm512_set1_ps(1.0f)), _mm512_add_ps(e, _mm512_set1_ps(1.0f)));
+  // (e - 1) / (e + 1) = 1 - 2 / (e + 1), with e + 1 >= 1.
+  const __m512 th = _mm512_fnmadd_ps(
+      _mm512_set1_ps(2.0f), reciprocal16(_mm512_add_ps(e, _mm512_set1_ps(1.0f))), _mm512_set1_ps(1.0f));
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(_mm512_set1_ps(1.0f), th));
 }
 
