@@ -221,6 +221,12 @@ NodeExplanation PlacementExplainer::explain(NodeId node) const {
     e.reason_text += buf;
   }
 
+  // A kernel without a cost here has nothing to be compared with: a re-search without it would only
+  // give the optimum of these costs again (a "near tie" at +0 ms).
+  if (e.reason == PlacementReason::NotFromTheseCosts) {
+    e.runner_up.infeasible_reason = where + " has no cost here to weigh the alternatives against";
+    return e;
+  }
   // Runner-up: its backend forbidden for it, its own pin dropped (else the pin alone makes it infeasible).
   Pins pins = pins_;
   pins.pinned.erase(node);

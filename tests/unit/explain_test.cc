@@ -239,9 +239,13 @@ TEST(Explain, RegionsAndForeignKernels) {
   }
   // The same region on an op-level backend, or a candidate whose cost is invalid: not from these costs.
   refined.kernels.back().backend = "A";
-  EXPECT_EQ(
-      PlacementExplainer(f.graph, f.candidates, f.costs, refined, {}, kEpsilon, {"G"}).explain(3).reason,
-      PlacementReason::NotFromTheseCosts);
+  const NodeExplanation uncompared =
+      PlacementExplainer(f.graph, f.candidates, f.costs, refined, {}, kEpsilon, {"G"}).explain(3);
+  EXPECT_EQ(uncompared.reason, PlacementReason::NotFromTheseCosts);
+  // Nothing to weigh a runner-up against: said so, not a near tie at +0 ms.
+  EXPECT_FALSE(uncompared.runner_up.feasible);
+  EXPECT_NE(uncompared.runner_up.infeasible_reason.find("no cost here"), std::string::npos)
+      << uncompared.runner_up.infeasible_reason;
   refined.kernels.pop_back();
   refined.kernels.push_back({{{2}, "B", "Relu"}, Cost::of_ms(0.1)});
   refined.kernels.push_back({{{3}, "A", "Sigmoid"}, Cost::of_ms(1.0)});
