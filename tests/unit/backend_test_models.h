@@ -117,4 +117,21 @@ inline void erf_gelu(OnnxTestModel& m, const std::string& x, const std::string& 
   m.node("Mul", {y + "_p", y + "_half"}, {y});
 }
 
+// A BERT feed-forward block as torch.onnx.export writes it, from input "x" [1, tokens, width] to "y":
+// MatMul, bias Add (bias first), erf GELU, MatMul to width, bias Add, residual Add of x. Not marked
+// as an output, so a test can add more to the model.
+inline void feed_forward_block(OnnxTestModel& m, int64_t tokens, int64_t width, int64_t hidden) {
+  m.input("x", {1, tokens, width});
+  m.initializer("w1", random_tensor_f32({width, hidden}, 21));
+  m.initializer("b1", random_tensor_f32({hidden}, 22));
+  m.initializer("w2", random_tensor_f32({hidden, width}, 23));
+  m.initializer("b2", random_tensor_f32({width}, 24));
+  m.node("MatMul", {"x", "w1"}, {"mm"});
+  m.node("Add", {"b1", "mm"}, {"h"});
+  erf_gelu(m, "h", "g");
+  m.node("MatMul", {"g", "w2"}, {"mm2"});
+  m.node("Add", {"mm2", "b2"}, {"h2"});
+  m.node("Add", {"h2", "x"}, {"y"});
+}
+
 }  // namespace collage::testing

@@ -176,17 +176,7 @@ TEST(StreamGemmInt8, NonFiniteActivationsAreAnErrorNamingThem) {
 TEST(StreamGemmInt8, CandidatesAgreeWithTheReferenceWithinAnInt8Budget) {
   if (!stream_gemm_int8::supported()) GTEST_SKIP() << stream_gemm_int8::unsupported_reason();
   OnnxTestModel m(17);
-  m.input("x", {1, 13, 64});
-  m.initializer("w1", random_tensor_f32({64, 96}, 21));
-  m.initializer("b1", random_tensor_f32({96}, 22));
-  m.initializer("w2", random_tensor_f32({96, 64}, 23));
-  m.initializer("b2", random_tensor_f32({64}, 24));
-  m.node("MatMul", {"x", "w1"}, {"mm"});
-  m.node("Add", {"b1", "mm"}, {"h"});
-  erf_gelu(m, "h", "g");
-  m.node("MatMul", {"g", "w2"}, {"mm2"});
-  m.node("Add", {"mm2", "b2"}, {"h2"});
-  m.node("Add", {"h2", "x"}, {"y"});
+  feed_forward_block(m, 13, 64, 96);
   m.input("z", {9, 40});
   m.initializer("wt", random_tensor_f32({33, 40}, 31));
   m.initializer("c", random_tensor_f32({33}, 32));

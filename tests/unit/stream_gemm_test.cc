@@ -212,17 +212,7 @@ std::set<std::string> check_stream(const Graph& g, const std::string& what) {
 TEST(StreamGemm, TransformerFeedForwardBlockAgreesWithTheReference) {
   if (!stream_gemm::supported()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
   OnnxTestModel m(17);
-  m.input("x", {1, 13, 24});
-  m.initializer("w1", random_tensor_f32({24, 40}, 21));
-  m.initializer("b1", random_tensor_f32({40}, 22));
-  m.initializer("w2", random_tensor_f32({40, 24}, 23));
-  m.initializer("b2", random_tensor_f32({24}, 24));
-  m.node("MatMul", {"x", "w1"}, {"mm"});
-  m.node("Add", {"b1", "mm"}, {"h"});
-  erf_gelu(m, "h", "g");
-  m.node("MatMul", {"g", "w2"}, {"mm2"});
-  m.node("Add", {"mm2", "b2"}, {"h2"});
-  m.node("Add", {"h2", "x"}, {"y"});
+  feed_forward_block(m, 13, 24, 40);
   m.output("y");
   auto labels = check_stream(import_model(m), "feed-forward");
   for (const char* want : {"MatMul", "MatMul+Add", "MatMul+Add+Div+Erf+Add+Mul+Mul", "MatMul+Add+Add"})
