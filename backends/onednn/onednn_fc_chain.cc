@@ -4,6 +4,7 @@
 
 #include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_fusion.h"
+#include "core/backend_api/int8_weights.h"  // product_weights
 #include "core/backend_api/pattern.h"
 
 namespace collage::onednn {
@@ -19,16 +20,9 @@ Tensor head_weights(const Graph& g, const Node& n, int64_t& k, int64_t& cols, co
   const Value& b = g.value(n.inputs.at(1));
   if (!b.constant || b.shape.size() != 2)
     throw Error(ErrorKind::Unsupported, who + ": the weights must be a constant 2-D tensor");
-  const bool trans = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0;
-  const float alpha = n.op_type == "Gemm" ? n.attr_float("alpha", 1.0f) : 1.0f;
-  k = trans ? b.shape[1] : b.shape[0];
-  cols = trans ? b.shape[0] : b.shape[1];
+  const std::vector<float> dense = product_weights(g, n, k, cols);
   Tensor w(DType::Float32, {k, cols});
-  const float* src = b.constant->data<float>();
-  float* dst = w.data<float>();
-  for (int64_t r = 0; r < k; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      dst[r * cols + c] = alpha * (trans ? src[c * k + r] : src[r * cols + c]);
+  std::copy(dense.begin(), dense.end(), w.data<float>());
   return w;
 }
 

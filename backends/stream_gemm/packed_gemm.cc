@@ -9,6 +9,7 @@
 
 #include "backends/native/fast_math.h"
 #include "backends/native/fast_math_avx2.h"
+#include "backends/native/fast_math_avx512.h"  // COLLAGE_AVX512F
 
 namespace collage::stream_gemm {
 
@@ -132,16 +133,15 @@ COLLAGE_AVX2 void micro_kernel(const float* ap, const float* bp, int64_t k, floa
   }
 }
 
-#define COLLAGE_AVX512 __attribute__((target("avx512f,avx2,fma")))
-
 // The AVX-512 form: MR rows by NP adjacent panels (16 columns each, one zmm register per row and
 // panel; panel j + 1 starts k * 16 floats after panel j). Where the CPU runs 512-bit FMAs at full
 // width (Zen 5), the AVX2 kernel reaches only half the peak; 6 x 32 keeps 12 accumulators and
 // 8 loads per 12 FMAs. The adds of TileAdds cover NP * 16 columns. While it runs, prefetches
 // `pf_lines` lines of `next` from line `pf_first` on, spread over its k steps.
 template <int MR, int NP>
-COLLAGE_AVX512 void micro_kernel512(const float* ap, const float* bp, int64_t k, float* c, int64_t ldc,
-                                    const TileAdds& t, const char* next, int64_t pf_first, int64_t pf_lines) {
+COLLAGE_AVX512F void micro_kernel512(const float* ap, const float* bp, int64_t k, float* c, int64_t ldc,
+                                     const TileAdds& t, const char* next, int64_t pf_first,
+                                     int64_t pf_lines) {
   const float *init = t.init, *row = t.row, *add = t.add;
   const int64_t ldi = t.ldi, ld_add = t.ld_add, stride = k * kPanel;
   __m512 acc[MR][NP];

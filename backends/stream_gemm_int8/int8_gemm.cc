@@ -1,12 +1,5 @@
 #include "backends/stream_gemm_int8/int8_gemm.h"
 
-// GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_* initialise themselves
-// from themselves); the state at the header's lines is what counts.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
 #include <omp.h>
 
 #include <algorithm>
@@ -16,7 +9,7 @@
 #include <limits>
 #include <optional>
 
-#include "backends/native/fast_math_avx512.h"
+#include "backends/native/fast_math_avx512.h"  // <immintrin.h>, without GCC 12's false warnings
 #include "core/ir/error.h"
 
 #define COLLAGE_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma")))
@@ -349,15 +342,13 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
   const EpilogueStep *rest = epilogue.data(), *last = epilogue.data() + epilogue.size();
   const EpilogueStep *residual = nullptr, *residual_after = nullptr;
   std::optional<Kind> activation;
-  std::vector<const float*> rows;
   for (; rest != last; ++rest) {
-    if (rest->kind == Kind::AddRow)
-      rows.push_back(rest->operand);
-    else if (rest->kind == Kind::AddFull && !residual)
+    if (rest->kind == Kind::AddFull && !residual)
       residual = rest;
-    else
+    else if (rest->kind != Kind::AddRow)  // bias rows are summed into the per-column bias
       break;
   }
+  const EpilogueStep* leading_end = rest;
   if (rest != last &&
       (rest->kind == Kind::Relu || rest->kind == Kind::GeluErf || rest->kind == Kind::GeluTanh))
     activation = (rest++)->kind;
@@ -377,7 +368,8 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
       correction_of[i] = aq.zero_point * w.column_sum[i];
       float b = 0;
       if (j < n)
-        for (const float* row : rows) b += row[j];
+        for (const EpilogueStep* step = epilogue.data(); step != leading_end; ++step)
+          if (step->kind == Kind::AddRow) b += step->operand[j];
       bias_of[i] = b;
     }
     for (int64_t g = g0; g < g1; ++g) {

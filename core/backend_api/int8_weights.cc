@@ -46,23 +46,26 @@ bool int8_weights_gemm(const Graph& g, const Node& n) {
          w.dtype == DType::Float32 && c_float && g.value(n.outputs[0]).dtype == DType::Float32;
 }
 
-QuantizedWeights quantize_node_weights(const Graph& g, const Node& n) {
-  if (int8_weights_matmul(g, n)) {
-    const Value& w = g.value(n.inputs[1]);
-    return quantize_weights(w.constant->data<float>(), w.shape[0], w.shape[1]);
-  }
-  if (!int8_weights_gemm(g, n))
-    throw Error(ErrorKind::Unsupported,
-                "node '" + n.name + "' has no int8 weights (a MatMul or Gemm of constant 2-D weights)");
-  const Value& b = g.value(n.inputs[1]);
-  const bool trans = n.attr_int("transB", 0) != 0;
-  const float alpha = n.attr_float("alpha", 1.0f);
-  const int64_t k = trans ? b.shape[1] : b.shape[0], cols = trans ? b.shape[0] : b.shape[1];
+std::vector<float> product_weights(const Graph& g, const Node& n, int64_t& k, int64_t& cols) {
+  const Value& b = g.value(n.inputs.at(1));
+  const bool trans = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0;
+  const float alpha = n.op_type == "Gemm" ? n.attr_float("alpha", 1.0f) : 1.0f;
+  k = trans ? b.shape.at(1) : b.shape.at(0);
+  cols = trans ? b.shape.at(0) : b.shape.at(1);
   const float* src = b.constant->data<float>();
   std::vector<float> dense(static_cast<size_t>(k * cols));
   for (int64_t r = 0; r < k; ++r)
     for (int64_t c = 0; c < cols; ++c)
       dense[static_cast<size_t>(r * cols + c)] = alpha * (trans ? src[c * k + r] : src[r * cols + c]);
+  return dense;
+}
+
+QuantizedWeights quantize_node_weights(const Graph& g, const Node& n) {
+  if (!int8_weights_matmul(g, n) && !int8_weights_gemm(g, n))
+    throw Error(ErrorKind::Unsupported,
+                "node '" + n.name + "' has no int8 weights (a MatMul or Gemm of constant 2-D weights)");
+  int64_t k = 0, cols = 0;
+  const std::vector<float> dense = product_weights(g, n, k, cols);
   return quantize_weights(dense.data(), k, cols);
 }
 

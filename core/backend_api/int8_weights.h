@@ -27,6 +27,11 @@ bool int8_weights_matmul(const Graph& graph, const Node& node);
 // constant. Their weights are B as [K, N] with alpha folded in.
 bool int8_weights_gemm(const Graph& graph, const Node& node);
 
+// A MatMul's or Gemm's constant weights as row-major [K, N] fp32: a Gemm's transB and alpha folded
+// in (the one place that rule is written; the int8 kernels and onednn's fully connected chains
+// use it). Sets k and n.
+std::vector<float> product_weights(const Graph& graph, const Node& node, int64_t& k, int64_t& n);
+
 // The weights of such a MatMul or Gemm, quantized (the one place a Gemm's transB and alpha are
 // folded for int8). Throws Error(Unsupported) for any other node.
 QuantizedWeights quantize_node_weights(const Graph& graph, const Node& node);
