@@ -225,18 +225,15 @@ struct View {
   std::vector<int64_t> strides;
 };
 
-View view_of(const Shape& stored, const std::vector<int64_t>& perm, size_t rank) {
-  std::vector<int64_t> st = strides_of(stored);
+View view_of(const AttentionOperand& o, size_t rank) {
+  if (o.shape.size() > rank) refuse("attention operand of higher rank than the scores");
   View v;
-  for (size_t i = 0; i < stored.size(); ++i) {
-    size_t p = perm.empty() ? i : static_cast<size_t>(perm[i]);
-    if (p >= stored.size()) refuse("bad Transpose perm");
-    v.shape.push_back(stored[p]);
-    v.strides.push_back(stored[p] == 1 ? 0 : st[p]);
+  v.shape.assign(rank - o.shape.size(), 1);
+  v.strides.assign(rank - o.shape.size(), 0);
+  for (size_t i = 0; i < o.shape.size(); ++i) {
+    v.shape.push_back(o.shape[i]);
+    v.strides.push_back(o.shape[i] == 1 ? 0 : o.strides[i]);
   }
-  if (v.shape.size() > rank) refuse("attention operand of higher rank than the scores");
-  v.shape.insert(v.shape.begin(), rank - v.shape.size(), 1);
-  v.strides.insert(v.strides.begin(), rank - v.strides.size(), 0);
   return v;
 }
 
@@ -262,9 +259,12 @@ class AttentionKernel : public Kernel {
     batch_.assign(scores.begin(), scores.end() - 2);
     sq_ = scores[rank_ - 2];
     sk_ = scores[rank_ - 1];
-    q_ = view_of(g.value(b.q.value).shape, b.q.perm, rank_);
-    k_ = view_of(g.value(b.k.value).shape, b.k.perm, rank_);
-    v_ = view_of(g.value(b.v.value).shape, b.v.perm, rank_);
+    q_ = view_of(b.q, rank_);
+    q_offset_ = b.q.offset;
+    k_ = view_of(b.k, rank_);
+    k_offset_ = b.k.offset;
+    v_ = view_of(b.v, rank_);
+    v_offset_ = b.v.offset;
     dh_ = q_.shape[rank_ - 1];
     ctx_ = g.value(g.node(b.pv).outputs[0]).shape;
     if (ctx_.size() != rank_) refuse("attention output rank differs from the scores'");
@@ -310,9 +310,9 @@ class AttentionKernel : public Kernel {
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
     Tensor y = alloc.allocate(DType::Float32, out_shape_);
     Tensor scratch = alloc.allocate(DType::Float32, {sq_, sk_});
-    const float* q = q_src_.get(inputs).data<float>();
-    const float* k = k_src_.get(inputs).data<float>();
-    const float* v = v_src_.get(inputs).data<float>();
+    const float* q = q_src_.get(inputs).data<float>() + q_offset_;
+    const float* k = k_src_.get(inputs).data<float>() + k_offset_;
+    const float* v = v_src_.get(inputs).data<float>() + v_offset_;
     const float* mask = has_mask_ ? mask_src_.get(inputs).data<float>() : nullptr;
     float* s = scratch.data<float>();
     float* out = y.data<float>();
@@ -361,6 +361,7 @@ class AttentionKernel : public Kernel {
   Shape batch_, ctx_, out_shape_;
   int64_t sq_ = 0, sk_ = 0, dh_ = 0, dv_ = 0;
   View q_, k_, v_;
+  int64_t q_offset_ = 0, k_offset_ = 0, v_offset_ = 0;
   Mat qm_, km_, vm_;
   std::vector<int64_t> out_strides_, mask_strides_;
   int ldc_ = 1;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <variant>
 
+#include "backends/onednn/onednn_attention.h"
 #include "backends/onednn/onednn_common.h"
 #include "backends/onednn/onednn_fusion.h"
 #include "backends/onednn/onednn_resize.h"
@@ -721,7 +722,9 @@ std::unique_ptr<Kernel> compile(const Graph& graph, const SubGraph& sub, const C
       refuse(std::string("primitive creation failed: ") + e.what());
     }
   }
-  if (head.op_type == "Resize") {  // its sizes input is int64
+  if (auto b = attention_of(graph, sub))
+    return compile_attention(graph, sub, *b);  // its Slices' inputs are int64
+  if (head.op_type == "Resize") {              // its sizes input is int64
     try {
       return compile_resize(graph, sub, head);
     } catch (const dnnl::error& e) {

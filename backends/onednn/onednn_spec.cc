@@ -3,6 +3,7 @@
 // batch and layer normalisation, eltwise and binary ops. Fused groups are a
 // head primitive plus post-ops: Conv+Relu, Conv+Add(residual)+Relu,
 // MatMul+Add(bias)+GELU (the 5-node erf and 8-9-node tanh forms too), Conv+Sigmoid+Mul (swish), ...
+// and the attention core with the layout nodes around it (onednn_attention.h).
 #include "backends/onednn/onednn_spec.h"
 
 #include "backends/onednn/onednn_kernels.h"
@@ -163,6 +164,9 @@ const BackendSpec& onednn_backend() {
     // LayerNormalization or the decomposed chain (opset < 17 exports), optionally after
     // a residual Add (run as a binary primitive first: layer norm takes no pre-op).
     s.patterns.push_back(layer_norm_pattern(true));
+    // The attention core, alone and with the layout nodes around it (onednn_attention.h).
+    s.patterns.push_back(attention_pattern(false));
+    s.patterns.push_back(attention_pattern(true));
     // Element-wise and binary primitives, with post-ops of their own.
     Chain elt = node(op_any(kEltwise)->where(f32)->where(eltwise_ok));
     Chain block_in = node(wildcard());
@@ -171,7 +175,7 @@ const BackendSpec& onednn_backend() {
                            bin(binary), gelu(binary)})
       add(c);
     s.limits.max_nodes = 8;           // MatMul + Add + the 5-node GELU
-    s.limits.max_pattern_nodes = 11;  // MatMul + Add + the 9-node tanh GELU
+    s.limits.max_pattern_nodes = 16;  // attention with a packed projection's Slices: 15
     s.compile = &onednn::compile;
     s.set_threads = &onednn::set_threads;
     return s;

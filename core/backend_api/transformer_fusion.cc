@@ -397,6 +397,149 @@ std::vector<int64_t> perm_of(const Graph& g, const Node& t) {
   return p;
 }
 
+std::vector<int64_t> dense_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+// The strides of `to` viewing a tensor of shape `from` and `strides` without copying, or nullopt
+// (the rule of torch's view(): each run of contiguous dims of `from` splits or merges on its own).
+std::optional<std::vector<int64_t>> reshaped_strides(const Shape& from, const std::vector<int64_t>& strides,
+                                                     const Shape& to) {
+  if (shape_size(from) != shape_size(to) || shape_size(from) == 0) return std::nullopt;
+  if (from.empty()) return std::vector<int64_t>(to.size(), 1);
+  std::vector<int64_t> out(to.size(), 1);
+  auto view_d = static_cast<int64_t>(to.size()) - 1;
+  int64_t base = strides.back(), tensor_numel = 1, view_numel = 1;
+  for (auto d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
+    tensor_numel *= from[static_cast<size_t>(d)];
+    bool chunk_ends = d == 0 || (from[static_cast<size_t>(d - 1)] != 1 &&
+                                 strides[static_cast<size_t>(d - 1)] != tensor_numel * base);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || to[static_cast<size_t>(view_d)] == 1)) {
+      out[static_cast<size_t>(view_d)] = view_numel * base;
+      view_numel *= to[static_cast<size_t>(view_d)];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      base = strides[static_cast<size_t>(d - 1)];
+      tensor_numel = view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+std::optional<std::vector<int64_t>> constant_ints(const Graph& g, const Node& n, size_t i) {
+  if (i >= n.inputs.size() || n.inputs[i] == kNoValue || !g.value(n.inputs[i]).constant) return std::nullopt;
+  return g.value(n.inputs[i]).constant->to_int64_vector();
+}
+
+// A Slice with constant starts/ends/axes/steps and positive steps, applied to view `o`.
+bool slice_view(const Graph& g, const Node& n, AttentionOperand& o) {
+  auto starts = constant_ints(g, n, 1), ends = constant_ints(g, n, 2);
+  if (!starts || !ends || starts->size() != ends->size()) return false;
+  const auto rank = static_cast<int64_t>(o.shape.size());
+  std::vector<int64_t> axes(starts->size()), steps(starts->size(), 1);
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  for (auto [index, into] : {std::pair{size_t{3}, &axes}, std::pair{size_t{4}, &steps}}) {
+    if (index >= n.inputs.size() || n.inputs[index] == kNoValue) continue;
+    auto given = constant_ints(g, n, index);
+    if (!given || given->size() != starts->size()) return false;
+    *into = *given;
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i], step = steps[i];
+    if (axis < 0 || axis >= rank || step <= 0) return false;
+    auto a = static_cast<size_t>(axis);
+    const int64_t dim = o.shape[a];
+    auto clamp = [dim](int64_t x) { return std::clamp(x < 0 ? x + dim : x, int64_t{0}, dim); };
+    int64_t start = clamp((*starts)[i]), end = clamp((*ends)[i]);
+    if (end <= start) return false;
+    o.offset += start * o.strides[a];
+    o.shape[a] = (end - start + step - 1) / step;
+    o.strides[a] *= step;
+  }
+  return true;
+}
+
+// The input a view or scale node reads its operand from (a scale's other input is a nonzero
+// scalar constant), or kNoValue when `n` is neither.
+ValueId operand_input(const Graph& g, const Node& n, bool scalable) {
+  if (n.inputs.empty() || n.inputs[0] == kNoValue) return kNoValue;
+  if (n.op_type == "Transpose" || n.op_type == "Reshape" || n.op_type == "Slice") return n.inputs[0];
+  if (!scalable || (n.op_type != "Div" && n.op_type != "Mul")) return kNoValue;
+  for (auto [x, c] : orders(n)) {
+    auto v = scalar_of(g, c);
+    if (v && *v != 0.0f && std::isfinite(*v) && (n.op_type == "Mul" || x == n.inputs[0])) return x;
+  }
+  return kNoValue;
+}
+
+// Folds node `n` (reading view `o`) into `o` and `scale`; false when its result is no strided view.
+bool apply_step(const Graph& g, const Node& n, AttentionOperand& o, float& scale) {
+  const Shape& out = g.value(n.outputs[0]).shape;
+  if (n.op_type == "Transpose") {
+    std::vector<int64_t> p = perm_of(g, n);
+    if (p.size() != o.shape.size()) return false;
+    AttentionOperand t = o;
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i] < 0 || p[i] >= static_cast<int64_t>(p.size())) return false;
+      t.shape[i] = o.shape[static_cast<size_t>(p[i])];
+      t.strides[i] = o.strides[static_cast<size_t>(p[i])];
+    }
+    o = t;
+  } else if (n.op_type == "Reshape") {
+    auto st = reshaped_strides(o.shape, o.strides, out);
+    if (!st) return false;
+    o.shape = out;
+    o.strides = *st;
+  } else if (n.op_type == "Slice") {
+    if (!slice_view(g, n, o)) return false;
+  } else {  // a scale by a scalar constant (operand_input found it)
+    ValueId x = operand_input(g, n, true);
+    auto c = scalar_of(g, n.inputs[0] == x ? n.inputs[1] : n.inputs[0]);
+    if (!c) return false;
+    scale *= n.op_type == "Div" ? 1.0f / *c : *c;
+  }
+  return o.shape == out;
+}
+
+// The operand `v` of a product as a strided view of the tensor before the Transposes, Reshapes,
+// Slices and (if `scalable`) scalar Div/Mul that `take` lets the block absorb; the longest chain
+// that stays a view wins. Adds the absorbed nodes to `nodes` and their scale factors to `scale`.
+bool operand_view(const Graph& g, ValueId v, const std::function<bool(NodeId)>& take, bool scalable,
+                  AttentionOperand& o, float& scale, std::vector<NodeId>& nodes) {
+  std::vector<NodeId> chain;  // nearest the product first
+  ValueId base = v;
+  for (int i = 0; i < 8; ++i) {
+    NodeId p = producer_id(g, base);
+    if (p == kNoNode || !take(p)) break;
+    ValueId in = operand_input(g, g.node(p), scalable);
+    if (in == kNoValue) break;
+    chain.push_back(p);
+    base = in;
+  }
+  for (;; chain.pop_back()) {
+    AttentionOperand t;
+    t.value = chain.empty() ? v : operand_input(g, g.node(chain.back()), scalable);
+    t.shape = g.value(t.value).shape;
+    t.strides = dense_strides(t.shape);
+    float s = 1.0f;
+    bool ok = true;
+    for (auto it = chain.rbegin(); ok && it != chain.rend(); ++it) ok = apply_step(g, g.node(*it), t, s);
+    if (ok) {
+      o = t;
+      scale *= s;
+      nodes.insert(nodes.end(), chain.begin(), chain.end());
+      return true;
+    }
+    if (chain.empty()) return false;
+  }
+}
+
 // Reads the block ending at `root`; `take(node)` says whether an optional layout node joins.
 std::optional<AttentionBlock> parse_attention(const Graph& g, NodeId root,
                                               const std::function<bool(NodeId)>& take) {
@@ -467,18 +610,12 @@ std::optional<AttentionBlock> parse_attention(const Graph& g, NodeId root,
   }
   if (!found && !scores_at(t, b)) return std::nullopt;
   const Node& qk = g.node(b.qk);
-  auto operand = [&](ValueId v, AttentionOperand& o) {
-    o.value = v;
-    NodeId p = producer_id(g, v);
-    if (p != kNoNode && g.node(p).op_type == "Transpose" && take(p)) {
-      o.value = g.node(p).inputs[0];
-      o.perm = perm_of(g, g.node(p));
-      b.nodes.push_back(p);
-    }
-  };
-  operand(qk.inputs[0], b.q);
-  operand(qk.inputs[1], b.k);
-  operand(pv.inputs[1], b.v);
+  float scale = b.scale;
+  if (!operand_view(g, qk.inputs[0], take, true, b.q, scale, b.nodes) ||
+      !operand_view(g, qk.inputs[1], take, true, b.k, scale, b.nodes) ||
+      !operand_view(g, pv.inputs[1], take, false, b.v, scale, b.nodes))
+    return std::nullopt;
+  b.scale = scale;
   for (ValueId v : {b.q.value, b.k.value, b.v.value, pv.outputs[0]})
     if (!f32(g, v) || g.value(v).shape.size() < 2) return std::nullopt;
   if (g.value(qk.outputs[0]).shape != ss) return std::nullopt;  // the mask may not broadcast the scores

@@ -48,21 +48,27 @@ std::optional<GeluBlock> gelu_of(const Graph& g, const SubGraph& sub);
 PatternPtr gelu_pattern(bool with_bias, bool with_matmul);
 
 // ---- attention core ---------------------------------------------------------------------
+// An operand as a strided view of the stored (row-major) tensor `value`: the Slices, Reshapes and
+// Transposes the block absorbed before the product cost no copy. Invariant: `shape` is the
+// product's input shape and every element lies inside `value`.
 struct AttentionOperand {
-  ValueId value = kNoValue;   // what the kernel reads
-  std::vector<int64_t> perm;  // a Transpose taken into the block (empty: none)
+  ValueId value = kNoValue;      // what the kernel reads
+  Shape shape;                   // the operand as the product sees it
+  std::vector<int64_t> strides;  // element strides of `shape` within `value`
+  int64_t offset = 0;            // element offset of its first element
 };
 struct AttentionBlock {
   AttentionOperand q, k, v;  // MatMul(q, k) is the scores; k already as K^T
   NodeId qk = kNoNode, pv = kNoNode, softmax = kNoNode;
-  float scale = 1.0f;             // scores * scale (a Div by c gives 1/c)
+  float scale = 1.0f;             // scores * scale (a Div by c gives 1/c; on Q or K or the scores)
   ValueId mask = kNoValue;        // added to the scaled scores, or absent
   std::vector<int64_t> out_perm;  // Transpose after MatMul(P, V), or empty
   bool reshape = false;           // a Reshape after that (a view: data order unchanged)
   std::vector<NodeId> nodes;
 };
-// `with_layout`: also take in every operand Transpose whose only reader is the
-// block and the Transpose/Reshape after it (the largest block); else none of them.
+// `with_layout`: also take in the operands' Transposes, Reshapes and Slices (and scalar Div/Mul
+// on Q and K) whose only reader is the block, and the Transpose/Reshape after it (the largest
+// block): torch's packed in_proj -> Slice -> Reshape -> Transpose forms, read in place. Else none.
 std::optional<AttentionBlock> attention_at(const Graph& g, NodeId root, bool with_layout);
 std::optional<AttentionBlock> attention_of(const Graph& g, const SubGraph& sub);
 PatternPtr attention_pattern(bool with_layout);

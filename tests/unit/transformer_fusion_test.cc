@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -15,6 +16,7 @@
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
 #include "backends/native/transformer_kernels.h"
+#include "backends/onednn/onednn_attention.h"
 #include "backends/onednn/onednn_spec.h"
 #include "backends/registry.h"
 #include "core/import/onnx_import.h"
@@ -298,6 +300,37 @@ OnnxTestModel attention_model(const AttnCase& c) {
   return m;
 }
 
+// torch.nn.MultiheadAttention as torchvision's ViT exports it: one packed [S, B, 3E] projection
+// sliced into Q, K and V, each reshaped to [S, B*H, Dh] and transposed (K to [B*H, Dh, S]), Q
+// divided by sqrt(Dh) before the product, and the context transposed back and reshaped to [S*B, E].
+OnnxTestModel packed_attention_model(int64_t seq, int64_t batch, int64_t heads, int64_t dh) {
+  OnnxTestModel m(17);
+  const int64_t e = heads * dh;
+  m.input("x", {seq, batch, 3 * e});
+  m.initializer("axes", Tensor::from_vector<int64_t>({1}, {-1}));
+  m.initializer("heads", Tensor::from_vector<int64_t>({3}, {seq, batch * heads, dh}));
+  const char* names[] = {"q", "k", "v"};
+  for (int64_t i = 0; i < 3; ++i) {
+    std::string n = names[i];
+    m.initializer(n + "0", Tensor::from_vector<int64_t>({1}, {i * e}));
+    m.initializer(n + "1", Tensor::from_vector<int64_t>({1}, {(i + 1) * e}));
+    m.node("Slice", {"x", n + "0", n + "1", "axes"}, {n + "s"});
+    m.node("Reshape", {n + "s", "heads"}, {n + "r"});
+    OnnxTestModel::attr_ints(m.node("Transpose", {n + "r"}, {n + "t"}), "perm",
+                             n == "k" ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2});
+  }
+  m.initializer("scale", Tensor::scalar<float>(std::sqrt(static_cast<float>(dh))));
+  m.node("Div", {"qt", "scale"}, {"qd"});
+  m.node("MatMul", {"qd", "kt"}, {"s"});
+  OnnxTestModel::attr_int(m.node("Softmax", {"s"}, {"p"}), "axis", -1);
+  m.node("MatMul", {"p", "vt"}, {"ctx"});
+  OnnxTestModel::attr_ints(m.node("Transpose", {"ctx"}, {"ct"}), "perm", {1, 0, 2});
+  m.initializer("shape", Tensor::from_vector<int64_t>({2}, {seq * batch, e}));
+  m.node("Reshape", {"ct", "shape"}, {"y"});
+  m.output("y");
+  return m;
+}
+
 TEST(TransformerFusion, AttentionCore) {
   const std::vector<AttnCase> cases = {
       {1, 32, 4, 16, true, false, false},      // transformer_small
@@ -314,10 +347,59 @@ TEST(TransformerFusion, AttentionCore) {
                        std::to_string(c.heads) + " Dh" + std::to_string(c.dh) + (c.layout ? " layout" : "") +
                        (c.mask ? " mask" : "") + " rank" + std::to_string(c.rank);
     expect_whole_graph_candidate(g, native_backend(), what);
+    expect_whole_graph_candidate(g, onednn_backend(), what);
   }
 }
 
-// The core's row softmax, both versions, against a double-precision softmax: row lengths with and
+// The packed form is one block whose operands are strided views of the projection: Slice offsets,
+// the head split and both Transposes in the strides, the Div in the scale.
+TEST(TransformerFusion, AttentionReadsAPackedProjectionInPlace) {
+  for (auto [seq, batch, heads, dh] : {std::array<int64_t, 4>{197, 1, 12, 64}, {13, 1, 3, 5}}) {
+    Graph g = import_model(packed_attention_model(seq, batch, heads, dh));
+    std::string what = "packed attention S" + std::to_string(seq) + " B" + std::to_string(batch);
+    NodeId root = g.value(g.outputs.at(0)).producer;
+    auto b = attention_at(g, root, true);
+    ASSERT_TRUE(b) << what;
+    EXPECT_EQ(b->nodes.size(), 15u);
+    EXPECT_NEAR(b->scale, 1.0f / std::sqrt(static_cast<float>(dh)), 1e-7f);
+    const int64_t e = heads * dh;
+    EXPECT_EQ(b->q.value, g.inputs.at(0));
+    EXPECT_EQ(b->q.shape, (Shape{batch * heads, seq, dh}));
+    EXPECT_EQ(b->q.strides, (std::vector<int64_t>{dh, batch * 3 * e, 1}));
+    EXPECT_EQ(b->k.shape, (Shape{batch * heads, dh, seq}));
+    EXPECT_EQ(b->k.strides, (std::vector<int64_t>{dh, 1, batch * 3 * e}));
+    EXPECT_EQ(std::vector<int64_t>({b->q.offset, b->k.offset, b->v.offset}),
+              (std::vector<int64_t>{0, e, 2 * e}));
+    expect_whole_graph_candidate(g, native_backend(), what);
+    expect_whole_graph_candidate(g, onednn_backend(), what);
+  }
+}
+
+// A Reshape that is no view of the sliced tensor (it would mix Q's columns with K's) stays outside.
+TEST(TransformerFusion, AttentionLeavesAReshapeThatIsNoView) {
+  OnnxTestModel m(17);
+  m.input("x", {4, 12});
+  m.initializer("axes", Tensor::from_vector<int64_t>({1}, {1}));
+  m.initializer("s0", Tensor::from_vector<int64_t>({1}, {0}));
+  m.initializer("s1", Tensor::from_vector<int64_t>({1}, {6}));
+  m.node("Slice", {"x", "s0", "s1", "axes"}, {"qs"});
+  m.initializer("flat", Tensor::from_vector<int64_t>({2}, {6, 4}));
+  m.node("Reshape", {"qs", "flat"}, {"q"});  // [4, 6] sliced from rows of 12 -> [6, 4]: no strides do it
+  m.input("k", {4, 5});
+  m.input("v", {5, 3});
+  m.node("MatMul", {"q", "k"}, {"s"});
+  OnnxTestModel::attr_int(m.node("Softmax", {"s"}, {"p"}), "axis", -1);
+  m.node("MatMul", {"p", "v"}, {"y"});
+  m.output("y");
+  Graph g = import_model(m);
+  auto b = attention_at(g, g.value(g.outputs.at(0)).producer, true);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(g.value(b->q.value).name, "qs");  // the Reshape's input, a dense tensor
+  EXPECT_EQ(b->nodes.size(), 4u);             // Reshape, MatMul, Softmax, MatMul
+  EXPECT_EQ(b->q.strides, (std::vector<int64_t>{4, 1}));
+}
+
+// The cores' row softmaxes, every version, against a double-precision softmax: row lengths with and
 // without an eight-lane tail, with and without a mask (BERT's -10000 for padding included).
 TEST(TransformerFusion, SoftmaxRowsAgreeWithDoublePrecision) {
   std::mt19937 rng(7);
@@ -346,6 +428,18 @@ TEST(TransformerFusion, SoftmaxRowsAgreeWithDoublePrecision) {
       };
       check("portable", native::softmax_row);
       if (native::avx2_fma()) check("avx2", native::softmax_row_avx2);
+      // oneDNN's attention kernel: softmax(scale * x + mask), with x pre-divided so the logits agree.
+      auto scaled = [&](const char* which, void (*softmax)(float*, int64_t, float, const float*)) {
+        SCOPED_TRACE(std::string("onednn ") + which + " n=" + std::to_string(n) + (masked ? " masked" : ""));
+        std::vector<float> row = x;
+        for (float& v : row) v /= 0.125f;
+        softmax(row.data(), n, 0.125f, masked ? mask.data() : nullptr);
+        for (size_t i = 0; i < row.size(); ++i)
+          EXPECT_NEAR(row[i], want[i], 1e-6 + 1e-5 * want[i]) << "at " << i;
+      };
+      scaled("portable", onednn::softmax_row_portable);
+      if (native::avx2_fma()) scaled("avx2", onednn::softmax_row_avx2);
+      if (__builtin_cpu_supports("avx512f")) scaled("avx512", onednn::softmax_row_avx512);
     }
   }
 }
@@ -371,12 +465,17 @@ TEST(TransformerFusion, PatternsMatchTheZooEncoder) {
     auto b = attention_of(g, sub);
     if (!b) continue;
     ++attention;
-    // The largest form takes the three operand Transposes and the Transpose + Reshape after.
-    if (b->q.perm == std::vector<int64_t>{0, 2, 1, 3} && b->k.perm == std::vector<int64_t>{0, 2, 3, 1} &&
-        b->v.perm == std::vector<int64_t>{0, 2, 1, 3} && b->out_perm == std::vector<int64_t>{0, 2, 1, 3} &&
-        b->reshape) {
+    // The largest form takes the operands' Reshapes and Transposes and the Transpose + Reshape after:
+    // Q, K and V are read in place from the projections' outputs.
+    if (b->out_perm == std::vector<int64_t>{0, 2, 1, 3} && b->reshape) {
       ++layout_attention;
-      EXPECT_EQ(b->nodes.size(), 9u) << c.label;
+      std::map<std::string, int> ops;
+      for (NodeId n : b->nodes) ++ops[g.node(n).op_type];
+      EXPECT_EQ(ops["Transpose"], 4) << c.label;
+      EXPECT_EQ(ops["Reshape"], 4) << c.label;
+      for (const AttentionOperand* o : {&b->q, &b->k, &b->v})
+        EXPECT_EQ(g.node(g.value(o->value).producer).op_type, "Add") << c.label;  // the projection's bias
+      EXPECT_EQ(b->k.strides.back(), b->q.strides[b->q.strides.size() - 2]) << "K^T read across rows";
     }
   }
   EXPECT_EQ(attention, 4);  // per layer: the core alone and the largest form
