@@ -4,7 +4,12 @@
 // from COLLAGE_AVX2 functions, and those only where avx2_fma() is true.
 #pragma once
 
+// Under the guard fast_math_avx512.h explains: whichever of the two is included first decides.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #define COLLAGE_AVX2 __attribute__((target("avx2,fma")))
 

@@ -1,12 +1,9 @@
 #include "backends/onednn/onednn_attention.h"
 
-// First: it includes <immintrin.h> under the warning guard GCC 12 needs (see there).
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
@@ -233,13 +230,16 @@ class AttentionKernel : public Kernel {
       refuse("matmul wants its operands reordered");
     qk_ = dnnl::matmul(qk_pd);
     pv_ = dnnl::matmul(pv_pd);
+    // Kept between runs: a scratch tensor from the run's allocator would be freed, not recycled,
+    // and a fresh block costs page faults every run.
     scores_ = memory(s_md, cpu());
     ctx_mem_ = memory(ctx_md, cpu(), DNNL_MEMORY_NONE);
   }
 
   std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
     Tensor y = alloc.allocate(DType::Float32, out_shape_);
-    std::lock_guard<std::mutex> lock(mutex_);  // the buffers belong to this kernel
+    std::lock_guard<std::mutex> lock(
+        mutex_);  // the scores buffer and the memories' handles are this kernel's
     dnnl::stream stream(cpu());
     for (Operand* o : {&q_, &k_, &v_}) o->mem.set_data_handle(const_cast<float*>(o->src.data(inputs)));
     qk_.execute(stream, {{DNNL_ARG_SRC, q_.mem}, {DNNL_ARG_WEIGHTS, k_.mem}, {DNNL_ARG_DST, scores_}});

@@ -481,6 +481,7 @@ ValueId operand_input(const Graph& g, const Node& n, bool scalable) {
 // Folds node `n` (reading view `o`) into `o` and `scale`; false when its result is no strided view.
 bool apply_step(const Graph& g, const Node& n, AttentionOperand& o, float& scale) {
   const Shape& out = g.value(n.outputs[0]).shape;
+  if (std::any_of(out.begin(), out.end(), [](int64_t d) { return d < 0; })) return false;  // not known yet
   if (n.op_type == "Transpose") {
     std::vector<int64_t> p = perm_of(g, n);
     if (p.size() != o.shape.size()) return false;
@@ -528,7 +529,7 @@ bool operand_view(const Graph& g, ValueId v, const std::function<bool(NodeId)>& 
     t.shape = g.value(t.value).shape;
     t.strides = dense_strides(t.shape);
     float s = 1.0f;
-    bool ok = true;
+    bool ok = chain.empty() || std::none_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; });
     for (auto it = chain.rbegin(); ok && it != chain.rend(); ++it) ok = apply_step(g, g.node(*it), t, s);
     if (ok) {
       o = t;
