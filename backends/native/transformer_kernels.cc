@@ -278,16 +278,8 @@ class AttentionKernel : public Kernel {
     qm_ = mat_of(q_);
     km_ = mat_of(k_);
     vm_ = mat_of(v_);
-    // Output strides of the logical context [.., Sq, Dv] inside the stored output.
     out_shape_ = g.value(sub.outputs[0]).shape;
-    std::vector<int64_t> cs = strides_of(ctx_);
-    if (!b.out_perm.empty()) {
-      if (b.out_perm.size() != rank_) refuse("output Transpose rank");
-      Shape ys;
-      for (int64_t p : b.out_perm) ys.push_back(ctx_[static_cast<size_t>(p)]);
-      std::vector<int64_t> yst = strides_of(ys);
-      for (size_t i = 0; i < rank_; ++i) cs[static_cast<size_t>(b.out_perm[i])] = yst[i];
-    }
+    const std::vector<int64_t>& cs = b.context_strides;
     out_strides_ = cs;
     if (dv_ > 1 && cs[rank_ - 1] != 1) refuse("output Transpose moves the last axis");
     ldc_ = static_cast<int>(sq_ == 1 ? std::max<int64_t>(dv_, 1) : cs[rank_ - 2]);

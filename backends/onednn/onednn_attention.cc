@@ -184,15 +184,7 @@ class AttentionKernel : public Kernel {
     heads_ = shape_size(scores) / std::max<int64_t>(sq_ * sk_, 1);
     ctx_ = g.value(g.node(b.pv).outputs[0]).shape;
     if (ctx_.size() != rank) refuse("attention output rank differs from the scores'");
-    // The context's strides inside the stored output: through the Transpose after the block.
-    out_strides_ = dense_strides(ctx_);
-    if (!b.out_perm.empty()) {
-      if (b.out_perm.size() != rank) refuse("output Transpose rank");
-      Shape ys;
-      for (int64_t p : b.out_perm) ys.push_back(ctx_[static_cast<size_t>(p)]);
-      std::vector<int64_t> yst = dense_strides(ys);
-      for (size_t i = 0; i < rank; ++i) out_strides_[static_cast<size_t>(b.out_perm[i])] = yst[i];
-    }
+    out_strides_ = b.context_strides;
     if (b.mask != kNoValue) {
       const Shape& m = g.value(b.mask).shape;
       if (m.size() > rank) refuse("mask of higher rank than the scores");

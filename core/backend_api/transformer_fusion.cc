@@ -620,6 +620,16 @@ std::optional<AttentionBlock> parse_attention(const Graph& g, NodeId root,
   for (ValueId v : {b.q.value, b.k.value, b.v.value, pv.outputs[0]})
     if (!f32(g, v) || g.value(v).shape.size() < 2) return std::nullopt;
   if (g.value(qk.outputs[0]).shape != ss) return std::nullopt;  // the mask may not broadcast the scores
+  // Where the context [.., Sq, Dv] lands in the block's output: through the Transpose after it.
+  const Shape& ctx = g.value(pv.outputs[0]).shape;
+  b.context_strides = dense_strides(ctx);
+  if (!b.out_perm.empty()) {
+    if (b.out_perm.size() != ctx.size()) return std::nullopt;
+    Shape ys;
+    for (int64_t p : b.out_perm) ys.push_back(ctx[static_cast<size_t>(p)]);
+    std::vector<int64_t> yst = dense_strides(ys);
+    for (size_t i = 0; i < ctx.size(); ++i) b.context_strides[static_cast<size_t>(b.out_perm[i])] = yst[i];
+  }
   std::sort(b.nodes.begin(), b.nodes.end());
   // Intermediate values stay inside.
   for (NodeId id : b.nodes)

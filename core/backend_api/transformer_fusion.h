@@ -60,10 +60,11 @@ struct AttentionOperand {
 struct AttentionBlock {
   AttentionOperand q, k, v;  // MatMul(q, k) is the scores; k already as K^T
   NodeId qk = kNoNode, pv = kNoNode, softmax = kNoNode;
-  float scale = 1.0f;             // scores * scale (a Div by c gives 1/c; on Q or K or the scores)
-  ValueId mask = kNoValue;        // added to the scaled scores, or absent
-  std::vector<int64_t> out_perm;  // Transpose after MatMul(P, V), or empty
-  bool reshape = false;           // a Reshape after that (a view: data order unchanged)
+  float scale = 1.0f;                    // scores * scale (a Div by c gives 1/c; on Q or K or the scores)
+  ValueId mask = kNoValue;               // added to the scaled scores, or absent
+  std::vector<int64_t> out_perm;         // Transpose after MatMul(P, V), or empty
+  bool reshape = false;                  // a Reshape after that (a view: data order unchanged)
+  std::vector<int64_t> context_strides;  // of MatMul(P, V)'s output within the block's output
   std::vector<NodeId> nodes;
 };
 // `with_layout`: also take in the operands' Transposes, Reshapes and Slices (and scalar Div/Mul
