@@ -3,8 +3,9 @@
 // decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] chain
 // torch.onnx.export writes below opset 17), optionally after a residual Add; erf
 // and tanh GELU, optionally after a bias Add and a MatMul; and the attention
-// core MatMul(Q, K^T) -> scale -> [mask Add] -> Softmax -> MatMul(., V) with
-// the operands' Transposes and the Transpose/Reshape after it.
+// core MatMul(Q, K^T) -> scale -> [mask Add] -> Softmax -> MatMul(., V) with the
+// Slices, Reshapes, Transposes and scalar scales before its operands (read as strided
+// views of the tensor before them) and the Transpose/Reshape after it.
 //
 // `*_at(graph, root)` reads a block ending at `root`; `*_of(graph, sub)` reads
 // the block `sub` is exactly (nullopt otherwise), which is what kernels compile.
