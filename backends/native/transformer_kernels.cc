@@ -286,9 +286,12 @@ class AttentionKernel : public Kernel {
     q_src_ = source_of(g, sub, b.q.value);
     k_src_ = source_of(g, sub, b.k.value);
     v_src_ = source_of(g, sub, b.v.value);
-    if (b.mask != kNoValue) {
-      mask_src_ = source_of(g, sub, b.mask);
-      const Shape& ms = g.value(b.mask).shape;
+    if (b.mask != kNoValue || b.mask_constant) {
+      if (b.mask_constant)
+        mask_src_.constant = *b.mask_constant;
+      else
+        mask_src_ = source_of(g, sub, b.mask);
+      const Shape ms = b.mask_constant ? b.mask_constant->shape() : g.value(b.mask).shape;
       if (ms.size() > rank_) refuse("mask of higher rank than the scores");
       Shape padded(rank_ - ms.size(), 1);
       padded.insert(padded.end(), ms.begin(), ms.end());

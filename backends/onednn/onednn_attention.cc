@@ -185,8 +185,8 @@ class AttentionKernel : public Kernel {
     ctx_ = g.value(g.node(b.pv).outputs[0]).shape;
     if (ctx_.size() != rank) refuse("attention output rank differs from the scores'");
     out_strides_ = b.context_strides;
-    if (b.mask != kNoValue) {
-      const Shape& m = g.value(b.mask).shape;
+    if (b.mask != kNoValue || b.mask_constant) {
+      const Shape m = b.mask_constant ? b.mask_constant->shape() : g.value(b.mask).shape;
       if (m.size() > rank) refuse("mask of higher rank than the scores");
       Shape padded(rank - m.size(), 1);
       padded.insert(padded.end(), m.begin(), m.end());
@@ -209,7 +209,12 @@ class AttentionKernel : public Kernel {
           idx[d] = 0;
         }
       }
-      mask_ = source_of(g, sub, b.mask, 0);
+      if (b.mask_constant) {
+        mask_.emplace();
+        mask_->constant = *b.mask_constant;
+      } else {
+        mask_ = source_of(g, sub, b.mask, 0);
+      }
     }
     q_ = operand(g, sub, b.q, rank);
     k_ = operand(g, sub, b.k, rank);

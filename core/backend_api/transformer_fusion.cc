@@ -469,7 +469,8 @@ bool slice_view(const Graph& g, const Node& n, AttentionOperand& o) {
 // scalar constant), or kNoValue when `n` is neither.
 ValueId operand_input(const Graph& g, const Node& n, bool scalable) {
   if (n.inputs.empty() || n.inputs[0] == kNoValue) return kNoValue;
-  if (n.op_type == "Transpose" || n.op_type == "Reshape" || n.op_type == "Slice") return n.inputs[0];
+  if (n.op_type == "Transpose" || n.op_type == "Reshape" || n.op_type == "Slice" || n.op_type == "Split")
+    return n.inputs[0];
   if (!scalable || (n.op_type != "Div" && n.op_type != "Mul")) return kNoValue;
   for (auto [x, c] : orders(n)) {
     auto v = scalar_of(g, c);
@@ -478,9 +479,39 @@ ValueId operand_input(const Graph& g, const Node& n, bool scalable) {
   return kNoValue;
 }
 
-// Folds node `n` (reading view `o`) into `o` and `scale`; false when its result is no strided view.
-bool apply_step(const Graph& g, const Node& n, AttentionOperand& o, float& scale) {
-  const Shape& out = g.value(n.outputs[0]).shape;
+// Split's output `out` of view `o`: a slice along its axis (sizes from the input, else equal parts).
+bool split_view(const Graph& g, const Node& n, ValueId out, AttentionOperand& o) {
+  const auto rank = static_cast<int64_t>(o.shape.size());
+  int64_t axis = n.attr_int("axis", 0);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return false;
+  auto a = static_cast<size_t>(axis);
+  const size_t parts = n.outputs.size();
+  std::vector<int64_t> sizes;
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) {
+    auto given = constant_ints(g, n, 1);
+    if (!given || given->size() != parts) return false;
+    sizes = *given;
+  } else {
+    if (o.shape[a] % static_cast<int64_t>(parts) != 0) return false;
+    sizes.assign(parts, o.shape[a] / static_cast<int64_t>(parts));
+  }
+  int64_t start = 0;
+  for (size_t i = 0; i < parts; ++i) {
+    if (n.outputs[i] == out) {
+      o.offset += start * o.strides[a];
+      o.shape[a] = sizes[i];
+      return true;
+    }
+    start += sizes[i];
+  }
+  return false;
+}
+
+// Folds node `n` (reading view `o`, its output `out_value` read next) into `o` and `scale`; false
+// when that output is no strided view.
+bool apply_step(const Graph& g, const Node& n, ValueId out_value, AttentionOperand& o, float& scale) {
+  const Shape& out = g.value(out_value).shape;
   if (std::any_of(out.begin(), out.end(), [](int64_t d) { return d < 0; })) return false;  // not known yet
   if (n.op_type == "Transpose") {
     std::vector<int64_t> p = perm_of(g, n);
@@ -499,6 +530,8 @@ bool apply_step(const Graph& g, const Node& n, AttentionOperand& o, float& scale
     o.strides = *st;
   } else if (n.op_type == "Slice") {
     if (!slice_view(g, n, o)) return false;
+  } else if (n.op_type == "Split") {
+    if (!split_view(g, n, out_value, o)) return false;
   } else {  // a scale by a scalar constant (operand_input found it)
     ValueId x = operand_input(g, n, true);
     auto c = scalar_of(g, n.inputs[0] == x ? n.inputs[1] : n.inputs[0]);
@@ -514,6 +547,7 @@ bool apply_step(const Graph& g, const Node& n, AttentionOperand& o, float& scale
 bool operand_view(const Graph& g, ValueId v, const std::function<bool(NodeId)>& take, bool scalable,
                   AttentionOperand& o, float& scale, std::vector<NodeId>& nodes) {
   std::vector<NodeId> chain;  // nearest the product first
+  std::vector<ValueId> outs;  // the output of chain[i] read next
   ValueId base = v;
   for (int i = 0; i < 8; ++i) {
     NodeId p = producer_id(g, base);
@@ -521,16 +555,17 @@ bool operand_view(const Graph& g, ValueId v, const std::function<bool(NodeId)>& 
     ValueId in = operand_input(g, g.node(p), scalable);
     if (in == kNoValue) break;
     chain.push_back(p);
+    outs.push_back(base);
     base = in;
   }
-  for (;; chain.pop_back()) {
+  for (;; chain.pop_back(), outs.pop_back()) {
     AttentionOperand t;
     t.value = chain.empty() ? v : operand_input(g, g.node(chain.back()), scalable);
     t.shape = g.value(t.value).shape;
     t.strides = dense_strides(t.shape);
     float s = 1.0f;
     bool ok = chain.empty() || std::none_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; });
-    for (auto it = chain.rbegin(); ok && it != chain.rend(); ++it) ok = apply_step(g, g.node(*it), t, s);
+    for (size_t k = chain.size(); ok && k-- > 0;) ok = apply_step(g, g.node(chain[k]), outs[k], t, s);
     if (ok) {
       o = t;
       scale *= s;
@@ -609,6 +644,24 @@ std::optional<AttentionBlock> parse_attention(const Graph& g, NodeId root,
       break;
     }
   }
+  // torch's masked_fill as exporters write it: Where(constant condition, a fill no score reaches,
+  // scores). Adding the fill where the condition holds gives the same softmax: the sum rounds to
+  // the fill (-inf stays -inf), so masked entries weigh 0 and a fully masked row is uniform.
+  if (const Node* where = producer(g, t, "Where", 3); !found && where) {
+    const Value& cond = g.value(where->inputs[0]);
+    auto fill = scalar_of(g, where->inputs[1]);
+    AttentionBlock trial = b;
+    if (cond.constant && cond.constant->dtype() == DType::Bool && fill && *fill <= -1e30f &&
+        scores_at(where->inputs[2], trial)) {
+      Tensor mask(DType::Float32, cond.shape);
+      std::vector<double> c = cond.constant->to_double_vector();
+      for (size_t i = 0; i < c.size(); ++i) mask.data<float>()[i] = c[i] != 0.0 ? *fill : 0.0f;
+      trial.mask_constant = mask;
+      trial.nodes.push_back(producer_id(g, t));
+      b = trial;
+      found = true;
+    }
+  }
   if (!found && !scores_at(t, b)) return std::nullopt;
   const Node& qk = g.node(b.qk);
   float scale = b.scale;
@@ -631,11 +684,14 @@ std::optional<AttentionBlock> parse_attention(const Graph& g, NodeId root,
     for (size_t i = 0; i < ctx.size(); ++i) b.context_strides[static_cast<size_t>(b.out_perm[i])] = yst[i];
   }
   std::sort(b.nodes.begin(), b.nodes.end());
-  // Intermediate values stay inside.
+  b.nodes.erase(std::unique(b.nodes.begin(), b.nodes.end()), b.nodes.end());
+  // Intermediate values stay inside (a Split feeding Q, K and V joins once, all its outputs read here).
   for (NodeId id : b.nodes)
     if (id != root)
-      for (NodeId c : g.value(g.node(id).outputs[0]).consumers)
-        if (!std::binary_search(b.nodes.begin(), b.nodes.end(), c)) return std::nullopt;
+      for (ValueId out : g.node(id).outputs)
+        if (out != kNoValue)
+          for (NodeId c : g.value(out).consumers)
+            if (!std::binary_search(b.nodes.begin(), b.nodes.end(), c)) return std::nullopt;
   return b;
 }
 

@@ -3,7 +3,7 @@
 // decomposed ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div[/Mul/Add] chain
 // torch.onnx.export writes below opset 17), optionally after a residual Add; erf
 // and tanh GELU, optionally after a bias Add and a MatMul; and the attention
-// core MatMul(Q, K^T) -> scale -> [mask Add] -> Softmax -> MatMul(., V) with the
+// core MatMul(Q, K^T) -> scale -> [mask Add or Where] -> Softmax -> MatMul(., V) with the
 // Slices, Reshapes, Transposes and scalar scales before its operands (read as strided
 // views of the tensor before them) and the Transpose/Reshape after it.
 //
@@ -61,8 +61,10 @@ struct AttentionOperand {
 struct AttentionBlock {
   AttentionOperand q, k, v;  // MatMul(q, k) is the scores; k already as K^T
   NodeId qk = kNoNode, pv = kNoNode, softmax = kNoNode;
-  float scale = 1.0f;                    // scores * scale (a Div by c gives 1/c; on Q or K or the scores)
-  ValueId mask = kNoValue;               // added to the scaled scores, or absent
+  float scale = 1.0f;       // scores * scale (a Div by c gives 1/c; on Q or K or the scores)
+  ValueId mask = kNoValue;  // added to the scaled scores, or absent
+  // Instead of `mask`: Where(constant condition, fill, scores) as the additive mask it equals.
+  std::optional<Tensor> mask_constant;
   std::vector<int64_t> out_perm;         // Transpose after MatMul(P, V), or empty
   bool reshape = false;                  // a Reshape after that (a view: data order unchanged)
   std::vector<int64_t> context_strides;  // of MatMul(P, V)'s output within the block's output

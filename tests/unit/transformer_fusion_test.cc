@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include "backend_check.h"
@@ -373,6 +374,66 @@ TEST(TransformerFusion, AttentionReadsAPackedProjectionInPlace) {
     expect_whole_graph_candidate(g, native_backend(), what);
     expect_whole_graph_candidate(g, onednn_backend(), what);
   }
+}
+
+// GPT-2 as transformers exports it: the packed [B, S, 3E] projection cut by one Split, the heads
+// reshaped and transposed, the scores scaled by a Mul, the causal mask a Where filling the
+// lowest float (masked_fill), the context transposed back and reshaped to [B, S, E].
+OnnxTestModel split_causal_attention_model(int64_t batch, int64_t seq, int64_t heads, int64_t dh) {
+  OnnxTestModel m(17);
+  const int64_t e = heads * dh;
+  m.input("x", {batch, seq, 3 * e});
+  m.initializer("sizes", Tensor::from_vector<int64_t>({3}, {e, e, e}));
+  OnnxTestModel::attr_int(m.node("Split", {"x", "sizes"}, {"qs", "ks", "vs"}), "axis", 2);
+  m.initializer("heads", Tensor::from_vector<int64_t>({4}, {batch, seq, heads, dh}));
+  for (std::string n : {"q", "k", "v"}) {
+    m.node("Reshape", {n + "s", "heads"}, {n + "r"});
+    OnnxTestModel::attr_ints(m.node("Transpose", {n + "r"}, {n + "t"}), "perm",
+                             n == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+  }
+  m.node("MatMul", {"qt", "kt"}, {"s"});
+  m.initializer("scale", Tensor::scalar<float>(1.0f / std::sqrt(static_cast<float>(dh))));
+  m.node("Mul", {"s", "scale"}, {"ss"});
+  std::vector<bool> future;
+  for (int64_t i = 0; i < seq; ++i)
+    for (int64_t j = 0; j < seq; ++j) future.push_back(j > i);
+  m.initializer("future", Tensor::from_vector<bool>({1, 1, seq, seq}, future));
+  m.initializer("lowest", Tensor::scalar<float>(std::numeric_limits<float>::lowest()));
+  m.node("Where", {"future", "lowest", "ss"}, {"sm"});
+  OnnxTestModel::attr_int(m.node("Softmax", {"sm"}, {"p"}), "axis", -1);
+  m.node("MatMul", {"p", "vt"}, {"ctx"});
+  OnnxTestModel::attr_ints(m.node("Transpose", {"ctx"}, {"ct"}), "perm", {0, 2, 1, 3});
+  m.initializer("shape", Tensor::from_vector<int64_t>({3}, {batch, seq, e}));
+  m.node("Reshape", {"ct", "shape"}, {"y"});
+  m.output("y");
+  return m;
+}
+
+TEST(TransformerFusion, AttentionTakesASplitProjectionAndACausalWhere) {
+  for (auto [batch, seq, heads, dh] : {std::array<int64_t, 4>{1, 64, 12, 64}, {1, 13, 3, 5}}) {
+    Graph g = import_model(split_causal_attention_model(batch, seq, heads, dh));
+    std::string what = "split attention S" + std::to_string(seq);
+    auto b = attention_at(g, g.value(g.outputs.at(0)).producer, true);
+    ASSERT_TRUE(b) << what;
+    EXPECT_EQ(b->nodes.size(), g.nodes.size());  // 14: the Split once
+    ASSERT_TRUE(b->mask_constant.has_value());
+    const Tensor& mask = *b->mask_constant;
+    EXPECT_EQ(mask.data<float>()[1], std::numeric_limits<float>::lowest());  // row 0 may not see key 1
+    EXPECT_EQ(mask.data<float>()[seq], 0.0f);                                // row 1 sees key 0
+    EXPECT_EQ(std::vector<int64_t>({b->q.offset, b->k.offset, b->v.offset}),
+              (std::vector<int64_t>{0, heads * dh, 2 * heads * dh}));
+    expect_whole_graph_candidate(g, native_backend(), what);
+    expect_whole_graph_candidate(g, onednn_backend(), what);
+  }
+}
+
+// A Where whose fill a score could reach is a replacement, not a mask: the block stops before it.
+TEST(TransformerFusion, AttentionLeavesAWhereThatIsNoMask) {
+  OnnxTestModel m = split_causal_attention_model(1, 8, 2, 4);
+  Graph g = import_model(m);
+  for (Node& n : g.nodes)
+    if (n.op_type == "Where") g.value(n.inputs[1]).constant = Tensor::scalar<float>(-5.0f);
+  EXPECT_FALSE(attention_at(g, g.value(g.outputs.at(0)).producer, true).has_value());
 }
 
 // A Reshape that is no view of the sliced tensor (it would mix Q's columns with K's) stays outside.
