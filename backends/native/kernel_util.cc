@@ -32,11 +32,7 @@ Shape broadcast_shapes(const Node& node, const Shape& a, const Shape& b) {
   return out;
 }
 
-std::vector<int64_t> strides_of(const Shape& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
+std::vector<int64_t> strides_of(const Shape& shape) { return row_major_strides(shape); }
 
 std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& out) {
   std::vector<int64_t> own = strides_of(shape);

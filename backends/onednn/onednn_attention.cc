@@ -127,12 +127,6 @@ memory::desc strided(const Shape& shape, const std::vector<int64_t>& strides, si
   return memory::desc(dims, dt::f32, st);
 }
 
-std::vector<int64_t> dense_strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
-
 // A tensor the kernel reads: a runtime input or a constant it keeps, at an element offset.
 struct Source {
   int input = -1;
@@ -193,7 +187,7 @@ class AttentionKernel : public Kernel {
       for (size_t d = 0; d < rank; ++d)
         if (padded[d] != 1 && padded[d] != scores[d]) refuse("mask does not broadcast to the scores");
       if (padded[rank - 1] != sk_) refuse("mask broadcast along the scores' rows");
-      std::vector<int64_t> ms = dense_strides(padded);
+      std::vector<int64_t> ms = row_major_strides(padded);
       for (size_t d = 0; d < rank; ++d)
         if (padded[d] == 1) ms[d] = 0;
       mask_row_stride_ = ms[rank - 2];

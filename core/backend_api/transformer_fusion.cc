@@ -397,12 +397,6 @@ std::vector<int64_t> perm_of(const Graph& g, const Node& t) {
   return p;
 }
 
-std::vector<int64_t> dense_strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
-  return st;
-}
-
 // The strides of `to` viewing a tensor of shape `from` and `strides` without copying, or nullopt
 // (the rule of torch's view(): each run of contiguous dims of `from` splits or merges on its own).
 std::optional<std::vector<int64_t>> reshaped_strides(const Shape& from, const std::vector<int64_t>& strides,
@@ -562,7 +556,7 @@ bool operand_view(const Graph& g, ValueId v, const std::function<bool(NodeId)>& 
     AttentionOperand t;
     t.value = chain.empty() ? v : operand_input(g, g.node(chain.back()), scalable);
     t.shape = g.value(t.value).shape;
-    t.strides = dense_strides(t.shape);
+    t.strides = row_major_strides(t.shape);
     float s = 1.0f;
     bool ok = chain.empty() || std::none_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; });
     for (size_t k = chain.size(); ok && k-- > 0;) ok = apply_step(g, g.node(chain[k]), outs[k], t, s);
@@ -675,12 +669,12 @@ std::optional<AttentionBlock> parse_attention(const Graph& g, NodeId root,
   if (g.value(qk.outputs[0]).shape != ss) return std::nullopt;  // the mask may not broadcast the scores
   // Where the context [.., Sq, Dv] lands in the block's output: through the Transpose after it.
   const Shape& ctx = g.value(pv.outputs[0]).shape;
-  b.context_strides = dense_strides(ctx);
+  b.context_strides = row_major_strides(ctx);
   if (!b.out_perm.empty()) {
     if (b.out_perm.size() != ctx.size()) return std::nullopt;
     Shape ys;
     for (int64_t p : b.out_perm) ys.push_back(ctx[static_cast<size_t>(p)]);
-    std::vector<int64_t> yst = dense_strides(ys);
+    std::vector<int64_t> yst = row_major_strides(ys);
     for (size_t i = 0; i < ctx.size(); ++i) b.context_strides[static_cast<size_t>(b.out_perm[i])] = yst[i];
   }
   std::sort(b.nodes.begin(), b.nodes.end());

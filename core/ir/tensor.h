@@ -113,6 +113,8 @@ constexpr DType dtype_of<bool>() {
 
 // Element count; throws InvalidModel on negative dims or overflow past 2^62.
 int64_t shape_size(const Shape& shape);
+// Element strides of a dense row-major tensor of `shape` (the last dim contiguous).
+std::vector<int64_t> row_major_strides(const Shape& shape);
 std::string shape_to_string(const Shape& shape);  // "[1,3,224,224]"
 
 // Raw aligned bytes. Capacity may exceed what a tensor uses (buffer reuse).
