@@ -244,7 +244,10 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
   print_verification(run.verify);
   Placement final_placement = placement;
   if (args.has("--refine")) {
-    workflow::RefineRunReport chain = workflow::run_refine(graph, placement, inputs, ropts, db, &progress);
+    workflow::RefineStepOptions chain_options = ropts;
+    chain_options.rivals = workflow::library_rivals(graph, tuned, placement, ropts.backends);
+    workflow::RefineRunReport chain =
+        workflow::run_refine(graph, placement, inputs, chain_options, db, &progress);
     const workflow::RefineReport& report = chain.refine;
     const workflow::PlacementRunReport& after = chain.refined_run;
     for (const std::string& lost : report.lost_evaluations)
@@ -301,6 +304,13 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
       if (chain.kept_why == workflow::KeptPlacement::OpLevelNotFaster)
         std::printf("%s\n", workflow::describe(chain).c_str());
     }
+    for (const workflow::LibraryContest& c : chain.library_contests)
+      if (c.mismatch.empty())
+        std::printf("side by side over %d alternating runs each: kept %.3f ms, %s alone %.3f ms (%.2fx)\n",
+                    c.timing.rounds, c.timing.a_ms, c.backend.c_str(), c.timing.b_ms,
+                    c.timing.a_ms / c.timing.b_ms);
+    if (chain.kept_why == workflow::KeptPlacement::Library)
+      std::printf("%s\n", workflow::describe(chain).c_str());
     final_placement = chain.kept;
   }
   outcome.placement_json = placement_to_json(final_placement, graph);

@@ -659,6 +659,66 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
   if (stepped) r.run.timing = time_placement(graph, r.tuned.placement, r.tuned.inputs, run);
 }
 
+std::vector<LibraryRival> library_rivals(const Graph& graph, const TuneResult& tuned, const Placement& start,
+                                         const std::vector<const BackendSpec*>& backends) {
+  std::vector<LibraryRival> rivals;
+  for (const BackendSpec* b : search_backends(backends)) {
+    if (b->kind == BackendKind::GraphLevel || b->precision != Precision::Float32) continue;
+    std::optional<Placement> alone = library_placement(graph, tuned, start, b->name);
+    if (!alone || same_kernels(*alone, start) ||
+        alone->predicted_ms > start.predicted_ms * kSettings.library_contest_margin ||
+        std::any_of(rivals.begin(), rivals.end(),
+                    [&](const LibraryRival& r) { return same_kernels(r.placement, *alone); }))
+      continue;
+    rivals.push_back({b->name, std::move(*alone)});
+  }
+  return rivals;
+}
+
+namespace {
+
+// The additive model's choice against each library's own kernels, end to end: a rival is
+// verified, then timed against what the chain keeps so far, and kept when faster.
+void contest_libraries(const Graph& graph, const std::vector<Tensor>& inputs,
+                       const RefineStepOptions& options, CostDb* db, RefineRunReport& r,
+                       ProgressObserver* observer) {
+  RunOptions run;
+  run.backends = options.backends;
+  run.threads = options.threads;
+  for (const LibraryRival& rival : options.rivals) {
+    if (observer && observer->cancel_requested()) return;
+    if (same_kernels(rival.placement, r.kept)) continue;
+    LibraryContest contest;
+    contest.backend = rival.backend;
+    contest.mismatch = verify(graph, rival.placement, inputs, run).mismatch;
+    if (contest.mismatch.empty()) {
+      contest.timing = contest_timing(graph, r.kept, rival.placement, inputs, options, db);
+      contest.adopted = contest.timing.b_ms < contest.timing.a_ms;
+    }
+    if (contest.adopted) {
+      r.kept = rival.placement;
+      r.kept_why = KeptPlacement::Library;
+      r.kept_library = rival.backend;
+      if (observer) observer->on_best_placement(r.kept, contest.timing.b_ms);
+    }
+    if (observer) {
+      char line[240];
+      if (!contest.mismatch.empty())
+        std::snprintf(line, sizeof line, "%s alone disagrees with the native reference (%s): not timed",
+                      rival.backend.c_str(), contest.mismatch.c_str());
+      else
+        std::snprintf(line, sizeof line,
+                      "%s alone against the kept placement, alternated: %.3f ms vs %.3f ms (%s)",
+                      rival.backend.c_str(), contest.timing.b_ms, contest.timing.a_ms,
+                      contest.adopted ? "the library alone is kept" : "the kept placement stays");
+      observer->on_notice(line);
+    }
+    r.library_contests.push_back(std::move(contest));
+  }
+}
+
+}  // namespace
+
 RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
                            const RefineStepOptions& options, CostDb* db, ProgressObserver* observer) {
   RefineStepOptions ropts = options;
@@ -689,11 +749,12 @@ RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const 
     r.kept_why = KeptPlacement::Refined;
     r.kept = r.refine.result.best;
   }
+  contest_libraries(graph, inputs, ropts, db, r, observer);
   return r;
 }
 
 std::string describe(const RefineRunReport& report) {
-  char line[256];
+  char line[256] = "";
   switch (report.kept_why) {
     case KeptPlacement::Refined:
       return "keeping the refined placement";
@@ -708,6 +769,15 @@ std::string describe(const RefineRunReport& report) {
     case KeptPlacement::OpLevelMismatch:
       return "the refined placement disagrees with the native reference (" +
              report.refined_run.verify.mismatch + "): keeping the op-level one";
+    case KeptPlacement::Library:
+      for (const LibraryContest& c : report.library_contests)
+        if (c.adopted && c.backend == report.kept_library)
+          std::snprintf(
+              line, sizeof line,
+              "%s alone (its kernels, native for the rest) is faster side by side (%.3f vs %.3f ms): "
+              "keeping it",
+              c.backend.c_str(), c.timing.b_ms, c.timing.a_ms);
+      return line;
   }
   return "";
 }

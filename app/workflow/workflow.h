@@ -212,6 +212,12 @@ ProfileReport profile(const Graph& graph, const Placement& placement, const std:
                       const RunOptions& options);
 
 // ---- refine: graph-level search with the measured fitness, cached in the cost DB ----
+// One library alone (core/search/tuner.h, library_placement), a rival of the chain's result.
+struct LibraryRival {
+  std::string backend;
+  Placement placement;
+};
+
 struct RefineStepOptions {
   std::vector<const BackendSpec*> backends;  // all selected; the graph-level ones are searched
   int threads = 1;
@@ -236,6 +242,8 @@ struct RefineStepOptions {
   // `shared_bucket`, on the same inputs as the tune) instead of a session of its own.
   MeasureWorker* shared_worker = nullptr;
   size_t shared_bucket = 0;
+  // run_refine: libraries alone timed against its result at the end (library_rivals).
+  std::vector<LibraryRival> rivals;
 };
 
 struct RegionSummary {
@@ -302,26 +310,45 @@ struct TuneRunReport {
 TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostDb* db,
                        ProgressObserver* observer = nullptr);
 
+// The rivals worth timing against `start` (the op-level placement the refine starts from): per
+// fp32 op-level library of search_backends(backends) with a kernel measured in `tuned`, its
+// placement alone, when that differs from `start` and every earlier rival and is predicted
+// within kSettings.library_contest_margin of `start`.
+std::vector<LibraryRival> library_rivals(const Graph& graph, const TuneResult& tuned, const Placement& start,
+                                         const std::vector<const BackendSpec*>& backends);
+
 // Which placement the chain keeps after refining, and why.
 enum class KeptPlacement {
   Refined,              // verified and faster side by side
   OpLevelNothingMoved,  // the refined placement is the op-level one
   OpLevelNotFaster,     // verified, but not faster when both were re-measured alternated
   OpLevelMismatch,      // the refined placement disagrees with the native reference
+  Library,              // a library alone (a rival) beat the refined or op-level one side by side
+};
+
+// A rival timed against the placement kept so far, alternated in one run.
+struct LibraryContest {
+  std::string backend;
+  SideBySide timing;     // a = the kept placement at the time, b = the library alone
+  bool adopted = false;  // the library alone was faster: it is kept
+  std::string mismatch;  // not timed: it disagrees with the native reference (never expected)
 };
 
 struct RefineRunReport {
   RefineReport refine;
   PlacementRunReport refined_run;  // the refined placement verified, then timed (options.repeat runs)
   SideBySideReport side_by_side;   // compared when it moved something and verified
+  std::vector<LibraryContest> library_contests;  // options.rivals, in order (none after a mismatch)
   KeptPlacement kept_why = KeptPlacement::OpLevelNothingMoved;
-  Placement kept;  // the refined or the op-level placement, per kept_why
+  std::string kept_library;  // under KeptPlacement::Library: whose placement it is
+  Placement kept;            // the refined, the op-level or a rival's placement, per kept_why
   bool kept_refined() const { return kept_why == KeptPlacement::Refined; }
 };
 
-// refine -> verify and time the refined placement -> side by side -> keep or revert.
-// A refine stopped through the observer still ends with its best placement, verified and
-// compared (docs/cli.md, "collage tune"). Throws InvalidInput when no graph-level backend is selected.
+// refine -> verify and time the refined placement -> side by side -> keep or revert -> each of
+// options.rivals verified and timed against what is kept, the faster kept. A refine stopped through
+// the observer still ends with its best placement, verified and compared (docs/cli.md, "collage
+// tune"). Throws InvalidInput when no graph-level backend is selected.
 RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
                            const RefineStepOptions& options, CostDb* db,
                            ProgressObserver* observer = nullptr);

@@ -64,6 +64,11 @@ struct Settings {
   // is timed against it the same way, and replaces it when faster (a fitness is one median of
   // a few runs; on a 1 ms model its noise exceeds the gap between whole-graph runs).
   double seed_contest_margin = 1.25;
+  // After it: each library alone (the op-level search over its kernels, native for the rest) whose
+  // predicted time is within this factor of the op-level placement's is timed against the kept
+  // placement the same way, and replaces it when faster: the additive model misjudges boundaries,
+  // so a mix it predicts a little faster can run slower than one library's own kernels.
+  double library_contest_margin = 1.10;
   // A whole placement against the native reference: errors accumulate over the model,
   // so the absolute part is looser than the per-kernel check (kKernelTolerance).
   Tolerance verify_tolerance{1e-3, 1e-3, 0};

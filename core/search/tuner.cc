@@ -236,4 +236,31 @@ void search_again(const Graph& graph, const Pins& pins, TuneResult& r, ProgressO
         {r.candidates[k].group(), Cost::of_ms(cost[k].median_ms)});  // the search picks valid costs only
 }
 
+std::optional<Placement> library_placement(const Graph& graph, const TuneResult& r, const Placement& start,
+                                           const std::string& backend) {
+  std::vector<Cost> cost;
+  bool any = false;
+  for (size_t i = 0; i < r.costs.size(); ++i) {
+    const std::string& b = r.candidates[i].backend;
+    if (b == backend) any = any || r.costs[i].cost.valid();
+    cost.push_back(b == backend || b == "native" ? r.costs[i].cost : Cost::invalid("not this library"));
+  }
+  if (!any) return std::nullopt;
+  SearchOptions sopts;
+  sopts.epsilon_ms = start.epsilon_ms;
+  SearchResult found;
+  try {
+    found = search_placement(graph, r.candidates, cost, start.pins, sopts);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::InvalidInput) throw;
+    return std::nullopt;
+  }
+  Placement p = start;
+  p.predicted_ms = found.predicted_ms;
+  p.kernels.clear();
+  for (size_t k : found.kernels)
+    p.kernels.push_back({r.candidates[k].group(), Cost::of_ms(cost[k].median_ms)});
+  return p;
+}
+
 }  // namespace collage

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/search/close_contests.h"
@@ -61,6 +63,12 @@ struct TuneResult {
 // r.search and r.placement are replaced, the placement's other settings kept. Throws as
 // search_placement when the pins leave a node uncoverable.
 void search_again(const Graph& graph, const Pins& pins, TuneResult& r, ProgressObserver* observer = nullptr);
+
+// What one library alone runs: the search over `r`'s costs with only `backend`'s candidates and
+// native's (filling what the library lacks), under `start`'s pins; `start`'s other settings (threads,
+// epsilon, bodies) kept. None when that leaves a node uncoverable (a pin elsewhere, an op neither runs).
+std::optional<Placement> library_placement(const Graph& graph, const TuneResult& r, const Placement& start,
+                                           const std::string& backend);
 
 // `evaluator` computes the reference values every candidate is checked against. Control-flow
 // nodes' bodies are tuned too, each as a graph of its own (Placement::bodies); the counts and

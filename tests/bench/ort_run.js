@@ -113,8 +113,10 @@ async function main() {
       fs.writeFileSync(path.join(outDir, 'in_' + safe(name) + '.pb'), tensorProto(name, 1, dims, Buffer.from(data.buffer)));
     }
   }
-  let results = await session.run(feeds);  // warm-up
-  for (let i = 0; i < 2; i++) results = await session.run(feeds);
+  // Warm-up, as collage-run's: at least 3 runs and 10 ms untimed.
+  let results = await session.run(feeds);
+  const settle = process.hrtime.bigint();
+  for (let i = 1; i < 3 || Number(process.hrtime.bigint() - settle) / 1e6 < 10; i++) results = await session.run(feeds);
   const ms = [];
   for (let i = 0; i < repeats; i++) {
     const t0 = process.hrtime.bigint();

@@ -9,6 +9,7 @@
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
+#include "core/backend_api/pattern.h"
 #include "refine_test_models.h"
 #include "temp_dir.h"
 
@@ -45,6 +46,7 @@ TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
   EXPECT_EQ(s.side_by_side_min_rounds, 10);
   EXPECT_EQ(s.side_by_side_settle_ms, 10);
   EXPECT_EQ(s.seed_contest_margin, 1.25);
+  EXPECT_EQ(s.library_contest_margin, 1.10);
   EXPECT_EQ(s.kernel_tolerance.atol, 1e-4);
   EXPECT_EQ(s.kernel_tolerance.rtol, 1e-3);
   EXPECT_EQ(s.kernel_tolerance.peak_rtol, 1e-3);
@@ -331,6 +333,126 @@ TEST_F(SeedContests, ASeedSlowerSideBySideLeavesTheBestAsItIs) {
   EXPECT_GT(r.seed_contests[0].timing.b_ms, r.seed_contests[0].timing.a_ms);
   EXPECT_FALSE(uses(r.result.best, "heavy"));
   EXPECT_EQ(r.result.best_fitness.median_ms, 1.0);
+}
+
+// An op-level library of graphy's ops whose kernels run the work 3000 times over.
+BackendSpec slow_library() {
+  BackendSpec s = heavy();
+  s.name = "slowlib";
+  s.kind = BackendKind::OpLevel;
+  s.supports_node = nullptr;
+  for (const char* op_type : {"Relu", "Neg"}) s.patterns.push_back(op(op_type));
+  return s;
+}
+
+// `tuned` with every candidate of `backend` costed `factor` times what native measured for the
+// same nodes (invalid where native has no such candidate), searched again from nothing pinned.
+TuneResult costed_like_native(const Graph& g, TuneResult tuned, const std::string& backend, double factor) {
+  for (size_t i = 0; i < tuned.candidates.size(); ++i) {
+    if (tuned.candidates[i].backend != backend) continue;
+    tuned.costs[i].cost = Cost::invalid("no native twin");
+    for (size_t j = 0; j < tuned.candidates.size(); ++j)
+      if (tuned.candidates[j].backend == "native" &&
+          tuned.candidates[j].nodes.to_string() == tuned.candidates[i].nodes.to_string() &&
+          tuned.costs[j].cost.valid())
+        tuned.costs[i].cost = Cost::of_ms(factor * tuned.costs[j].cost.median_ms);
+  }
+  search_again(g, Pins{}, tuned);
+  return tuned;
+}
+
+// A fitness under which the refine keeps `op_level` (anything else measures slower).
+FitnessFn moving_nothing(const Placement& op_level) {
+  return [op_level](const Placement& p) { return Cost::of_ms(same_kernels(p, op_level) ? 1.0 : 2.0); };
+}
+
+// The mixed chain tuned over native, graphy (graph-level) and slowlib (op-level, really slow).
+class LibraryContests : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    workflow::TuneStepOptions topts;
+    topts.backends = {&native_backend(), &light, &slow};
+    topts.min_time_ms = 0.1;
+    topts.epsilon_ms = 0.002;
+    tuned = workflow::tune(g, topts, nullptr);
+    ropts.backends = topts.backends;
+    ropts.generations = 3;
+    ropts.repeat = 1;
+  }
+  Graph g = testing::mixed_chain();
+  BackendSpec light = graphy(), slow = slow_library();
+  TuneResult tuned;
+  workflow::RefineStepOptions ropts;
+};
+
+TEST_F(LibraryContests, RivalsAreTheFp32OpLevelLibrariesAlonePredictedCloseToTheStart) {
+  ASSERT_FALSE(uses(tuned.placement, "slowlib"));  // measured 3000 times slower
+  // Native alone is the op-level placement itself, slowlib alone is predicted far behind it, and
+  // graphy is graph-level (the refine's seeds cover it): nothing to contest.
+  EXPECT_TRUE(workflow::library_rivals(g, tuned, tuned.placement, ropts.backends).empty());
+
+  // Slowlib costed at 0.9x native's twins: slowlib alone is predicted ahead of the start.
+  TuneResult cheap = costed_like_native(g, tuned, "slowlib", 0.9);
+  std::optional<Placement> alone = library_placement(g, cheap, tuned.placement, "slowlib");
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_TRUE(uses(*alone, "slowlib"));
+  for (const PlacedKernel& k : alone->kernels) EXPECT_TRUE(k.backend == "slowlib" || k.backend == "native");
+  std::vector<workflow::LibraryRival> rivals =
+      workflow::library_rivals(g, cheap, tuned.placement, ropts.backends);
+  ASSERT_EQ(rivals.size(), 1u);
+  EXPECT_EQ(rivals[0].backend, "slowlib");
+  EXPECT_TRUE(same_kernels(rivals[0].placement, *alone));
+  EXPECT_EQ(rivals[0].placement.threads, tuned.placement.threads);
+
+  // Within the margin of the start's prediction it is a rival; beyond it, not.
+  Placement start = tuned.placement;
+  start.predicted_ms = alone->predicted_ms / (kSettings.library_contest_margin - 0.02);
+  EXPECT_EQ(workflow::library_rivals(g, cheap, start, ropts.backends).size(), 1u);
+  start.predicted_ms = alone->predicted_ms / (kSettings.library_contest_margin + 0.02);
+  EXPECT_TRUE(workflow::library_rivals(g, cheap, start, ropts.backends).empty());
+
+  // A pin elsewhere leaves a library alone uncoverable: no placement, no rival.
+  Placement pinned = tuned.placement;
+  pinned.pins.pinned[NodeId{0}] = "slowlib";
+  EXPECT_FALSE(library_placement(g, cheap, pinned, "native").has_value());
+  EXPECT_TRUE(library_placement(g, cheap, pinned, "slowlib").has_value());
+}
+
+TEST_F(LibraryContests, ALibraryAloneFasterSideBySideReplacesTheKeptPlacement) {
+  // The additive model misjudged slowlib (costed at 0.5x native): the op-level placement runs it.
+  TuneResult misjudged = costed_like_native(g, tuned, "slowlib", 0.5);
+  const Placement& start = misjudged.placement;
+  ASSERT_TRUE(uses(start, "slowlib"));
+  std::optional<Placement> native_alone = library_placement(g, misjudged, start, "native");
+  ASSERT_TRUE(native_alone.has_value());
+  ropts.rivals = {{"native", *native_alone}};
+  ropts.fitness = moving_nothing(start);
+  workflow::RefineRunReport r = workflow::run_refine(g, start, misjudged.inputs, ropts, nullptr);
+  ASSERT_EQ(r.library_contests.size(), 1u);
+  const workflow::LibraryContest& c = r.library_contests[0];
+  EXPECT_EQ(c.backend, "native");
+  EXPECT_TRUE(c.mismatch.empty());
+  EXPECT_EQ(c.timing.rounds, kSettings.side_by_side_min_rounds);
+  EXPECT_LT(c.timing.b_ms, c.timing.a_ms);
+  EXPECT_TRUE(c.adopted);
+  EXPECT_EQ(r.kept_why, workflow::KeptPlacement::Library);
+  EXPECT_EQ(r.kept_library, "native");
+  EXPECT_TRUE(same_kernels(r.kept, *native_alone));
+  EXPECT_NE(workflow::describe(r).find("native alone"), std::string::npos) << workflow::describe(r);
+}
+
+TEST_F(LibraryContests, ALibraryAloneSlowerSideBySideLeavesTheKeptPlacement) {
+  TuneResult cheap = costed_like_native(g, tuned, "slowlib", 0.9);
+  std::optional<Placement> slow_alone = library_placement(g, cheap, tuned.placement, "slowlib");
+  ASSERT_TRUE(slow_alone.has_value());
+  ropts.rivals = {{"slowlib", *slow_alone}};
+  ropts.fitness = moving_nothing(tuned.placement);
+  workflow::RefineRunReport r = workflow::run_refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
+  ASSERT_EQ(r.library_contests.size(), 1u);
+  EXPECT_FALSE(r.library_contests[0].adopted);
+  EXPECT_GT(r.library_contests[0].timing.b_ms, r.library_contests[0].timing.a_ms);
+  EXPECT_NE(r.kept_why, workflow::KeptPlacement::Library);
+  EXPECT_TRUE(same_kernels(r.kept, tuned.placement));
 }
 
 TEST(Workflow, RefineNeedsAGraphLevelBackend) {

@@ -254,6 +254,9 @@ bool ExplorerController::start_refine() {
   int threads = threads_;
   Placement start = *placement_;
   std::vector<Tensor> inputs = tuned_ ? tuned_->inputs : std::vector<Tensor>{};
+  // The libraries alone contest the result (workflow::library_rivals); a loaded placement has no costs for
+  // them.
+  std::shared_ptr<const TuneResult> tuned = tuned_ ? std::make_shared<TuneResult>(*tuned_) : nullptr;
   std::string db_path = cost_db_path_.toStdString();
   bool remote = remote_;
   emit message(
@@ -265,6 +268,7 @@ bool ExplorerController::start_refine() {
     options.backends = backends;
     options.threads = threads;
     options.remote = remote;
+    if (tuned) options.rivals = workflow::library_rivals(*graph, *tuned, start, backends);
     CostDb db(db_path);
     auto chain = std::make_shared<workflow::RefineRunReport>(
         workflow::run_refine(*graph, start, inputs, options, &db, &observer));
@@ -293,6 +297,13 @@ bool ExplorerController::start_refine() {
                      .arg(ab.timing.rounds)
                      .arg(ab.timing.a_ms, 0, 'f', 3)
                      .arg(ab.timing.b_ms, 0, 'f', 3);
+      for (const workflow::LibraryContest& lc : chain->library_contests)
+        if (lc.mismatch.empty())
+          r.log << QString("side by side over %1 alternating runs each: kept %2 ms, %3 alone %4 ms")
+                       .arg(lc.timing.rounds)
+                       .arg(lc.timing.a_ms, 0, 'f', 3)
+                       .arg(QString::fromStdString(lc.backend))
+                       .arg(lc.timing.b_ms, 0, 'f', 3);
       r.log << QString::fromStdString(workflow::describe(*chain));
       r.mismatch = QString::fromStdString(chain->refined_run.verify.mismatch);
       c.placement_ = chain->kept;
@@ -300,7 +311,10 @@ bool ExplorerController::start_refine() {
       c.refined_ = result.best;
       c.profile_.reset();
       r.summary = QString("%1 placement: %2 kernels")
-                      .arg(chain->kept_refined() ? "refined" : "op-level")
+                      .arg(chain->kept_refined() ? QString("refined")
+                           : chain->kept_why == workflow::KeptPlacement::Library
+                               ? QString::fromStdString(chain->kept_library + " alone")
+                               : QString("op-level"))
                       .arg(c.placement_->kernels.size());
       return r;
     };
