@@ -65,6 +65,8 @@ for m in "${models[@]}"; do
   chosen=refined
   echo "$out" | grep -q "keeping the op-level one" && chosen=op-level
   echo "$out" | grep -q "^  moved " || chosen=op-level
+  lib=$(echo "$out" | sed -n 's/^\([a-z0-9-]*\) alone (its kernels, native for the rest) is faster.*/\1/p')
+  [ -n "$lib" ] && chosen="$lib-alone"
   # The op-level placement's additive error: its measured end-to-end latency against the sum of its
   # kernels' isolated costs, the error of the op-level search's cost model (a refined placement's
   # "prediction" sums op-level costs of kernels that now run inside regions, so it says little).
@@ -139,7 +141,7 @@ printf "geomean speed-up over ONNX Runtime: %.2fx over %d models\n" "$(echo "e($
 echo "threads: $threads. collage_ms = the exported artifact run by collage-run (tuned and run at $threads thread(s));"
 echo "ort_ms = onnxruntime-node, $threads intra-op thread(s), 1 inter-op; both the median of $((4 * ${ROUNDS:-1})) alternating turn medians"
 echo "of $repeat runs; speedup = ort / collage (paired: the median of the ratios of the k-th turns of the two sides);"
-echo "placement = what tune --refine wrote; add_err = tune's additive error"
+echo "placement = what tune --refine wrote (op-level, refined, or LIB-alone: one library's kernels, faster side by side); add_err = tune's additive error"
 echo "(measured - predicted) of the op-level placement; tune_s = the whole tune --refine (cold cost DB, budget ${BUDGET:-60s});"
 if [ -n "${ACCURACY:-}" ]; then
   echo "tuned under --accuracy $ACCURACY (int8 kernels allowed); outputs held to that budget against ORT's fp32 ones."
