@@ -221,19 +221,26 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
   return r;
 }
 
+namespace {
+
+// `p` holds what `found` chose among `candidates` (the search picks valid costs only).
+void take_search(Placement& p, const SearchResult& found, const std::vector<Candidate>& candidates,
+                 const std::vector<Cost>& cost) {
+  p.predicted_ms = found.predicted_ms;
+  p.kernels.clear();
+  for (size_t k : found.kernels) p.kernels.push_back({candidates[k].group(), Cost::of_ms(cost[k].median_ms)});
+}
+
+}  // namespace
+
 void search_again(const Graph& graph, const Pins& pins, TuneResult& r, ProgressObserver* observer) {
   std::vector<Cost> cost;
   for (const MeasuredCandidate& m : r.costs) cost.push_back(m.cost);
   SearchOptions sopts;
   sopts.epsilon_ms = r.placement.epsilon_ms;
   r.search = search_placement(graph, r.candidates, cost, pins, sopts, observer);
-  Placement& p = r.placement;
-  p.predicted_ms = r.search.predicted_ms;
-  p.pins = pins;
-  p.kernels.clear();
-  for (size_t k : r.search.kernels)
-    p.kernels.push_back(
-        {r.candidates[k].group(), Cost::of_ms(cost[k].median_ms)});  // the search picks valid costs only
+  r.placement.pins = pins;
+  take_search(r.placement, r.search, r.candidates, cost);
 }
 
 std::optional<Placement> library_placement(const Graph& graph, const TuneResult& r, const Placement& start,
@@ -256,10 +263,7 @@ std::optional<Placement> library_placement(const Graph& graph, const TuneResult&
     return std::nullopt;
   }
   Placement p = start;
-  p.predicted_ms = found.predicted_ms;
-  p.kernels.clear();
-  for (size_t k : found.kernels)
-    p.kernels.push_back({r.candidates[k].group(), Cost::of_ms(cost[k].median_ms)});
+  take_search(p, found, r.candidates, cost);
   return p;
 }
 
