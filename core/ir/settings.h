@@ -60,6 +60,10 @@ struct Settings {
   // Each side-by-side turn, and each fitness measurement, first runs its placement untimed for at
   // least this long (and once).
   double side_by_side_settle_ms = 10;
+  // Each timed sample of a turn or a fitness runs its placement repeatedly for at least this long
+  // (and once) and counts the mean run: one run of a 0.1 ms model is within its own noise (thread
+  // wake-ups at 2 threads), so single-run samples let a slower placement win a contest.
+  double timed_sample_ms = 2;
   // Before it: a whole-library seed whose fitness is within this factor of the search's best
   // is timed against it the same way, and replaces it when faster (a fitness is one median of
   // a few runs; on a 1 ms model its noise exceeds the gap between whole-graph runs).

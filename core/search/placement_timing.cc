@@ -35,28 +35,35 @@ FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> b
     do ex->run(inputs);
     while (steady_ms() - start < kSettings.side_by_side_settle_ms);
     std::vector<double> ms;
-    for (int i = 0; i < repeats; ++i) {
-      double t0 = steady_ms();
-      ex->run(inputs);
-      ms.push_back(steady_ms() - t0);
-    }
+    for (int i = 0; i < repeats; ++i) ms.push_back(timed_sample([&] { ex->run(inputs); }, steady_ms));
     Cost cost = Cost::of_ms(median(std::move(ms)));
     cost.samples = repeats;
     return cost;
   };
 }
 
+double timed_sample(const std::function<void()>& run, const std::function<double()>& clock_ms,
+                    double sample_ms) {
+  const double t0 = clock_ms();
+  int runs = 0;
+  double elapsed = 0;
+  do {
+    run();
+    ++runs;
+    elapsed = clock_ms() - t0;
+  } while (elapsed < sample_ms);
+  return elapsed / runs;
+}
+
 SideBySide time_side_by_side(const std::function<void()>& a, const std::function<void()>& b, int rounds,
-                             const std::function<double()>& clock_ms, double settle_ms) {
+                             const std::function<double()>& clock_ms, double settle_ms, double sample_ms) {
   std::function<double()> now = clock_ms ? clock_ms : std::function<double()>(steady_ms);
   std::vector<double> a_ms, b_ms;
   auto turn = [&](const std::function<void()>& f, std::vector<double>& out) {
     const double start = now();
     do f();  // untimed: what the other side left behind (spinning threads, its cache) settles
     while (now() - start < settle_ms);
-    const double t0 = now();
-    f();
-    out.push_back(now() - t0);
+    out.push_back(timed_sample(f, now, sample_ms));
   };
   for (int r = 0; r < rounds; ++r) {
     if (r % 2 == 0) {

@@ -14,7 +14,8 @@ namespace collage {
 
 // Fitness for refine_placement(): compiles the placement, runs it untimed to warm up (once,
 // and for at least kSettings.side_by_side_settle_ms, as a side-by-side turn), then returns the
-// median of `repeats` timed runs (ms). A placement some library
+// median of `repeats` timed samples (ms per run; a sample is the mean of the runs filling
+// kSettings.timed_sample_ms). A placement some library
 // cannot build (Error kind Unsupported) is +infinity, so it loses.
 FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> backends,
                            CompileOptions options, std::vector<Tensor> inputs, int repeats);
@@ -30,10 +31,17 @@ struct SideBySide {
 // runs its side untimed, at least once and for at least `settle_ms`: a side is timed in its own
 // steady state, as it runs deployed, not in what the other side left behind (OpenMP workers
 // spinning for milliseconds after their last kernel take the core another library's pool
-// needs). `clock_ms` is a monotonic clock in ms (tests inject a fake one).
+// needs). A turn's timed sample runs its side at least once and until `sample_ms` have passed,
+// and counts the mean run. `clock_ms` is a monotonic clock in ms (tests inject a fake one).
 SideBySide time_side_by_side(const std::function<void()>& a, const std::function<void()>& b, int rounds,
                              const std::function<double()>& clock_ms = {},
-                             double settle_ms = kSettings.side_by_side_settle_ms);
+                             double settle_ms = kSettings.side_by_side_settle_ms,
+                             double sample_ms = kSettings.timed_sample_ms);
+
+// One timed sample: `run` at least once and until `sample_ms` have passed on `clock_ms`; the mean
+// run (ms).
+double timed_sample(const std::function<void()>& run, const std::function<double()>& clock_ms,
+                    double sample_ms = kSettings.timed_sample_ms);
 
 // Both placements compiled, warmed up and timed side by side on `inputs`.
 SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,

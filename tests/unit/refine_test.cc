@@ -304,7 +304,7 @@ TEST(PlacementTiming, SideBySideAlternatesSettlesEachTurnAndTakesEachSidesMedian
     clock += b_cost[bi++];
   };
   SideBySide r = time_side_by_side(
-      a, b, 5, [&] { return clock; }, 0);
+      a, b, 5, [&] { return clock; }, 0, 0);
   EXPECT_EQ(order, "AABBBBAAAABBBBAAAABB");  // ABBA turns: drift over time hits both sides alike
   EXPECT_EQ(r.rounds, 5);
   EXPECT_EQ(r.a_ms, 4.0);  // the timed runs {5, 1, 3, 9, 4} sorted: 1 3 4 5 9
@@ -315,9 +315,36 @@ TEST(PlacementTiming, SideBySideAlternatesSettlesEachTurnAndTakesEachSidesMedian
   b_cost.assign(8, 4.0);
   ai = bi = 0;
   r = time_side_by_side(
-      a, b, 2, [&] { return clock; }, 10);
+      a, b, 2, [&] { return clock; }, 10, 0);
   EXPECT_EQ(order, "AAAABBBBBBBBAAAA");
   EXPECT_EQ(r.a_ms, 4.0);
+  EXPECT_EQ(r.b_ms, 4.0);
+}
+
+TEST(PlacementTiming, ATimedSampleRunsUntilItsTimeHasPassedAndCountsTheMeanRun) {
+  // Runs of 1, 2, 3, 4, ... on a fake clock: a 5 ms sample takes 1+2+3 = 6 after 3 runs.
+  double clock = 0;
+  int runs = 0;
+  auto run = [&] { clock += ++runs; };
+  EXPECT_EQ(timed_sample(
+                run, [&] { return clock; }, 5),
+            2.0);
+  EXPECT_EQ(runs, 3);
+  // A run longer than the sample time is one sample on its own.
+  runs = 9;
+  EXPECT_EQ(timed_sample(
+                run, [&] { return clock; }, 5),
+            10.0);
+  EXPECT_EQ(runs, 10);
+  // In a side-by-side turn: each side's sample is its mean run, not its first.
+  clock = 0;
+  std::vector<double> a_cost = {1, 9, 1, 1}, b_cost = {4, 4, 4, 4};
+  size_t ai = 0, bi = 0;
+  SideBySide r = time_side_by_side([&] { clock += a_cost[ai++]; }, [&] { clock += b_cost[bi++]; }, 1,
+                                   [&] { return clock; }, 0, 8);
+  EXPECT_EQ(ai, 2u);  // settle: 1; sample: 9 alone passes 8 ms
+  EXPECT_EQ(r.a_ms, 9.0);
+  EXPECT_EQ(bi, 3u);  // settle: 4; sample: 4 + 4
   EXPECT_EQ(r.b_ms, 4.0);
 }
 

@@ -45,6 +45,7 @@ TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
   EXPECT_EQ(s.repeat, 20);
   EXPECT_EQ(s.side_by_side_min_rounds, 10);
   EXPECT_EQ(s.side_by_side_settle_ms, 10);
+  EXPECT_EQ(s.timed_sample_ms, 2);
   EXPECT_EQ(s.seed_contest_margin, 1.25);
   EXPECT_EQ(s.library_contest_margin, 1.10);
   EXPECT_EQ(s.kernel_tolerance.atol, 1e-4);
