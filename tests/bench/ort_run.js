@@ -13,22 +13,8 @@ const ort = require('onnxruntime-node');
 const fs = require('fs');
 const path = require('path');
 
-function varint(n) {
-  const out = [];
-  let v = BigInt(n);
-  while (v >= 0x80n) { out.push(Number((v & 0x7fn) | 0x80n)); v >>= 7n; }
-  out.push(Number(v));
-  return Buffer.from(out);
-}
-function field(num, wire, payload) { return Buffer.concat([varint((num << 3) | wire), payload]); }
-// TensorProto: dims=1 (varint), data_type=2, name=8, raw_data=9.
-function tensorProto(name, type, dims, raw) {
-  const parts = dims.map(d => field(1, 0, varint(d)));
-  parts.push(field(2, 0, varint(type)));
-  parts.push(field(8, 2, Buffer.concat([varint(Buffer.byteLength(name)), Buffer.from(name)])));
-  parts.push(field(9, 2, Buffer.concat([varint(raw.length), raw])));
-  return Buffer.concat(parts);
-}
+const { tensorProto } = require('./tensor_proto.js');
+
 // DIMS: 'NAME=VALUE,...' -> Map(NAME -> VALUE); anything else throws.
 function parseDims(spec) {
   const dims = new Map();
