@@ -493,6 +493,67 @@ void contest_seeds(const Graph& graph, const Placement& op_level, const std::vec
   }
 }
 
+void contest_segments(const Graph& graph, const Placement& op_level,
+                      const std::vector<const BackendSpec*>& graph_level, const std::vector<Tensor>& inputs,
+                      const RefineStepOptions& options, CostDb* db, RefineReport& r,
+                      ProgressObserver* observer) {
+  RefineResult& result = r.result;
+  if (!result.best_fitness.valid()) return;
+  std::vector<const BackendSpec*> libraries;  // one far behind over the whole model is not tried on a stage
+  for (const BackendSpec* b : graph_level)
+    if (std::any_of(result.seeds.begin(), result.seeds.end(), [&](const SeedFitness& seed) {
+          return seed.backend == b->name && seed.fitness.valid() &&
+                 seed.fitness.median_ms <= result.best_fitness.median_ms * kSettings.seed_contest_margin;
+        }))
+      libraries.push_back(b);
+  RunOptions run;
+  run.backends = options.backends;
+  run.threads = options.threads;
+  for (const auto& [begin, end] : refine_segments(graph, op_level, result.genes, kSettings.refine_segments)) {
+    for (const BackendSpec* b : libraries) {
+      Genome move = result.best_genome;
+      for (size_t i = begin; i < end; ++i) {
+        const std::vector<std::string>& choices = result.genes[i].choices;
+        auto it = std::find(choices.begin(), choices.end(), b->name);
+        if (it != choices.end()) move[i] = static_cast<uint8_t>(it - choices.begin() + 1);
+      }
+      if (move == result.best_genome) continue;
+      Placement moved = decode_genome(graph, op_level, result.genes, move);
+      if (same_kernels(moved, result.best)) continue;
+      if (observer && observer->cancel_requested()) return;
+      SegmentContest contest;
+      contest.backend = b->name;
+      contest.kernels = end - begin;
+      contest.from_node = graph.node(op_level.kernels[result.genes[begin].kernel].nodes.front()).name;
+      contest.to_node = graph.node(op_level.kernels[result.genes[end - 1].kernel].nodes.back()).name;
+      try {
+        contest.mismatch = verify(graph, moved, inputs, run).mismatch;
+        if (contest.mismatch.empty()) {
+          contest.timing = contest_timing(graph, result.best, moved, inputs, options, db);
+          contest.adopted = contest.timing.b_ms < contest.timing.a_ms * (1 - kSettings.segment_min_gain);
+        }
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Unsupported) throw;
+        contest.mismatch = std::string("a region cannot be built: ") + e.what();
+      }
+      if (contest.adopted) {
+        adopt_genome(graph, op_level, result, move, Cost::of_ms(contest.timing.b_ms));
+        if (observer) observer->on_best_placement(result.best, contest.timing.b_ms);
+      }
+      if (observer) {
+        char times[120];
+        std::snprintf(times, sizeof times, ": %.3f ms vs %.3f ms (%s)", contest.timing.b_ms,
+                      contest.timing.a_ms, contest.adopted ? "the move is kept" : "the best stays");
+        observer->on_notice(
+            "segment '" + contest.from_node + "' to '" + contest.to_node + "' (" +
+            std::to_string(contest.kernels) + " kernels) on " + b->name + " against the best, alternated" +
+            (contest.mismatch.empty() ? std::string(times) : ": not timed, " + contest.mismatch));
+      }
+      r.segment_contests.push_back(std::move(contest));
+    }
+  }
+}
+
 }  // namespace
 
 RefineReport refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
@@ -549,6 +610,7 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   r.result = refine_placement(graph, op_level, graph_level,
                               cached_fitness(fitness, db, graph, options.threads), ropts, observer);
   if (!r.result.cancelled) contest_seeds(graph, op_level, inputs, options, db, r, observer);
+  if (!r.result.cancelled) contest_segments(graph, op_level, graph_level, inputs, options, db, r, observer);
   r.seconds = ms_since(t0) / 1000;
   const RefineResult& refined = r.result;
   auto short_of_best = [&](const GenerationFitness& g) {

@@ -259,9 +259,21 @@ struct SeedContest {
   bool adopted = false;  // the seed was faster: it became result.best
 };
 
+// Then a run of the kernels in execution order (a stage) moved whole to another graph-level
+// library, verified and timed against the best so far: random genomes almost never move a stage.
+struct SegmentContest {
+  std::string backend;             // where the run went
+  std::string from_node, to_node;  // the run's first and last node
+  size_t kernels = 0;              // op-level kernels in the run
+  std::string mismatch;            // the move disagreed with the native reference (not timed, not kept)
+  SideBySide timing;               // a = the best at the time, b = with the run moved
+  bool adopted = false;            // faster by kSettings.segment_min_gain: it became result.best
+};
+
 struct RefineReport {
   RefineResult result;
-  std::vector<SeedContest> seed_contests;  // in the order run (none when cancelled)
+  std::vector<SeedContest> seed_contests;        // in the order run (none when cancelled)
+  std::vector<SegmentContest> segment_contests;  // in the order run (none when cancelled)
   double seconds = 0;
   int best_generation = 0;                    // first generation whose best is the final best (0 = a seed)
   std::vector<RegionSummary> regions;         // the graph-level kernels of result.best, in order
@@ -269,7 +281,11 @@ struct RefineReport {
 };
 
 // After the search, each seed within kSettings.seed_contest_margin of the best is timed against
-// it side by side (max(repeat, side_by_side_min_rounds) rounds) and replaces it when faster.
+// it side by side (max(repeat, side_by_side_min_rounds) rounds) and replaces it when faster. Then
+// the segment contests: the kernels cut into kSettings.refine_segments runs (refine_segments()),
+// each run moved to each graph-level library whose seed is within that margin; a move that
+// agrees with the native reference and runs faster side by side by kSettings.segment_min_gain
+// becomes the best, and the next moves start from it.
 // Throws InvalidInput when `options.backends` holds no graph-level backend.
 RefineReport refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
                     const RefineStepOptions& options, CostDb* db, ProgressObserver* observer = nullptr);

@@ -55,6 +55,13 @@ struct Settings {
   double refine_budget_s = 120;
   uint64_t refine_seed = 1;
   int refine_tournament = 3;
+  // After the seed contests, segment contests: the kernels in execution order cut into this many
+  // runs (where one node's output alone crosses, when it can), each run moved whole to each
+  // graph-level backend whose seed is within seed_contest_margin of the best, timed side by side
+  // against the best and kept when at least `segment_min_gain` faster. Random genomes almost never
+  // move a whole stage, and a stage on another library is where mixing whole libraries pays.
+  int refine_segments = 6;
+  double segment_min_gain = 0.01;
   // The final check: both placements alternated, max(repeat, this) runs each.
   int side_by_side_min_rounds = 10;
   // Each side-by-side turn, and each fitness measurement, first runs its placement untimed for at

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <unordered_map>
 
 #include "core/backend_api/kernel_signature.h"
+#include "core/ir/graph_analysis.h"
 #include "core/ir/subgraph.h"
 #include "core/search/search.h"
 
@@ -76,6 +78,59 @@ std::vector<Gene> refine_genes(const Graph& graph, const Placement& op_level,
     if (!gene.choices.empty()) genes.push_back(std::move(gene));
   }
   return genes;
+}
+
+std::vector<std::pair<size_t, size_t>> refine_segments(const Graph& graph, const Placement& op_level,
+                                                       const std::vector<Gene>& genes, int count) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  if (genes.empty()) return runs;
+  const size_t kernels = op_level.kernels.size();
+  // crossing[c]: nodes of kernels before c whose output a kernel from c on reads.
+  std::vector<long> kernel_of(graph.nodes.size(), -1);
+  for (size_t k = 0; k < kernels; ++k)
+    for (NodeId n : op_level.kernels[k].nodes) kernel_of[static_cast<size_t>(n)] = static_cast<long>(k);
+  const NodeEdges edges = node_edges(graph);
+  std::vector<long> diff(kernels + 2, 0);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (kernel_of[n] < 0) continue;
+    long last = kernel_of[n];
+    for (NodeId q : edges.succs[n]) last = std::max(last, kernel_of[static_cast<size_t>(q)]);
+    if (last > kernel_of[n])
+      ++diff[static_cast<size_t>(kernel_of[n]) + 1], --diff[static_cast<size_t>(last) + 1];
+  }
+  std::vector<long> crossing(kernels + 1, 0);
+  for (size_t c = 1; c <= kernels; ++c) crossing[c] = crossing[c - 1] + diff[c];
+  // Cut candidates as gene indices: the first gene at or after kernel boundary c.
+  std::vector<size_t> single, any;
+  for (size_t c = 1, g = 0; c < kernels; ++c) {
+    while (g < genes.size() && genes[g].kernel < c) ++g;
+    if (g == 0 || g == genes.size()) continue;
+    any.push_back(g);
+    if (crossing[c] == 1) single.push_back(g);
+  }
+  std::vector<size_t> cuts;
+  for (int j = 1; j < count; ++j) {
+    const double target = static_cast<double>(genes.size()) * j / count;
+    auto nearest = [&](const std::vector<size_t>& from) -> std::optional<size_t> {
+      std::optional<size_t> best;
+      for (size_t g : from)
+        if (!best ||
+            std::abs(static_cast<double>(g) - target) < std::abs(static_cast<double>(*best) - target))
+          best = g;
+      return best;
+    };
+    // A single-output cut within half a run of the target, else any kernel boundary.
+    std::optional<size_t> cut = nearest(single);
+    const double half_run = static_cast<double>(genes.size()) / count / 2;
+    if (!cut || std::abs(static_cast<double>(*cut) - target) > half_run) cut = nearest(any);
+    if (cut) cuts.push_back(*cut);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  size_t begin = 0;
+  for (size_t cut : cuts) runs.push_back({begin, cut}), begin = cut;
+  runs.push_back({begin, genes.size()});
+  return runs;
 }
 
 std::vector<Genome> refine_seeds(const std::vector<Gene>& genes,

@@ -103,6 +103,14 @@ struct RefineResult {
 std::vector<Gene> refine_genes(const Graph& graph, const Placement& op_level,
                                const std::vector<const BackendSpec*>& graph_level);
 
+// Runs for segment moves (a whole run of genes set to one backend; the workflow's segment
+// contests, app/workflow/workflow.h): [begin, end) gene ranges covering the genes in order, at most `count`
+// of them, about equally many genes each. A cut goes between two op-level kernels where the output of one
+// node alone crosses it (between residual blocks, stages) when such a cut is near, else at the nearest kernel
+// boundary.
+std::vector<std::pair<size_t, size_t>> refine_segments(const Graph& graph, const Placement& op_level,
+                                                       const std::vector<Gene>& genes, int count);
+
 // The seeds: all 0, then "every kernel X can take goes to X" for each graph-level
 // backend X in order; duplicates dropped (a backend that can take nothing adds none).
 std::vector<Genome> refine_seeds(const std::vector<Gene>& genes,

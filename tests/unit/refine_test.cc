@@ -610,6 +610,54 @@ TEST(Refine, FindsTheOptimumThatMixesBothBackendsDeterministically) {
   EXPECT_EQ(again.evaluations, r.evaluations);
 }
 
+// Runs for segment moves cut the genes into about equal runs, where one node's output alone
+// crosses when such a cut is near.
+TEST(Refine, SegmentRunsCoverTheGenesInOrderAndCutWhereOneOutputCrosses) {
+  // Twelve Relus in a chain: every boundary is a single-output cut.
+  OnnxTestModel chain(17);
+  chain.input("x", {2, 8});
+  std::string prev = "x";
+  for (int i = 0; i < 12; ++i) {
+    const std::string out = "r" + std::to_string(i);
+    chain.node("Relu", {prev}, {out});
+    prev = out;
+  }
+  chain.output(prev);
+  Graph g = import_model(chain);
+  Placement seed = one_kernel_per_node(g);
+  BackendSpec gl = graphy();
+  std::vector<Gene> genes = refine_genes(g, seed, {&gl});
+  ASSERT_EQ(genes.size(), 12u);
+  using Runs = std::vector<std::pair<size_t, size_t>>;
+  EXPECT_EQ(refine_segments(g, seed, genes, 3), (Runs{{0, 4}, {4, 8}, {8, 12}}));
+  EXPECT_EQ(refine_segments(g, seed, genes, 1), (Runs{{0, 12}}));
+  EXPECT_EQ(refine_segments(g, seed, genes, 40).size(), 12u);  // at most one run per gene
+  EXPECT_TRUE(refine_segments(g, seed, {}, 3).empty());
+
+  // Three blocks y = Relu(Neg(x)) + x: inside a block two values cross, between blocks one.
+  OnnxTestModel blocks(17);
+  blocks.input("x", {2, 8});
+  prev = "x";
+  for (int b = 0; b < 3; ++b) {
+    const std::string p = "b" + std::to_string(b);
+    blocks.node("Neg", {prev}, {p + "n"});
+    blocks.node("Relu", {p + "n"}, {p + "r"});
+    blocks.node("Add", {p + "r", prev}, {p + "y"});
+    prev = p + "y";
+  }
+  blocks.output(prev);
+  Graph h = import_model(blocks);
+  Placement per_node = one_kernel_per_node(h);
+  std::vector<Gene> block_genes = refine_genes(h, per_node, {&gl});
+  ASSERT_EQ(block_genes.size(), 9u);
+  // (In the first block the other value is the graph input, which no node produces: a cut
+  // there is single-output too.) Targets 3 and 6 are block boundaries. For 4 runs (targets
+  // 2.25, 4.5, 6.75, half a run 1.125): 2 inside the first block, 6; no single-output cut is
+  // within half a run of 4.5, so that cut falls at the nearest kernel boundary, 4.
+  EXPECT_EQ(refine_segments(h, per_node, block_genes, 3), (Runs{{0, 3}, {3, 6}, {6, 9}}));
+  EXPECT_EQ(refine_segments(h, per_node, block_genes, 4), (Runs{{0, 2}, {2, 4}, {4, 6}, {6, 9}}));
+}
+
 // Every genome decodes to a valid placement; a sample runs and matches the native reference.
 TEST(Refine, EveryTwoBackendGenomeDecodesToAValidPlacement) {
   Graph g = mixed_chain();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
@@ -41,6 +42,7 @@ TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
   EXPECT_EQ(s.refine_population, 12);
   EXPECT_EQ(s.refine_generations, 30);
   EXPECT_EQ(s.refine_patience, 8);
+  EXPECT_EQ(s.refine_segments, 6);
   EXPECT_EQ(s.refine_budget_s, 120);
   EXPECT_EQ(s.repeat, 20);
   EXPECT_EQ(s.side_by_side_min_rounds, 10);
@@ -334,6 +336,82 @@ TEST_F(SeedContests, ASeedSlowerSideBySideLeavesTheBestAsItIs) {
   EXPECT_GT(r.seed_contests[0].timing.b_ms, r.seed_contests[0].timing.a_ms);
   EXPECT_FALSE(uses(r.result.best, "heavy"));
   EXPECT_EQ(r.result.best_fitness.median_ms, 1.0);
+}
+
+// A graph-level library of graphy's ops whose region runs its work `times` times over when it
+// holds a node `slow_on` picks: slow on one stage of a model, fast elsewhere.
+BackendSpec slow_on_a_stage(const std::string& name, int times, std::function<bool(NodeId)> slow_on) {
+  BackendSpec s = graphy();
+  s.name = name;
+  s.compile = [times, slow_on](const Graph& g, const SubGraph& sub,
+                               const CompileOptions&) -> std::unique_ptr<Kernel> {
+    std::unique_ptr<Kernel> fused = native::make_fused_kernel(g, sub);
+    if (std::none_of(sub.node_list.begin(), sub.node_list.end(), slow_on)) return fused;
+    return std::make_unique<Repeated>(std::move(fused), times);
+  };
+  return s;
+}
+
+TEST(SegmentContests, AStageMovedToTheLibraryFastThereReplacesTheBestWhenFasterSideBySide) {
+  // Twelve Relus. "late" repeats a region holding any of the last four 1000 times, "early" one
+  // holding any of the first four 3000 times: each whole library is slow, "late" less so, and
+  // the fast placement is "late" for the first stage and "early" for the rest, which no seed is.
+  testing::OnnxTestModel m(17);
+  m.input("x", {2, 8});
+  std::string prev = "x";
+  for (int i = 0; i < 12; ++i) {
+    const std::string out = "r" + std::to_string(i);
+    m.node("Relu", {prev}, {out});
+    prev = out;
+  }
+  m.output(prev);
+  Graph g = testing::import_model(m);
+  BackendSpec late = slow_on_a_stage("late", 1000, [](NodeId n) { return n >= 8; });
+  BackendSpec early = slow_on_a_stage("early", 3000, [](NodeId n) { return n < 4; });
+  workflow::TuneStepOptions topts;
+  topts.backends = {&native_backend(), &late, &early};
+  topts.min_time_ms = 0.1;
+  topts.epsilon_ms = 0.002;
+  TuneResult tuned = workflow::tune(g, topts, nullptr);
+  Placement op_level = tuned.placement;  // one native kernel per node: twelve genes
+  op_level.kernels.clear();
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    op_level.kernels.push_back({{{n}, "native", "Relu"}, Cost::of_ms(0.001)});
+  const Placement late_seed = whole_seed(g, op_level, late);
+  const Placement early_seed = whole_seed(g, op_level, early);
+  workflow::RefineStepOptions ropts;
+  ropts.backends = topts.backends;
+  ropts.generations = 1;
+  ropts.repeat = 1;
+  ropts.fitness = [&](const Placement& p) {  // the seeds close, anything else far behind
+    return Cost::of_ms(same_kernels(p, late_seed) ? 1.0 : same_kernels(p, early_seed) ? 1.1 : 2.0);
+  };
+  workflow::RefineReport r = workflow::refine(g, op_level, tuned.inputs, ropts, nullptr);
+  ASSERT_EQ(r.seed_contests.size(), 1u);  // whole "early" (3x slower) against whole "late"
+  EXPECT_FALSE(r.seed_contests[0].adopted);
+  // From whole "late": runs of two kernels moved to "early"; the four from the fifth kernel on
+  // each take slow work away and are kept; the first two would add slow work and are not.
+  ASSERT_EQ(r.segment_contests.size(), 6u) << "six runs, one library each to move to";
+  int kept = 0;
+  for (const workflow::SegmentContest& c : r.segment_contests) {
+    EXPECT_EQ(c.backend, "early");
+    EXPECT_EQ(c.kernels, 2u);
+    EXPECT_TRUE(c.mismatch.empty()) << c.mismatch;
+    EXPECT_FALSE(c.from_node.empty());
+    EXPECT_EQ(c.adopted, c.timing.b_ms < c.timing.a_ms * (1 - kSettings.segment_min_gain));
+    kept += c.adopted;
+  }
+  EXPECT_FALSE(r.segment_contests[0].adopted);
+  EXPECT_FALSE(r.segment_contests[1].adopted);
+  EXPECT_EQ(kept, 4);
+  // The best: "late" on the first stage only, "early" from the fifth node on, nothing slow.
+  ASSERT_EQ(r.result.best.kernels.size(), 2u);
+  for (const PlacedKernel& k : r.result.best.kernels)
+    for (NodeId n : k.nodes) EXPECT_EQ(k.backend, n < 4 ? "late" : "early") << "node " << n;
+  EXPECT_EQ(r.result.best_fitness.median_ms, r.segment_contests.back().timing.b_ms);
+  workflow::RunOptions run;
+  run.backends = ropts.backends;
+  EXPECT_TRUE(workflow::verify(g, r.result.best, tuned.inputs, run).ok());
 }
 
 // An op-level library of graphy's ops whose kernels run the work 3000 times over.
