@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 
@@ -338,24 +339,47 @@ TEST_F(SeedContests, ASeedSlowerSideBySideLeavesTheBestAsItIs) {
   EXPECT_EQ(r.result.best_fitness.median_ms, 1.0);
 }
 
-// A graph-level library of graphy's ops whose region runs its work `times` times over when it
-// holds a node `slow_on` picks: slow on one stage of a model, fast elsewhere.
-BackendSpec slow_on_a_stage(const std::string& name, int times, std::function<bool(NodeId)> slow_on) {
+// A kernel that, after its work, computes for `micros` µs more of its thread's CPU time: a library
+// slow on some nodes by a known amount of work, which a loaded machine stretches like any other.
+class Lingering : public Kernel {
+ public:
+  Lingering(std::unique_ptr<Kernel> inner, double micros) : inner_(std::move(inner)), micros_(micros) {}
+  std::vector<Tensor> run(KernelInputs inputs, TensorAllocator& alloc) override {
+    std::vector<Tensor> out = inner_->run(inputs, alloc);
+    auto cpu_us = [] {
+      timespec t{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+      return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+    };
+    const double until = cpu_us() + micros_;
+    while (cpu_us() < until) {
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  double micros_;
+};
+
+// A graph-level library of graphy's ops, `ms` slower per node of its region `slow_on` picks.
+BackendSpec slow_on_a_stage(const std::string& name, double ms, std::function<bool(NodeId)> slow_on) {
   BackendSpec s = graphy();
   s.name = name;
-  s.compile = [times, slow_on](const Graph& g, const SubGraph& sub,
-                               const CompileOptions&) -> std::unique_ptr<Kernel> {
-    std::unique_ptr<Kernel> fused = native::make_fused_kernel(g, sub);
-    if (std::none_of(sub.node_list.begin(), sub.node_list.end(), slow_on)) return fused;
-    return std::make_unique<Repeated>(std::move(fused), times);
+  s.compile = [ms, slow_on](const Graph& g, const SubGraph& sub,
+                            const CompileOptions&) -> std::unique_ptr<Kernel> {
+    const auto slow = std::count_if(sub.node_list.begin(), sub.node_list.end(), slow_on);
+    return std::make_unique<Lingering>(native::make_fused_kernel(g, sub),
+                                       1000.0 * ms * static_cast<double>(slow));
   };
   return s;
 }
 
 TEST(SegmentContests, AStageMovedToTheLibraryFastThereReplacesTheBestWhenFasterSideBySide) {
-  // Twelve Relus. "late" repeats a region holding any of the last four 1000 times, "early" one
-  // holding any of the first four 3000 times: each whole library is slow, "late" less so, and
-  // the fast placement is "late" for the first stage and "early" for the rest, which no seed is.
+  // Twelve Relus. "late" is 1 ms slow on each of the last four, "early" 3 ms on each of the first
+  // eight: whole "late" (4 ms) beats whole "early" (24 ms), and "late" for the first eight with
+  // "early" for the last four beats both, which no seed is. From whole "late" each move of a run
+  // of two kernels halves the slow work or adds 6 ms to it: clear on a loaded machine too.
   testing::OnnxTestModel m(17);
   m.input("x", {2, 8});
   std::string prev = "x";
@@ -366,8 +390,8 @@ TEST(SegmentContests, AStageMovedToTheLibraryFastThereReplacesTheBestWhenFasterS
   }
   m.output(prev);
   Graph g = testing::import_model(m);
-  BackendSpec late = slow_on_a_stage("late", 1000, [](NodeId n) { return n >= 8; });
-  BackendSpec early = slow_on_a_stage("early", 3000, [](NodeId n) { return n < 4; });
+  BackendSpec late = slow_on_a_stage("late", 1, [](NodeId n) { return n >= 8; });
+  BackendSpec early = slow_on_a_stage("early", 3, [](NodeId n) { return n < 8; });
   workflow::TuneStepOptions topts;
   topts.backends = {&native_backend(), &late, &early};
   topts.min_time_ms = 0.1;
@@ -387,10 +411,10 @@ TEST(SegmentContests, AStageMovedToTheLibraryFastThereReplacesTheBestWhenFasterS
     return Cost::of_ms(same_kernels(p, late_seed) ? 1.0 : same_kernels(p, early_seed) ? 1.1 : 2.0);
   };
   workflow::RefineReport r = workflow::refine(g, op_level, tuned.inputs, ropts, nullptr);
-  ASSERT_EQ(r.seed_contests.size(), 1u);  // whole "early" (3x slower) against whole "late"
+  ASSERT_EQ(r.seed_contests.size(), 1u);  // whole "early" against whole "late"
   EXPECT_FALSE(r.seed_contests[0].adopted);
-  // From whole "late": runs of two kernels moved to "early"; the four from the fifth kernel on
-  // each take slow work away and are kept; the first two would add slow work and are not.
+  // From whole "late": each run of two kernels moved to "early"; the first four would add slow
+  // work and are not kept, the last two take it away and are.
   ASSERT_EQ(r.segment_contests.size(), 6u) << "six runs, one library each to move to";
   int kept = 0;
   for (const workflow::SegmentContest& c : r.segment_contests) {
@@ -401,13 +425,14 @@ TEST(SegmentContests, AStageMovedToTheLibraryFastThereReplacesTheBestWhenFasterS
     EXPECT_EQ(c.adopted, c.timing.b_ms < c.timing.a_ms * (1 - kSettings.segment_min_gain));
     kept += c.adopted;
   }
-  EXPECT_FALSE(r.segment_contests[0].adopted);
-  EXPECT_FALSE(r.segment_contests[1].adopted);
-  EXPECT_EQ(kept, 4);
-  // The best: "late" on the first stage only, "early" from the fifth node on, nothing slow.
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_FALSE(r.segment_contests[i].adopted) << "run " << i << ": " << r.segment_contests[i].timing.b_ms
+                                                << " ms against " << r.segment_contests[i].timing.a_ms;
+  EXPECT_EQ(kept, 2);
+  // The best: "late" on the first eight nodes, "early" on the last four, nothing slow.
   ASSERT_EQ(r.result.best.kernels.size(), 2u);
   for (const PlacedKernel& k : r.result.best.kernels)
-    for (NodeId n : k.nodes) EXPECT_EQ(k.backend, n < 4 ? "late" : "early") << "node " << n;
+    for (NodeId n : k.nodes) EXPECT_EQ(k.backend, n < 8 ? "late" : "early") << "node " << n;
   EXPECT_EQ(r.result.best_fitness.median_ms, r.segment_contests.back().timing.b_ms);
   workflow::RunOptions run;
   run.backends = ropts.backends;
