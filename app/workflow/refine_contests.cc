@@ -1,6 +1,7 @@
 #include "app/workflow/refine_contests.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "core/search/placement_timing.h"
@@ -8,24 +9,59 @@
 
 namespace collage::workflow::detail {
 
-// The contest's two medians from the cost DB, or timed and stored: a later refine on the same
-// DB (the explorer after `collage tune`) takes the same decision without timing it again.
-SideBySide contest_timing(const Graph& graph, const Placement& best, const Placement& seed,
-                          const std::vector<Tensor>& inputs, const RefineStepOptions& options, CostDb* db) {
-  const std::string model = model_fingerprint(graph);
-  const std::string pair = "contest|" + placement_fitness_key(best, model, options.threads).signature +
-                           "|vs|" + placement_fitness_key(seed, model, options.threads).signature;
-  const CostKey best_key{pair + "|best", options.threads, device_fingerprint()};
-  const CostKey seed_key{pair + "|seed", options.threads, device_fingerprint()};
-  if (db) {
-    auto a = db->find(best_key), b = db->find(seed_key);
-    if (a && b && a->cost.valid() && b->cost.valid())
-      return {a->cost.median_ms, b->cost.median_ms, a->cost.samples};
+ContestBench::ContestBench(const Graph& graph, const std::vector<Tensor>& inputs,
+                           const RefineStepOptions& options, CostDb* db)
+    : graph_(graph), inputs_(inputs), options_(options), db_(db) {}
+
+ContestBench::~ContestBench() = default;
+
+ContestBench::Outcome ContestBench::contest(const Placement& best, const Placement& rival,
+                                            bool verify_rival) {
+  Outcome out;
+  const std::string model = model_fingerprint(graph_);
+  const std::string best_signature = placement_fitness_key(best, model, options_.threads).signature;
+  const std::string pair =
+      "contest|" + best_signature + "|vs|" + placement_fitness_key(rival, model, options_.threads).signature;
+  const CostKey best_key{pair + "|best", options_.threads, device_fingerprint()};
+  const CostKey rival_key{pair + "|seed", options_.threads, device_fingerprint()};
+  if (db_) {
+    auto a = db_->find(best_key), b = db_->find(rival_key);
+    if (a && b && a->cost.valid() && b->cost.valid()) {
+      out.timing = {a->cost.median_ms, b->cost.median_ms, a->cost.samples};
+      return out;
+    }
   }
-  SideBySide t =
-      compare_placements(graph, best, seed, or_all(options.backends), compile_options(options.threads),
-                         inputs, std::max(options.repeat, kSettings.side_by_side_min_rounds));
-  if (db) {
+  const CompileOptions copts = compile_options(options_.threads);
+  std::unique_ptr<Executor> rival_run;
+  std::vector<Tensor> got;
+  try {
+    rival_run =
+        std::make_unique<Executor>(graph_, placement_steps(graph_, rival, or_all(options_.backends), copts));
+    got = rival_run->run(inputs_);  // also its warm-up
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Unsupported) throw;
+    out.mismatch = std::string("a region cannot be built: ") + e.what();
+    return out;
+  }
+  if (verify_rival) {
+    if (!reference_) reference_ = native_reference(graph_, inputs_);
+    RunOptions run;
+    run.backends = options_.backends;
+    run.threads = options_.threads;
+    out.mismatch = verify_outputs(graph_, rival, std::move(got), *reference_, run).mismatch;
+    if (!out.mismatch.empty()) return out;
+  }
+  if (!best_ || best_signature_ != best_signature) {
+    best_.reset();  // one compiled best at a time
+    best_ =
+        std::make_unique<Executor>(graph_, placement_steps(graph_, best, or_all(options_.backends), copts));
+    best_->run(inputs_);
+    best_signature_ = best_signature;
+  }
+  out.timing = compare_executors(*best_, *rival_run, inputs_,
+                                 std::max(options_.repeat, kSettings.side_by_side_min_rounds),
+                                 kSettings.contest_give_up_rounds);
+  if (db_) {
     auto record = [&](const CostKey& key, double ms, const char* side) {
       CostRecord r;
       r.key = key;
@@ -33,16 +69,16 @@ SideBySide contest_timing(const Graph& graph, const Placement& best, const Place
       r.backend_version = "1";
       r.label = side;
       r.cost = Cost::of_ms(ms);
-      r.cost.samples = t.rounds;
+      r.cost.samples = out.timing.rounds;
       return r;
     };
-    db->put_all({record(best_key, t.a_ms, "the search's best"), record(seed_key, t.b_ms, "the seed")});
+    db_->put_all({record(best_key, out.timing.a_ms, "the search's best"),
+                  record(rival_key, out.timing.b_ms, "the seed")});
   }
-  return t;
+  return out;
 }
 
-void contest_seeds(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
-                   const RefineStepOptions& options, CostDb* db, RefineReport& r,
+void contest_seeds(const Graph& graph, const Placement& op_level, ContestBench& bench, RefineReport& r,
                    ProgressObserver* observer) {
   RefineResult& result = r.result;
   const std::vector<SeedFitness> seeds = result.seeds;
@@ -57,7 +93,9 @@ void contest_seeds(const Graph& graph, const Placement& op_level, const std::vec
     if (same_kernels(whole, result.best)) continue;  // another genome of the same placement
     SeedContest contest;
     contest.backend = seed.backend;
-    contest.timing = contest_timing(graph, result.best, whole, inputs, options, db);
+    ContestBench::Outcome outcome = bench.contest(result.best, whole, false);
+    if (!outcome.mismatch.empty()) continue;  // a seed's region the library refuses: it had no fitness
+    contest.timing = outcome.timing;
     contest.adopted = contest.timing.b_ms < contest.timing.a_ms;
     if (contest.adopted) {
       adopt_genome(graph, op_level, result, seed.genome, seed.fitness);
@@ -76,9 +114,8 @@ void contest_seeds(const Graph& graph, const Placement& op_level, const std::vec
 }
 
 void contest_segments(const Graph& graph, const Placement& op_level,
-                      const std::vector<const BackendSpec*>& graph_level, const std::vector<Tensor>& inputs,
-                      const RefineStepOptions& options, CostDb* db, RefineReport& r,
-                      ProgressObserver* observer) {
+                      const std::vector<const BackendSpec*>& graph_level, ContestBench& bench,
+                      const RefineStepOptions& options, RefineReport& r, ProgressObserver* observer) {
   RefineResult& result = r.result;
   if (!result.best_fitness.valid()) return;
   std::vector<const BackendSpec*> libraries;  // one far behind over the whole model is not tried on a stage
@@ -88,9 +125,10 @@ void contest_segments(const Graph& graph, const Placement& op_level,
                  seed.fitness.median_ms <= result.best_fitness.median_ms * kSettings.seed_contest_margin;
         }))
       libraries.push_back(b);
-  RunOptions run;
-  run.backends = options.backends;
-  run.threads = options.threads;
+  const auto start = std::chrono::steady_clock::now();
+  auto spent_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   for (const auto& [begin, end] : refine_segments(graph, op_level, result.genes, kSettings.refine_segments)) {
     for (const BackendSpec* b : libraries) {
       Genome move = result.best_genome;
@@ -103,20 +141,20 @@ void contest_segments(const Graph& graph, const Placement& op_level,
       Placement moved = decode_genome(graph, op_level, result.genes, move);
       if (same_kernels(moved, result.best)) continue;
       if (observer && observer->cancel_requested()) return;
+      if (spent_s() > options.budget_s) {
+        ++r.segment_moves_not_tried;
+        continue;
+      }
       SegmentContest contest;
       contest.backend = b->name;
       contest.kernels = end - begin;
       contest.from_node = graph.node(op_level.kernels[result.genes[begin].kernel].nodes.front()).name;
       contest.to_node = graph.node(op_level.kernels[result.genes[end - 1].kernel].nodes.back()).name;
-      try {
-        contest.mismatch = verify(graph, moved, inputs, run).mismatch;
-        if (contest.mismatch.empty()) {
-          contest.timing = contest_timing(graph, result.best, moved, inputs, options, db);
-          contest.adopted = contest.timing.b_ms < contest.timing.a_ms * (1 - kSettings.segment_min_gain);
-        }
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::Unsupported) throw;
-        contest.mismatch = std::string("a region cannot be built: ") + e.what();
+      ContestBench::Outcome outcome = bench.contest(result.best, moved, true);
+      contest.mismatch = outcome.mismatch;
+      if (contest.mismatch.empty()) {
+        contest.timing = outcome.timing;
+        contest.adopted = contest.timing.b_ms < contest.timing.a_ms * (1 - kSettings.segment_min_gain);
       }
       if (contest.adopted) {
         adopt_genome(graph, op_level, result, move, Cost::of_ms(contest.timing.b_ms));
@@ -134,6 +172,11 @@ void contest_segments(const Graph& graph, const Placement& op_level,
       r.segment_contests.push_back(std::move(contest));
     }
   }
+  if (observer && r.segment_moves_not_tried)
+    observer->on_notice("segment contests: the budget (" +
+                        std::to_string(static_cast<int>(options.budget_s)) + " s) spent, " +
+                        std::to_string(r.segment_moves_not_tried) + " move" +
+                        (r.segment_moves_not_tried == 1 ? "" : "s") + " not tried");
 }
 
 }  // namespace collage::workflow::detail

@@ -3,6 +3,9 @@
 // share. Internal to the workflow: run by refine() and run_refine() only.
 #pragma once
 
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "app/workflow/workflow.h"
@@ -21,20 +24,44 @@ inline const std::vector<const BackendSpec*>& or_all(const std::vector<const Bac
   return backends.empty() ? all_backends() : backends;
 }
 
-// The contest's two medians (a = best, b = seed) from the cost DB, or timed and stored: a later
-// refine on the same DB (the explorer after `collage tune`) takes the same decision untimed.
-SideBySide contest_timing(const Graph& graph, const Placement& best, const Placement& seed,
-                          const std::vector<Tensor>& inputs, const RefineStepOptions& options, CostDb* db);
+// What one refine's contests share: the native reference's outputs (computed at the first
+// verified contest) and the best placement compiled once, again only when a contest replaced it.
+// A contest's two medians are stored in the cost DB: a later refine on the same DB (the explorer
+// after `collage tune`) takes the same decision without compiling or timing anything.
+class ContestBench {
+ public:
+  ContestBench(const Graph& graph, const std::vector<Tensor>& inputs, const RefineStepOptions& options,
+               CostDb* db);
+  ~ContestBench();
+
+  struct Outcome {
+    std::string mismatch;  // the rival disagrees with the native reference, or cannot be built: not timed
+    SideBySide timing;     // a = best, b = rival
+  };
+  // `rival` against `best`, alternated (max(repeat, side_by_side_min_rounds) rounds, given up after
+  // kSettings.contest_give_up_rounds lost ones). When `verify_rival`, its warm-up run is first
+  // checked against the native reference (a stored timing was verified when it was timed).
+  Outcome contest(const Placement& best, const Placement& rival, bool verify_rival);
+
+ private:
+  const Graph& graph_;
+  const std::vector<Tensor>& inputs_;
+  const RefineStepOptions& options_;
+  CostDb* db_;
+  std::optional<std::vector<Tensor>> reference_;
+  std::string best_signature_;  // of the placement best_ holds compiled
+  std::unique_ptr<Executor> best_;
+};
 
 // Each whole-library seed within kSettings.seed_contest_margin of r.result's best, timed against
 // it; a faster one becomes the best (r.seed_contests records each).
-void contest_seeds(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
-                   const RefineStepOptions& options, CostDb* db, RefineReport& r, ProgressObserver* observer);
+void contest_seeds(const Graph& graph, const Placement& op_level, ContestBench& bench, RefineReport& r,
+                   ProgressObserver* observer);
 
 // The segment contests (SegmentContest, workflow.h), after the seed contests.
+// They stop once they have taken options.budget_s; r.segment_moves_not_tried counts the rest.
 void contest_segments(const Graph& graph, const Placement& op_level,
-                      const std::vector<const BackendSpec*>& graph_level, const std::vector<Tensor>& inputs,
-                      const RefineStepOptions& options, CostDb* db, RefineReport& r,
-                      ProgressObserver* observer);
+                      const std::vector<const BackendSpec*>& graph_level, ContestBench& bench,
+                      const RefineStepOptions& options, RefineReport& r, ProgressObserver* observer);
 
 }  // namespace collage::workflow::detail

@@ -27,7 +27,7 @@ namespace collage::workflow {
 using detail::compile_options;
 using detail::contest_seeds;
 using detail::contest_segments;
-using detail::contest_timing;
+using detail::ContestBench;
 using detail::or_all;
 
 namespace {
@@ -48,11 +48,9 @@ Executor compile_placement(const Graph& graph, const Placement& placement, const
 
 // Under an accuracy budget (a placement with reduced-precision kernels) each output is
 // measured against it; otherwise compared under `tolerance`.
-VerifyReport verify_outputs(const Graph& graph, std::vector<Tensor> got, const std::vector<Tensor>& inputs,
-                            const Tolerance& tolerance, const AccuracyBudget& accuracy = {}) {
+VerifyReport check_outputs(const Graph& graph, std::vector<Tensor> got, const std::vector<Tensor>& want,
+                           const Tolerance& tolerance, const AccuracyBudget& accuracy) {
   VerifyReport r;
-  Executor reference(graph, native::native_steps(graph));
-  std::vector<Tensor> want = reference.run(inputs);
   r.outputs = std::move(got);
   for (size_t k = 0; k < want.size(); ++k) {
     const std::string& name = graph.value(graph.outputs[k]).name;
@@ -350,10 +348,20 @@ TuneResult cached_costs(const Graph& graph, const TuneStepOptions& options, Cost
   return r;
 }
 
+std::vector<Tensor> native_reference(const Graph& graph, const std::vector<Tensor>& inputs) {
+  Executor reference(graph, native::native_steps(graph));
+  return reference.run(inputs);
+}
+
+VerifyReport verify_outputs(const Graph& graph, const Placement& placement, std::vector<Tensor> got,
+                            const std::vector<Tensor>& reference, const RunOptions& options) {
+  return check_outputs(graph, std::move(got), reference, options.tolerance, budget_for(placement, options));
+}
+
 VerifyReport verify(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
                     const RunOptions& options) {
   Executor placed = compile_placement(graph, placement, options);
-  return verify_outputs(graph, placed.run(inputs), inputs, options.tolerance, budget_for(placement, options));
+  return verify_outputs(graph, placement, placed.run(inputs), native_reference(graph, inputs), options);
 }
 
 TimingReport time_placement(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
@@ -367,8 +375,8 @@ PlacementRunReport verify_and_time(const Graph& graph, const Placement& placemen
                                    const std::vector<Tensor>& inputs, const RunOptions& options) {
   Executor placed = compile_placement(graph, placement, options);
   PlacementRunReport r;
-  r.verify = verify_outputs(graph, placed.run(inputs), inputs, options.tolerance,
-                            budget_for(placement, options));  // also the warm-up
+  r.verify = verify_outputs(graph, placement, placed.run(inputs), native_reference(graph, inputs),
+                            options);  // also the warm-up
   r.timing = time_runs(placed, inputs, options.repeat);
   return r;
 }
@@ -474,8 +482,9 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
   auto t0 = Clock::now();
   r.result = refine_placement(graph, op_level, graph_level,
                               cached_fitness(fitness, db, graph, options.threads), ropts, observer);
-  if (!r.result.cancelled) contest_seeds(graph, op_level, inputs, options, db, r, observer);
-  if (!r.result.cancelled) contest_segments(graph, op_level, graph_level, inputs, options, db, r, observer);
+  ContestBench bench(graph, inputs, options, db);
+  if (!r.result.cancelled) contest_seeds(graph, op_level, bench, r, observer);
+  if (!r.result.cancelled) contest_segments(graph, op_level, graph_level, bench, options, r, observer);
   r.seconds = ms_since(t0) / 1000;
   const RefineResult& refined = r.result;
   auto short_of_best = [&](const GenerationFitness& g) {
@@ -609,17 +618,16 @@ namespace {
 void contest_libraries(const Graph& graph, const std::vector<Tensor>& inputs,
                        const RefineStepOptions& options, CostDb* db, RefineRunReport& r,
                        ProgressObserver* observer) {
-  RunOptions run;
-  run.backends = options.backends;
-  run.threads = options.threads;
+  ContestBench bench(graph, inputs, options, db);
   for (const LibraryRival& rival : options.rivals) {
     if (observer && observer->cancel_requested()) return;
     if (same_kernels(rival.placement, r.kept)) continue;
     LibraryContest contest;
     contest.backend = rival.backend;
-    contest.mismatch = verify(graph, rival.placement, inputs, run).mismatch;
+    ContestBench::Outcome outcome = bench.contest(r.kept, rival.placement, true);
+    contest.mismatch = outcome.mismatch;
     if (contest.mismatch.empty()) {
-      contest.timing = contest_timing(graph, r.kept, rival.placement, inputs, options, db);
+      contest.timing = outcome.timing;
       contest.adopted = contest.timing.b_ms < contest.timing.a_ms;
     }
     if (contest.adopted) {

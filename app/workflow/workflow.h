@@ -196,6 +196,11 @@ struct PlacementRunReport {
 // Runs `placement` once on `inputs` and compares each output with the native reference.
 VerifyReport verify(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
                     const RunOptions& options);
+// The native reference's outputs on `inputs`: what verify() holds a placement to.
+std::vector<Tensor> native_reference(const Graph& graph, const std::vector<Tensor>& inputs);
+// verify() of outputs `placement` already produced, against native_reference()'s `reference`.
+VerifyReport verify_outputs(const Graph& graph, const Placement& placement, std::vector<Tensor> got,
+                            const std::vector<Tensor>& reference, const RunOptions& options);
 // One warm-up run, then `options.repeat` timed runs.
 TimingReport time_placement(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
                             const RunOptions& options);
@@ -274,6 +279,7 @@ struct RefineReport {
   RefineResult result;
   std::vector<SeedContest> seed_contests;        // in the order run (none when cancelled)
   std::vector<SegmentContest> segment_contests;  // in the order run (none when cancelled)
+  size_t segment_moves_not_tried = 0;            // left when the segment contests' budget ran out
   double seconds = 0;
   int best_generation = 0;                    // first generation whose best is the final best (0 = a seed)
   std::vector<RegionSummary> regions;         // the graph-level kernels of result.best, in order
@@ -285,7 +291,8 @@ struct RefineReport {
 // the segment contests: the kernels cut into kSettings.refine_segments runs (refine_segments()),
 // each run moved to each graph-level library whose seed is within that margin; a move that
 // agrees with the native reference and runs faster side by side by kSettings.segment_min_gain
-// becomes the best, and the next moves start from it.
+// becomes the best, and the next moves start from it. The segment contests stop once they have
+// taken `options.budget_s` (the search's budget again); the moves left are counted, not tried.
 // Throws InvalidInput when `options.backends` holds no graph-level backend.
 RefineReport refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
                     const RefineStepOptions& options, CostDb* db, ProgressObserver* observer = nullptr);

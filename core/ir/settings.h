@@ -64,6 +64,9 @@ struct Settings {
   double segment_min_gain = 0.01;
   // The final check: both placements alternated, max(repeat, this) runs each.
   int side_by_side_min_rounds = 10;
+  // A refine's contests (seed, segment, library) stop timing a rival that was slower in each of
+  // its first this many rounds: it has lost (time_side_by_side's give_up_after).
+  int contest_give_up_rounds = 5;
   // Each side-by-side turn, and each fitness measurement, first runs its placement untimed for at
   // least this long (and once).
   double side_by_side_settle_ms = 10;

@@ -56,7 +56,8 @@ double timed_sample(const std::function<void()>& run, const std::function<double
 }
 
 SideBySide time_side_by_side(const std::function<void()>& a, const std::function<void()>& b, int rounds,
-                             const std::function<double()>& clock_ms, double settle_ms, double sample_ms) {
+                             const std::function<double()>& clock_ms, double settle_ms, double sample_ms,
+                             int give_up_after) {
   std::function<double()> now = clock_ms ? clock_ms : std::function<double()>(steady_ms);
   std::vector<double> a_ms, b_ms;
   auto turn = [&](const std::function<void()>& f, std::vector<double>& out) {
@@ -65,16 +66,21 @@ SideBySide time_side_by_side(const std::function<void()>& a, const std::function
     while (now() - start < settle_ms);
     out.push_back(timed_sample(f, now, sample_ms));
   };
-  for (int r = 0; r < rounds; ++r) {
-    if (r % 2 == 0) {
+  int done = 0;
+  int b_lost = 0;  // rounds in which b was slower
+  while (done < rounds) {
+    if (done % 2 == 0) {
       turn(a, a_ms);
       turn(b, b_ms);
     } else {
       turn(b, b_ms);
       turn(a, a_ms);
     }
+    b_lost += b_ms.back() > a_ms.back();
+    ++done;
+    if (give_up_after > 0 && done >= give_up_after && b_lost == done) break;
   }
-  return {median(std::move(a_ms)), median(std::move(b_ms)), rounds};
+  return {median(std::move(a_ms)), median(std::move(b_ms)), done};
 }
 
 SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,
@@ -84,7 +90,13 @@ SideBySide compare_placements(const Graph& graph, const Placement& a, const Plac
   Executor eb(graph, placement_steps(graph, b, backends, options));
   ea.run(inputs);
   eb.run(inputs);
-  return time_side_by_side([&] { ea.run(inputs); }, [&] { eb.run(inputs); }, rounds);
+  return compare_executors(ea, eb, inputs, rounds);
+}
+
+SideBySide compare_executors(Executor& a, Executor& b, const std::vector<Tensor>& inputs, int rounds,
+                             int give_up_after) {
+  return time_side_by_side([&] { a.run(inputs); }, [&] { b.run(inputs); }, rounds, {},
+                           kSettings.side_by_side_settle_ms, kSettings.timed_sample_ms, give_up_after);
 }
 
 }  // namespace collage

@@ -33,10 +33,13 @@ struct SideBySide {
 // spinning for milliseconds after their last kernel take the core another library's pool
 // needs). A turn's timed sample runs its side at least once and until `sample_ms` have passed,
 // and counts the mean run. `clock_ms` is a monotonic clock in ms (tests inject a fake one).
+// `give_up_after` > 0: once that many rounds are done and `b` was slower in each of them, the
+// rest are not run (`rounds` then says how many were): a rival that loses every round of the
+// first half loses the contest, and on a 100 ms model each round costs a fifth of a second.
 SideBySide time_side_by_side(const std::function<void()>& a, const std::function<void()>& b, int rounds,
                              const std::function<double()>& clock_ms = {},
                              double settle_ms = kSettings.side_by_side_settle_ms,
-                             double sample_ms = kSettings.timed_sample_ms);
+                             double sample_ms = kSettings.timed_sample_ms, int give_up_after = 0);
 
 // One timed sample: `run` at least once and until `sample_ms` have passed on `clock_ms`; the mean
 // run (ms).
@@ -47,5 +50,8 @@ double timed_sample(const std::function<void()>& run, const std::function<double
 SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,
                               const std::vector<const BackendSpec*>& backends, const CompileOptions& options,
                               const std::vector<Tensor>& inputs, int rounds);
+// Two placements already compiled (and warmed up), timed side by side as time_side_by_side.
+SideBySide compare_executors(Executor& a, Executor& b, const std::vector<Tensor>& inputs, int rounds,
+                             int give_up_after = 0);
 
 }  // namespace collage

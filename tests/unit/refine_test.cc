@@ -348,6 +348,33 @@ TEST(PlacementTiming, ATimedSampleRunsUntilItsTimeHasPassedAndCountsTheMeanRun) 
   EXPECT_EQ(r.b_ms, 4.0);
 }
 
+TEST(PlacementTiming, SideBySideGivesUpOnARivalThatLostEachOfItsFirstRounds) {
+  // b slower than a in each round: with give_up_after 3, three rounds of ten are run.
+  double clock = 0;
+  std::vector<double> b_cost(20, 3.0);
+  size_t ai = 0, bi = 0;
+  auto a = [&] { clock += 1, ++ai; };
+  auto b = [&] { clock += b_cost[bi++]; };
+  auto now = [&] { return clock; };
+  SideBySide r = time_side_by_side(a, b, 10, now, 0, 0, 3);
+  EXPECT_EQ(r.rounds, 3);
+  EXPECT_EQ(ai, 6u);  // an untimed and a timed run per turn
+  EXPECT_EQ(bi, 6u);
+  EXPECT_EQ(r.a_ms, 1.0);
+  EXPECT_EQ(r.b_ms, 3.0);
+  // One round of the first three won (b's third timed run is quicker): all ten are run.
+  ai = bi = 0;
+  b_cost[5] = 0.5;
+  r = time_side_by_side(a, b, 10, now, 0, 0, 3);
+  EXPECT_EQ(r.rounds, 10);
+  EXPECT_EQ(ai, 20u);
+  EXPECT_EQ(r.b_ms, 3.0);
+  // 0: never given up.
+  ai = bi = 0;
+  b_cost.assign(20, 3.0);
+  EXPECT_EQ(time_side_by_side(a, b, 10, now, 0, 0, 0).rounds, 10);
+}
+
 // A graph-level stand-in whose library refuses every region.
 BackendSpec refusing() {
   BackendSpec s = graphy();

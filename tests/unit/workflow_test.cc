@@ -48,6 +48,7 @@ TEST(WorkflowSettings, AreTheDocumentedOnesAndEveryStepDefaultsToThem) {
   EXPECT_EQ(s.repeat, 20);
   EXPECT_EQ(s.side_by_side_min_rounds, 10);
   EXPECT_EQ(s.side_by_side_settle_ms, 10);
+  EXPECT_EQ(s.contest_give_up_rounds, 5);
   EXPECT_EQ(s.timed_sample_ms, 2);
   EXPECT_EQ(s.seed_contest_margin, 1.25);
   EXPECT_EQ(s.library_contest_margin, 1.10);
@@ -375,6 +376,12 @@ BackendSpec slow_on_a_stage(const std::string& name, double ms, std::function<bo
   return s;
 }
 
+struct NoticeRecorder : ProgressObserver {
+  void on_progress(const ProgressEvent&) override {}
+  void on_notice(const std::string& message) override { notices.push_back(message); }
+  std::vector<std::string> notices;
+};
+
 TEST(SegmentContests, AStageMovedToTheLibraryFastThereReplacesTheBestWhenFasterSideBySide) {
   // Twelve Relus. "late" is 1 ms slow on each of the last four, "early" 3 ms on each of the first
   // eight: whole "late" (4 ms) beats whole "early" (24 ms), and "late" for the first eight with
@@ -434,9 +441,21 @@ TEST(SegmentContests, AStageMovedToTheLibraryFastThereReplacesTheBestWhenFasterS
   for (const PlacedKernel& k : r.result.best.kernels)
     for (NodeId n : k.nodes) EXPECT_EQ(k.backend, n < 8 ? "late" : "early") << "node " << n;
   EXPECT_EQ(r.result.best_fitness.median_ms, r.segment_contests.back().timing.b_ms);
+  EXPECT_EQ(r.segment_moves_not_tried, 0u);
   workflow::RunOptions run;
   run.backends = ropts.backends;
   EXPECT_TRUE(workflow::verify(g, r.result.best, tuned.inputs, run).ok());
+
+  // With no budget the segment contests try nothing and say so; the best stays whole "late".
+  ropts.budget_s = 0;
+  NoticeRecorder seen;
+  workflow::RefineReport none = workflow::refine(g, op_level, tuned.inputs, ropts, nullptr, &seen);
+  EXPECT_TRUE(none.segment_contests.empty());
+  EXPECT_EQ(none.segment_moves_not_tried, 6u);
+  EXPECT_TRUE(same_kernels(none.result.best, late_seed));
+  EXPECT_TRUE(std::any_of(seen.notices.begin(), seen.notices.end(), [](const std::string& n) {
+    return n.find("segment contests: the budget (0 s) spent, 6 moves not tried") != std::string::npos;
+  }));
 }
 
 // An op-level library of graphy's ops whose kernels run the work 3000 times over.
