@@ -4,7 +4,8 @@
 # it, then the artifact (collage-run) and ONNX Runtime (CPU, onnxruntime-node) are timed in alternating
 # turns, A B B A, REPEAT runs each per turn, on the same inputs; each side's figure is the median of its
 # turn medians, so drift of the machine hits both alike. The artifact's outputs are checked against ORT's.
-# add_err is the additive error (measured - predicted) `tune` reports for the op-level placement.
+# add_err is the additive error (measured - predicted) `tune` reports for the op-level placement. Each
+# tune's stderr (its contests and why it kept what it kept) is left in $build/bench-peer/MODEL.tune.log.
 # usage: tests/bench/peer_bench.sh [SAMPLE | MODEL.onnx | modern ...]
 #   SAMPLE: a zoo model the C++ builder writes (collage-samples); MODEL.onnx: any model file;
 #   modern: the modern zoo, real PyTorch exports (tests/bench/export_modern_zoo.py, Debian's
@@ -58,7 +59,7 @@ for m in "${models[@]}"; do
   accuracy_args=()
   [ -n "${ACCURACY:-}" ] && accuracy_args=(--accuracy "$ACCURACY")
   out=$("$build/app/collage" tune "$model" --shapes "${SHAPES:-static}" --threads "$threads" --cost-db "$db" --refine --budget "${BUDGET:-60s}" \
-          "${accuracy_args[@]}" -o "$bench/$m.json" 2>/dev/null) ||
+          "${accuracy_args[@]}" -o "$bench/$m.json" 2>"$bench/$m.tune.log") ||
     { echo "$m: tune failed: $(echo "$out" | grep -E '^verified|error' | head -2)" >&2; exit 1; }
   tune_s=$(echo "$(date +%s.%N) - $t0" | bc -l)
   echo "$out" | grep -q "verified against the native reference: ok" || { echo "$m: verification failed" >&2; exit 1; }
