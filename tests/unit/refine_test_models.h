@@ -4,6 +4,7 @@
 
 #include "backends/native/native_kernel.h"
 #include "core/backend_api/backend.h"
+#include "core/search/placement.h"
 #include "onnx_test_model.h"
 
 namespace collage::testing {
@@ -21,6 +22,16 @@ inline BackendSpec graphy() {
     return native::make_fused_kernel(g, sub);
   };
   return s;
+}
+
+// Each node its own native kernel of op-level cost 1 ms.
+inline Placement one_kernel_per_node(const Graph& g) {
+  Placement p;
+  p.model_fingerprint = model_fingerprint(g);
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    p.kernels.push_back({{{n}, "native", g.node(n).op_type}, Cost::of_ms(1.0)});
+  p.predicted_ms = static_cast<double>(g.num_nodes());
+  return p;
 }
 
 // Relu, Neg, Exp, Relu, Neg, Sigmoid, Relu, Neg, plus a skip edge: two runs of offloadable ops.
