@@ -85,8 +85,7 @@ void contest_seeds(const Graph& graph, const Placement& op_level, ContestBench& 
   const Genome searched = result.best_genome;  // a seed that was the search's best has had its turn
   for (const SeedFitness& seed : seeds) {
     if (seed.genome == searched || seed.genome == result.best_genome || !seed.fitness.valid() ||
-        !result.best_fitness.valid() ||
-        seed.fitness.median_ms > result.best_fitness.median_ms * kSettings.seed_contest_margin)
+        !result.best_fitness.valid())
       continue;
     if (observer && observer->cancel_requested()) return;
     Placement whole = decode_genome(graph, op_level, result.genes, seed.genome);
@@ -122,7 +121,7 @@ void contest_segments(const Graph& graph, const Placement& op_level,
   for (const BackendSpec* b : graph_level)
     if (std::any_of(result.seeds.begin(), result.seeds.end(), [&](const SeedFitness& seed) {
           return seed.backend == b->name && seed.fitness.valid() &&
-                 seed.fitness.median_ms <= result.best_fitness.median_ms * kSettings.seed_contest_margin;
+                 seed.fitness.median_ms <= result.best_fitness.median_ms * kSettings.segment_library_margin;
         }))
       libraries.push_back(b);
   const auto start = std::chrono::steady_clock::now();

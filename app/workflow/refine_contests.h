@@ -53,8 +53,8 @@ class ContestBench {
   std::unique_ptr<Executor> best_;
 };
 
-// Each whole-library seed within kSettings.seed_contest_margin of r.result's best, timed against
-// it; a faster one becomes the best (r.seed_contests records each).
+// Each whole-library seed with a fitness, timed against r.result's best; a faster one becomes the
+// best (r.seed_contests records each).
 void contest_seeds(const Graph& graph, const Placement& op_level, ContestBench& bench, RefineReport& r,
                    ProgressObserver* observer);
 

@@ -286,10 +286,10 @@ struct RefineReport {
   std::vector<std::string> lost_evaluations;  // genomes whose worker crashed or overran (the reason)
 };
 
-// After the search, each seed within kSettings.seed_contest_margin of the best is timed against
-// it side by side (max(repeat, side_by_side_min_rounds) rounds) and replaces it when faster. Then
-// the segment contests: the kernels cut into kSettings.refine_segments runs (refine_segments()),
-// each run moved to each graph-level library whose seed is within that margin; a move that
+// After the search, each whole-library seed is timed against the best side by side
+// (max(repeat, side_by_side_min_rounds) rounds) and replaces it when faster. Then the segment
+// contests: the kernels cut into kSettings.refine_segments runs (refine_segments()), each run
+// moved to each graph-level library whose seed is within kSettings.segment_library_margin; a move that
 // agrees with the native reference and runs faster side by side by kSettings.segment_min_gain
 // becomes the best, and the next moves start from it. The segment contests stop once they have
 // taken `options.budget_s` (the search's budget again); the moves left are counted, not tried.

@@ -57,7 +57,7 @@ struct Settings {
   int refine_tournament = 3;
   // After the seed contests, segment contests: the kernels in execution order cut into this many
   // runs (where one node's output alone crosses, when it can), each run moved whole to each
-  // graph-level backend whose seed is within seed_contest_margin of the best, timed side by side
+  // graph-level backend whose seed is within segment_library_margin of the best, timed side by side
   // against the best and kept when at least `segment_min_gain` faster. Random genomes almost never
   // move a whole stage, and a stage on another library is where mixing whole libraries pays.
   int refine_segments = 6;
@@ -74,10 +74,11 @@ struct Settings {
   // (and once) and counts the mean run: one run of a 0.1 ms model is within its own noise (thread
   // wake-ups at 2 threads), so single-run samples let a slower placement win a contest.
   double timed_sample_ms = 2;
-  // Before it: a whole-library seed whose fitness is within this factor of the search's best
-  // is timed against it the same way, and replaces it when faster (a fitness is one median of
-  // a few runs; on a 1 ms model its noise exceeds the gap between whole-graph runs).
-  double seed_contest_margin = 1.25;
+  // Before it, every whole-library seed is timed against the search's best the same way and
+  // replaces it when faster: a fitness is one median of a few runs at one moment, and a 2-thread
+  // virtual machine's speed changes between moments by more than the gap between whole-graph runs.
+  // The segment contests try the libraries whose seed's fitness is within this factor of the best.
+  double segment_library_margin = 1.25;
   // After it: each library alone (the op-level search over its kernels, native for the rest) whose
   // predicted time is within this factor of the op-level placement's is timed against the kept
   // placement the same way, and replaces it when faster: the additive model misjudges boundaries,
