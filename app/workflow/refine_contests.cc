@@ -11,17 +11,16 @@ namespace collage::workflow::detail {
 
 ContestBench::ContestBench(const Graph& graph, const std::vector<Tensor>& inputs,
                            const RefineStepOptions& options, CostDb* db)
-    : graph_(graph), inputs_(inputs), options_(options), db_(db) {}
+    : graph_(graph), inputs_(inputs), options_(options), db_(db), model_(model_fingerprint(graph)) {}
 
 ContestBench::~ContestBench() = default;
 
 ContestBench::Outcome ContestBench::contest(const Placement& best, const Placement& rival,
                                             bool verify_rival) {
   Outcome out;
-  const std::string model = model_fingerprint(graph_);
-  const std::string best_signature = placement_fitness_key(best, model, options_.threads).signature;
+  const std::string best_signature = placement_fitness_key(best, model_, options_.threads).signature;
   const std::string pair =
-      "contest|" + best_signature + "|vs|" + placement_fitness_key(rival, model, options_.threads).signature;
+      "contest|" + best_signature + "|vs|" + placement_fitness_key(rival, model_, options_.threads).signature;
   const CostKey best_key{pair + "|best", options_.threads, device_fingerprint()};
   const CostKey rival_key{pair + "|seed", options_.threads, device_fingerprint()};
   if (db_) {
@@ -31,12 +30,14 @@ ContestBench::Outcome ContestBench::contest(const Placement& best, const Placeme
       return out;
     }
   }
-  const CompileOptions copts = compile_options(options_.threads);
+  auto compile = [&](const Placement& p) {
+    return std::make_unique<Executor>(
+        graph_, placement_steps(graph_, p, or_all(options_.backends), compile_options(options_.threads)));
+  };
   std::unique_ptr<Executor> rival_run;
   std::vector<Tensor> got;
   try {
-    rival_run =
-        std::make_unique<Executor>(graph_, placement_steps(graph_, rival, or_all(options_.backends), copts));
+    rival_run = compile(rival);
     got = rival_run->run(inputs_);  // also its warm-up
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Unsupported) throw;
@@ -53,8 +54,7 @@ ContestBench::Outcome ContestBench::contest(const Placement& best, const Placeme
   }
   if (!best_ || best_signature_ != best_signature) {
     best_.reset();  // one compiled best at a time
-    best_ =
-        std::make_unique<Executor>(graph_, placement_steps(graph_, best, or_all(options_.backends), copts));
+    best_ = compile(best);
     best_->run(inputs_);
     best_signature_ = best_signature;
   }

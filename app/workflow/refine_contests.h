@@ -48,6 +48,7 @@ class ContestBench {
   const std::vector<Tensor>& inputs_;
   const RefineStepOptions& options_;
   CostDb* db_;
+  std::string model_;  // model_fingerprint(graph_), a contest's cost key
   std::optional<std::vector<Tensor>> reference_;
   std::string best_signature_;  // of the placement best_ holds compiled
   std::unique_ptr<Executor> best_;
