@@ -91,7 +91,9 @@ const char* kUsage =
 std::string backends_text() {
   std::string out = "backends (--backends names them; reduced-precision ones need --accuracy):\n";
   for (const collage::BackendSpec* b : collage::all_backends()) {
-    out += "  " + b->name + " (" + collage::precision_name(b->precision) + ")";
+    out += "  " + b->name + " (" + collage::precision_name(b->precision);
+    if (b->min_threads > 1) out += ", at " + std::to_string(b->min_threads) + "+ threads";
+    out += ")";
     if (const std::string why = collage::unavailable_reason(*b); !why.empty()) out += ": unavailable: " + why;
     out += "\n";
   }

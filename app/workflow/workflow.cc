@@ -334,7 +334,7 @@ TuneResult tune(const Graph& graph, const TuneStepOptions& options, CostDb* db, 
 }
 
 TuneResult cached_costs(const Graph& graph, const TuneStepOptions& options, CostDb* db) {
-  std::vector<const BackendSpec*> backends = or_all(options.backends);
+  std::vector<const BackendSpec*> backends = backends_for_threads(or_all(options.backends), options.threads);
   TuneResult r;
   r.candidates = enumerate_candidates(graph, backends);
   MeasureOptions mopts;

@@ -50,6 +50,10 @@ struct BackendSpec {
   // dynamic, ImportOptions::dynamic_shapes). A node touching such a value is offered to these
   // backends only, and alone.
   bool takes_dynamic_shapes = false;
+  // The fewest threads a placement must have for this backend to take part: 2 for a variant
+  // that runs its kernels on the calling thread alone, which at 1 thread would repeat its
+  // library's candidates (backends_for_threads()).
+  int min_threads = 1;
   // Graph-level backends: may this node be part of a region the backend runs whole?
   std::function<bool(const Graph&, const Node&)> supports_node;
   // Sets the library's thread count (process-wide for OpenMP/OpenBLAS); may be empty.
@@ -75,6 +79,15 @@ inline void apply_threads(const std::vector<const BackendSpec*>& backends, int t
   if (threads < 1) throw Error(ErrorKind::InvalidInput, "thread count must be at least 1");
   for (const BackendSpec* b : backends)
     if (b->set_threads) b->set_threads(threads);
+}
+
+// The backends among `backends` that take part in a search of `threads` threads (min_threads).
+inline std::vector<const BackendSpec*> backends_for_threads(const std::vector<const BackendSpec*>& backends,
+                                                            int threads) {
+  std::vector<const BackendSpec*> out;
+  for (const BackendSpec* b : backends)
+    if (threads >= b->min_threads) out.push_back(b);
+  return out;
 }
 
 }  // namespace collage

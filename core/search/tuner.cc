@@ -144,10 +144,12 @@ void tune_bodies(const Graph& graph, const std::vector<const BackendSpec*>& back
 
 }  // namespace
 
-TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,
+TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& offered_backends,
                 const NodeEvaluator& evaluator, const TuneOptions& options, CostDb* db,
                 ProgressObserver* observer) {
   TuneResult r;
+  const std::vector<const BackendSpec*> backends =
+      backends_for_threads(offered_backends, options.measure.threads);
   // Thread settings such as OpenMP's are per calling thread: apply them here, where measuring happens.
   apply_threads(backends, options.measure.threads);
   r.candidates = enumerate_candidates(graph, backends);
@@ -156,10 +158,16 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backe
     bool offered = false;
     for (const Candidate& c : r.candidates)
       offered |= c.backend == backend && c.nodes.contains(static_cast<size_t>(node));
-    if (!offered)
-      throw Error(ErrorKind::InvalidInput, "cannot place " + graph.node(node).describe() +
-                                               ": it is pinned to '" + backend +
-                                               "', which offers no kernel for it");
+    if (offered) continue;
+    for (const BackendSpec* b : offered_backends)
+      if (b->name == backend && options.measure.threads < b->min_threads)
+        throw Error(ErrorKind::InvalidInput,
+                    "cannot place " + graph.node(node).describe() + ": it is pinned to '" + backend +
+                        "', which takes part only at " + std::to_string(b->min_threads) +
+                        " threads or more (--threads " + std::to_string(options.measure.threads) + ")");
+    throw Error(ErrorKind::InvalidInput, "cannot place " + graph.node(node).describe() +
+                                             ": it is pinned to '" + backend +
+                                             "', which offers no kernel for it");
   }
   r.inputs = random_inputs(graph, options.input_seed);
   auto t0 = std::chrono::steady_clock::now();

@@ -70,7 +70,8 @@ void search_again(const Graph& graph, const Pins& pins, TuneResult& r, ProgressO
 std::optional<Placement> library_placement(const Graph& graph, const TuneResult& r, const Placement& start,
                                            const std::string& backend);
 
-// `evaluator` computes the reference values every candidate is checked against. Control-flow
+// `evaluator` computes the reference values every candidate is checked against; of `backends`,
+// those whose min_threads exceeds the measuring thread count take no part. Control-flow
 // nodes' bodies are tuned too, each as a graph of its own (Placement::bodies); the counts and
 // measure time include theirs.
 TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& backends,

@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "backend_check.h"
 #include "backend_test_models.h"
 #include "backends/onnxruntime/ort_model.h"
 #include "backends/onnxruntime/ort_runtime.h"
+#include "backends/onnxruntime_serial/onnxruntime_serial.h"
 #include "backends/registry.h"
 
 namespace collage {
@@ -100,6 +102,46 @@ TEST(OnnxRuntime, RowWiseRegionsRunAsBlocksOfRowsAndAgreeWithTheReference) {
     }
   }
   if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+}
+
+size_t threads_of_this_process() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// onnxruntime-serial is onnxruntime's kernels with no pool: at 2 threads its session starts no
+// worker (an onnxruntime kernel of a region that is not row-wise starts one), and it agrees with
+// the native reference. It offers exactly onnxruntime's candidates, under ORT's version.
+TEST(OnnxRuntime, SerialKernelsRunOnTheCallingThreadAlone) {
+  const BackendSpec& serial = onnxruntime_serial_backend();
+  EXPECT_EQ(serial.min_threads, 2);
+  EXPECT_EQ(serial.version, onnxruntime_backend().version);
+  EXPECT_EQ(unavailable_reason(serial), unavailable_reason(onnxruntime_backend()));
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  Graph g = rows_model(1);  // Softmax over axis 1: not row-wise, so onnxruntime uses ORT's pool
+  IndexSet all = all_nodes(g);
+  std::vector<Tensor> values = reference_values(g);
+  CandidateCheck check = check_candidate(g, serial, all, values, 1e-5, 1e-5, 2);
+  ASSERT_TRUE(check.supported) << check.mismatch;
+  EXPECT_TRUE(check.mismatch.empty()) << check.mismatch;
+  const SubGraph sub = make_subgraph(g, all);
+  std::vector<const Tensor*> args;
+  for (ValueId in : sub.inputs) args.push_back(&values[static_cast<size_t>(in)]);
+  CompileOptions two;
+  two.threads = 2;
+  auto compile_and_run = [&](const BackendSpec& b) {
+    std::unique_ptr<Kernel> k = b.compile(g, sub, two);
+    HeapAllocator alloc;
+    k->run(args, alloc);
+    return k;
+  };
+  auto warm = compile_and_run(serial);  // ORT's environment exists from here on
+  const size_t before = threads_of_this_process();
+  auto serial_kernel = compile_and_run(serial);
+  EXPECT_EQ(threads_of_this_process(), before) << "a serial kernel started a thread";
+  auto pooled_kernel = compile_and_run(onnxruntime_backend());
+  EXPECT_GT(threads_of_this_process(), before) << "onnxruntime at 2 threads started no pool worker";
 }
 
 // A node of an opset ORT does not know: compiling its region is Unsupported with ORT's words.

@@ -6,10 +6,12 @@
 #include <filesystem>
 
 #include "backends/native/native_kernel.h"
+#include "backends/native/native_spec.h"
 #include "backends/registry.h"
 #include "core/import/onnx_import.h"
 #include "core/search/tuner.h"
 #include "resources/samples/zoo.h"
+#include "tests/unit/backend_test_models.h"
 #include "tests/unit/temp_dir.h"
 
 namespace collage {
@@ -49,6 +51,39 @@ TEST(TuneEndToEnd, PlacementsOfEverySampleMatchTheNativeReference) {
     std::cout << info.name << ": " << r.placement.kernels.size() << " kernels on " << used.size()
               << " backends, " << r.candidates.size() << " candidates\n";
   }
+}
+
+// A backend of min_threads 2 (a serial variant) repeats its library at 1 thread: a tune of
+// 1 thread offers none of its candidates, a tune of 2 every one its library has.
+TEST(TuneEndToEnd, ABackendTakesPartFromItsMinThreadsOn) {
+  BackendSpec twin = native_backend();
+  twin.name = "native-twin";
+  twin.min_threads = 2;
+  Graph g = testing::dense_model(2, 16, 8);
+  for (int threads : {1, 2}) {
+    TuneOptions options;
+    options.measure.threads = threads;
+    options.measure.min_time_ms = 0.1;
+    options.measure.min_samples = 3;
+    options.measure.warmup_runs = 1;
+    TuneResult r = tune(g, {&native_backend(), &twin}, native::node_evaluator(), options, nullptr);
+    size_t natives = 0, twins = 0;
+    for (const Candidate& c : r.candidates) (c.backend == twin.name ? twins : natives) += 1;
+    ASSERT_GT(natives, 0u);
+    EXPECT_EQ(twins, threads >= twin.min_threads ? natives : 0u) << threads << " thread(s)";
+  }
+  TuneOptions pinned;
+  pinned.pins.pinned[0] = twin.name;
+  try {
+    tune(g, {&native_backend(), &twin}, native::node_evaluator(), pinned, nullptr);
+    ADD_FAILURE() << "a pin to a backend not taking part at 1 thread was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+    EXPECT_NE(std::string(e.what()).find("takes part only at 2 threads or more"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(backends_for_threads({&native_backend(), &twin}, 1).size(), 1u);
+  EXPECT_EQ(backends_for_threads({&native_backend(), &twin}, 3).size(), 2u);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@ inline QColor backend_color(const QString& backend) {
   if (backend == "stream-gemm") return QColor(0xdb, 0x44, 0x37);  // the project's own GEMM: red
   if (backend == "strassen") return QColor(0xf0, 0x7b, 0x3f);     // the same kernel, 7 products for 8: orange
   if (backend == "onnxruntime") return QColor(0x00, 0xac, 0xc1);  // a whole runtime of its own: cyan
+  if (backend == "onnxruntime-serial")
+    return QColor(0x80, 0xde, 0xea);  // the same kernels on one thread: a paler cyan
   // Graph-level backends: a darker shade of their library's colour.
   if (backend == "onednn-region") return QColor(0x1a, 0x4f, 0xb0);
   if (backend == "xnnpack-graph") return QColor(0x0a, 0x6b, 0x3c);
