@@ -44,7 +44,7 @@ void MainWindow::node_menu(int node, QPoint global_pos) {
     const Alternative& a = forbidding ? it->second.forbid : it->second.run_on;
     return std::make_pair(name + "  (" + what_if_label(a) + ")", QString::fromStdString(a.infeasible_reason));
   };
-  for (const BackendSpec* b : default_backends()) {
+  for (const BackendSpec* b : backends_for_threads(default_backends(), c->threads())) {
     QString name = QString::fromStdString(b->name);
     auto [run_text, run_tip] = labelled(name, false);
     auto [forbid_text, forbid_tip] = labelled(name, true);

@@ -42,6 +42,10 @@ fi
 repeat=${REPEAT:-30}
 threads=${THREADS:-1}
 [[ "$threads" =~ ^[1-9][0-9]*$ ]] || { echo "THREADS must be a positive integer, not '$threads'" >&2; exit 2; }
+# The two CPUs' round trip (tests/bench/core_round_trip.cc) before and after a model's turns: ~90 ns
+# when the host keeps this machine's vCPUs close, several times that when it has moved them apart,
+# which slows runs of several threads (their kernels synchronise at every parallel region).
+round_trip() { "$build/tests/collage_core_round_trip" | sed -n 's/^round trip \([0-9]*\) ns.*/\1/p'; }
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2)}'; }
 printf "%-17s %10s %9s %8s %9s %8s %8s  %s\n" model collage_ms ort_ms speedup placement add_err tune_s \
   "turns (threads: $threads)"
@@ -112,6 +116,7 @@ for m in "${models[@]}"; do
       reached+="; ORT on the QDQ model: $(echo "$cmp" | sed -n 's/.*\(max-rel [^,]*, cosine [^,]*\).*/\1/p')"
     done
   fi
+  trip_before=$(round_trip)
   for turn in $turns; do
     if [ $turn = C ]; then
       c+=("$(node tests/bench/ort_run.js "$bench/$m.qdq.onnx" "$bench/ortqdq_$m" "$repeat" "$threads" |
@@ -123,6 +128,7 @@ for m in "${models[@]}"; do
       b+=("$(node tests/bench/ort_run.js "$model" "$bench/ort_$m" "$repeat" "$threads" | sed -n 's/^ort median \([0-9.]*\) ms.*/\1/p')")
     fi
   done
+  trips="; round trip $trip_before-$(round_trip) ns"
   ca=$(printf "%s\n" "${a[@]}" | median) ob=$(printf "%s\n" "${b[@]}" | median)
   spread=$(printf "%s\n" "${a[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)
   log_sum=$(echo "$log_sum + l($ob / $ca)" | bc -l); n=$((n + 1))
@@ -135,13 +141,15 @@ for m in "${models[@]}"; do
     oc=$(printf "%s\n" "${c[@]}" | median)
     qdq=$(printf "; ORT on the QDQ model %.3f ms (%.2fx, paired %.2fx)" "$oc" "$(echo "$oc / $ca" | bc -l)" "$(paired c)")
   fi
-  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over %d turns%s%s%s\n" "$m" "$ca" "$ob" \
-    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${#a[@]}" "$pairs" "${reached:+; against ORT:$reached}" "$qdq"
+  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over %d turns%s%s%s%s\n" "$m" "$ca" "$ob" \
+    "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${#a[@]}" "$pairs" "$trips" \
+    "${reached:+; against ORT:$reached}" "$qdq"
 done
 printf "geomean speed-up over ONNX Runtime: %.2fx over %d models\n" "$(echo "e($log_sum / $n)" | bc -l)" "$n"
 echo "threads: $threads. collage_ms = the exported artifact run by collage-run (tuned and run at $threads thread(s));"
 echo "ort_ms = onnxruntime-node, $threads intra-op thread(s), 1 inter-op; both the median of $((4 * ${ROUNDS:-1})) alternating turn medians"
 echo "of $repeat runs; speedup = ort / collage (paired: the median of the ratios of the k-th turns of the two sides);"
+echo "round trip = two CPUs passing a flag back and forth, before and after the turns (~90 ns close; far more: vCPUs apart, several threads slower);"
 echo "placement = what tune --refine wrote (op-level, refined, or LIB-alone: one library's kernels, faster side by side); add_err = tune's additive error"
 echo "(measured - predicted) of the op-level placement; tune_s = the whole tune --refine (cold cost DB, budget ${BUDGET:-60s});"
 if [ -n "${ACCURACY:-}" ]; then
