@@ -23,7 +23,10 @@ mapfile -t singles < <("$collage" --help | sed -n 's/^  \([a-z0-9-]*\) (fp32)$/\
 # The fp32 graph-level ones alone: the refine over that backend and native only (its seed "every node it
 # takes goes to it, native for the rest" against what little else it may find).
 mapfile -t wholes < <("$collage" --help | sed -n 's/^  \([a-z0-9-]*\) (fp32)$/\1/p' | grep -E 'region|graph')
-singles=(native "${singles[@]}" "${wholes[@]}")
+# Those searched only from some thread count on ("(fp32, at 2+ threads)": onnxruntime-serial), at that count.
+mapfile -t from_threads < <("$collage" --help | sed -n 's/^  \([a-z0-9-]*\) (fp32, at \([0-9]*\)+ threads)$/\1 \2/p' |
+  awk -v t="$threads" '$2 <= t { print $1 }')
+singles=(native "${singles[@]}" "${from_threads[@]}" "${wholes[@]}")
 printf "%-16s" model; for b in "${singles[@]}"; do printf " %11s" "$b"; done
 printf " %11s %11s %11s %11s %8s %8s\n" best_single ort_alone op_level refined vs_best vs_ort
 modern=(efficientnet_b0 mobilenet_v3_large regnet_y_800mf convnext_tiny densenet121 bert_base vit_b_16 gpt2_small)
