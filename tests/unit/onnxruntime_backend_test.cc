@@ -2,7 +2,8 @@
 // library it is unavailable and says why (the CLI tests cover a missing and a too-old library);
 // with it, its kernels agree with the native reference (SampleCandidates checks every one on
 // the small samples), a region ORT refuses is an Unsupported candidate carrying ORT's message,
-// and a kernel runs in the executor's buffers, again and again.
+// a kernel runs in the executor's buffers, again and again, and onnxruntime-serial's kernels
+// start no thread of their own.
 #include "backends/onnxruntime/onnxruntime_backend.h"
 
 #include <gtest/gtest.h>
