@@ -598,7 +598,7 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
 std::vector<LibraryRival> library_rivals(const Graph& graph, const TuneResult& tuned, const Placement& start,
                                          const std::vector<const BackendSpec*>& backends) {
   std::vector<LibraryRival> rivals;
-  for (const BackendSpec* b : search_backends(backends)) {
+  for (const BackendSpec* b : backends_for_threads(search_backends(backends), start.threads)) {
     if (b->kind == BackendKind::GraphLevel || b->precision != Precision::Float32) continue;
     std::optional<Placement> alone = library_placement(graph, tuned, start, b->name);
     if (!alone || same_kernels(*alone, start) ||
