@@ -82,12 +82,11 @@ int command_candidates(const std::vector<std::string>& argv) {
         largest_label = c.label;
       }
     }
+    const std::string when =
+        b->min_threads > 1 ? "  (searched at " + std::to_string(b->min_threads) + "+ threads)" : "";
     std::printf("%-18s %10zu %8zu %7zu%%  %s%s\n", b->name.c_str(), count, fused,
                 graph.num_nodes() ? 100 * covered.popcount() / static_cast<size_t>(graph.num_nodes()) : 0,
-                largest_label.c_str(),
-                b->min_threads > 1
-                    ? ("  (searched at " + std::to_string(b->min_threads) + "+ threads)").c_str()
-                    : "");
+                largest_label.c_str(), when.c_str());
   }
   // Not offered here, and why: the user sees a backend the CPU lacks, not a silent gap.
   if (!args.has("--backends"))
