@@ -105,6 +105,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   connect(cost_table_, &CostTable::candidate_selected, this,
           [this](size_t id) { view_->highlight(controller_->candidate_nodes(id)); });
   connect(threads_, qOverload<int>(&QSpinBox::valueChanged), c, &ExplorerController::set_threads);
+  connect(threads_, qOverload<int>(&QSpinBox::valueChanged), this, &MainWindow::show_backends_for_threads);
   // The threads box shows what a loaded placement was tuned at; the next tune uses it too.
   connect(c, &ExplorerController::placement_threads, threads_, &QSpinBox::setValue);
   connect(diff_panel_, &PlacementDiffPanel::region_selected, this,
@@ -125,6 +126,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   resizeDocks({log_dock}, {kLogLines * fontMetrics().height()}, Qt::Vertical);
   threads_->setValue(settings.value("tune/threads", 1).toInt());
   c->set_threads(threads_->value());
+  show_backends_for_threads(threads_->value());
   // $COLLAGE_COST_DB wins over the remembered choice, as for the CLI.
   if (qEnvironmentVariableIsEmpty("COLLAGE_COST_DB") && settings.contains("tune/cost_db"))
     set_cost_db(settings.value("tune/cost_db").toString(), false);
@@ -272,19 +274,7 @@ void MainWindow::build_menus_and_toolbar() {
     swatch.fill(backend_color(QString::fromStdString(b->name)));
     QAction* a = legend->addAction(QIcon(swatch), QString::fromStdString(b->name));
     a->setCheckable(true);
-    // A reduced-precision backend is shown (its colour marks a loaded placement's kernels)
-    // but not searched: that needs an accuracy budget, which only `collage tune --accuracy` takes.
-    // A backend this CPU cannot run is shown disabled, saying why.
-    const bool fp32 = b->precision == Precision::Float32;
-    const std::string unavailable = unavailable_reason(*b);
-    a->setChecked(fp32 && unavailable.empty());
-    a->setEnabled(fp32 && unavailable.empty());
-    a->setToolTip(QString::fromStdString(
-        b->name + " " + b->version +
-        (!unavailable.empty() ? "\nunavailable: " + unavailable
-         : fp32               ? ""
-                              : "\n" + std::string(precision_name(b->precision)) +
-                      ": searched only under an accuracy budget (collage tune --accuracy)")));
+    a->setChecked(b->precision == Precision::Float32 && unavailable_reason(*b).empty());
     connect(a, &QAction::toggled, this, &MainWindow::update_backends);
     backend_actions_.push_back(a);
   }
@@ -321,8 +311,32 @@ void MainWindow::build_menus_and_toolbar() {
   });
   bar->addWidget(new QLabel(" threads ", this));
   threads_ = new QSpinBox(this);
+  threads_->setObjectName("threads");
   threads_->setRange(1, 256);
   bar->addWidget(threads_);
+}
+
+void MainWindow::show_backends_for_threads(int threads) {
+  for (size_t i = 0; i < backend_actions_.size(); ++i) {
+    const BackendSpec& b = *all_backends()[i];
+    // A reduced-precision backend is shown (its colour marks a loaded placement's kernels)
+    // but not searched: that needs an accuracy budget, which only `collage tune --accuracy` takes.
+    // One this CPU cannot run, or that takes part only from more threads on, is shown disabled,
+    // saying why; its check mark is kept for when the thread count reaches it.
+    const bool fp32 = b.precision == Precision::Float32;
+    const std::string unavailable = unavailable_reason(b);
+    const bool threads_short = threads < b.min_threads;
+    std::string tip = b.name + " " + b.version;
+    if (!unavailable.empty())
+      tip += "\nunavailable: " + unavailable;
+    else if (!fp32)
+      tip += "\n" + std::string(precision_name(b.precision)) +
+             ": searched only under an accuracy budget (collage tune --accuracy)";
+    else if (threads_short)
+      tip += "\ntakes part only at " + std::to_string(b.min_threads) + " threads or more";
+    backend_actions_[i]->setEnabled(fp32 && unavailable.empty() && !threads_short);
+    backend_actions_[i]->setToolTip(QString::fromStdString(tip));
+  }
 }
 
 void MainWindow::update_backends() {

@@ -5,6 +5,7 @@
 #include <QDockWidget>
 #include <QGraphicsItem>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QToolBar>
@@ -447,6 +448,32 @@ class ExplorerTest : public QObject {
       QVERIFY(!a->isEnabled() && !a->isChecked());
       QVERIFY2(a->toolTip().contains(QString::fromStdString("unavailable: " + why)),
                qPrintable(a->toolTip()));
+    }
+  }
+
+  // A backend that takes part only from some thread count on is disabled below it, saying so,
+  // and enabled (still checked) once the threads box reaches it.
+  void a_backend_of_more_threads_is_disabled_below_them() {
+    MainWindow window;
+    auto* legend = window.findChild<QToolBar*>("backend-legend");
+    auto* threads = window.findChild<QSpinBox*>("threads");
+    QVERIFY(legend && threads);
+    std::vector<std::pair<QAction*, int>> gated;
+    for (QAction* a : legend->actions()) {
+      const collage::BackendSpec* b = collage::find_backend(a->text().toStdString());
+      if (b && b->min_threads > 1 && collage::unavailable_reason(*b).empty())
+        gated.emplace_back(a, b->min_threads);
+    }
+    if (gated.empty()) QSKIP("no available backend takes part only from 2 threads on (ONNX Runtime missing)");
+    for (const auto& [a, min_threads] : gated) {
+      threads->setValue(min_threads - 1);
+      QVERIFY2(!a->isEnabled(), qPrintable(a->text()));
+      QVERIFY(a->isChecked());
+      QVERIFY2(a->toolTip().contains(QString("takes part only at %1 threads or more").arg(min_threads)),
+               qPrintable(a->toolTip()));
+      threads->setValue(min_threads);
+      QVERIFY2(a->isEnabled(), qPrintable(a->text()));
+      QVERIFY(!a->toolTip().contains("threads or more"));
     }
   }
 
