@@ -245,7 +245,8 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
   Placement final_placement = placement;
   if (args.has("--refine")) {
     workflow::RefineStepOptions chain_options = ropts;
-    chain_options.rivals = workflow::library_rivals(graph, tuned, placement, ropts.backends);
+    chain_options.rivals =
+        workflow::library_rivals(graph, tuned, placement, ropts.backends, run.timing.median_ms);
     workflow::RefineRunReport chain =
         workflow::run_refine(graph, placement, inputs, chain_options, db, &progress);
     const workflow::RefineReport& report = chain.refine;

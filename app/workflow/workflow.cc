@@ -596,13 +596,17 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
 }
 
 std::vector<LibraryRival> library_rivals(const Graph& graph, const TuneResult& tuned, const Placement& start,
-                                         const std::vector<const BackendSpec*>& backends) {
+                                         const std::vector<const BackendSpec*>& backends,
+                                         double start_measured_ms) {
+  // A start that ran slower than predicted is measured against: a library alone predicted
+  // within the margin of what the start really takes may well beat it.
+  const double reference_ms = std::max(start.predicted_ms, start_measured_ms);
   std::vector<LibraryRival> rivals;
   for (const BackendSpec* b : backends_for_threads(search_backends(backends), start.threads)) {
     if (b->kind == BackendKind::GraphLevel || b->precision != Precision::Float32) continue;
     std::optional<Placement> alone = library_placement(graph, tuned, start, b->name);
     if (!alone || same_kernels(*alone, start) ||
-        alone->predicted_ms > start.predicted_ms * kSettings.library_contest_margin ||
+        alone->predicted_ms > reference_ms * kSettings.library_contest_margin ||
         std::any_of(rivals.begin(), rivals.end(),
                     [&](const LibraryRival& r) { return same_kernels(r.placement, *alone); }))
       continue;

@@ -336,9 +336,11 @@ TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostD
 // The rivals worth timing against `start` (the op-level placement the refine starts from): per
 // fp32 op-level library of search_backends(backends) with a kernel measured in `tuned`, its
 // placement alone, when that differs from `start` and every earlier rival and is predicted
-// within kSettings.library_contest_margin of `start`.
+// within kSettings.library_contest_margin of `start`'s prediction or, when longer, of
+// `start_measured_ms` (its measured median; 0: not measured).
 std::vector<LibraryRival> library_rivals(const Graph& graph, const TuneResult& tuned, const Placement& start,
-                                         const std::vector<const BackendSpec*>& backends);
+                                         const std::vector<const BackendSpec*>& backends,
+                                         double start_measured_ms = 0);
 
 // Which placement the chain keeps after refining, and why.
 enum class KeptPlacement {

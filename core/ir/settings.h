@@ -80,9 +80,10 @@ struct Settings {
   // The segment contests try the libraries whose seed's fitness is within this factor of the best.
   double segment_library_margin = 1.25;
   // After it: each library alone (the op-level search over its kernels, native for the rest) whose
-  // predicted time is within this factor of the op-level placement's is timed against the kept
-  // placement the same way, and replaces it when faster: the additive model misjudges boundaries,
-  // so a mix it predicts a little faster can run slower than one library's own kernels.
+  // predicted time is within this factor of the op-level placement's, or of its measured time where
+  // that is longer, is timed against the kept placement the same way, and replaces it when faster:
+  // the additive model misjudges boundaries (at 2 threads a mix ran up to 1.9x its prediction), so
+  // a mix it predicts faster can run slower than one library's own kernels.
   double library_contest_margin = 1.10;
   // A whole placement against the native reference: errors accumulate over the model,
   // so the absolute part is looser than the per-kernel check (kKernelTolerance).

@@ -538,6 +538,11 @@ TEST_F(LibraryContests, RivalsAreTheFp32OpLevelLibrariesAlonePredictedCloseToThe
   EXPECT_EQ(workflow::library_rivals(g, cheap, start, ropts.backends).size(), 1u);
   start.predicted_ms = alone->predicted_ms / (kSettings.library_contest_margin + 0.02);
   EXPECT_TRUE(workflow::library_rivals(g, cheap, start, ropts.backends).empty());
+  // A start measured slower than predicted is judged by its measured time, a faster one by its
+  // prediction.
+  const double slower_ms = alone->predicted_ms / (kSettings.library_contest_margin - 0.02);
+  EXPECT_EQ(workflow::library_rivals(g, cheap, start, ropts.backends, slower_ms).size(), 1u);
+  EXPECT_TRUE(workflow::library_rivals(g, cheap, start, ropts.backends, start.predicted_ms / 2).empty());
 
   // A pin elsewhere leaves a library alone uncoverable: no placement, no rival.
   Placement pinned = tuned.placement;

@@ -219,6 +219,7 @@ bool ExplorerController::start_tune() {
     return [result, run, previous_ms](ExplorerController& c) {
       c.tuned_ = std::move(*result);
       c.placement_ = c.tuned_->placement;
+      c.tuned_timing_.emplace(c.tuned_->placement, run->timing.median_ms);
       c.op_level_.reset();
       c.refined_.reset();
       c.profile_.reset();
@@ -257,6 +258,11 @@ bool ExplorerController::start_refine() {
   // The libraries alone contest the result (workflow::library_rivals); a loaded placement has no costs for
   // them.
   std::shared_ptr<const TuneResult> tuned = tuned_ ? std::make_shared<TuneResult>(*tuned_) : nullptr;
+  // What the tune timed, if the start is still that placement at that thread count.
+  const double start_measured_ms =
+      tuned_timing_ && same_kernels(tuned_timing_->first, start) && tuned_timing_->first.threads == threads
+          ? tuned_timing_->second
+          : 0;
   std::string db_path = cost_db_path_.toStdString();
   bool remote = remote_;
   emit message(
@@ -268,7 +274,7 @@ bool ExplorerController::start_refine() {
     options.backends = backends;
     options.threads = threads;
     options.remote = remote;
-    if (tuned) options.rivals = workflow::library_rivals(*graph, *tuned, start, backends);
+    if (tuned) options.rivals = workflow::library_rivals(*graph, *tuned, start, backends, start_measured_ms);
     CostDb db(db_path);
     auto chain = std::make_shared<workflow::RefineRunReport>(
         workflow::run_refine(*graph, start, inputs, options, &db, &observer));

@@ -232,6 +232,8 @@ class ExplorerController : public QObject {
   // (then `tuned_->placement` is the loaded placement, `inputs` the tune's seeded random
   // inputs, `search` empty).
   std::optional<TuneResult> tuned_;
+  // The last tune's placement as timed after it, with its measured median (library_rivals).
+  std::optional<std::pair<Placement, double>> tuned_timing_;
   std::optional<Placement> placement_;  // in force: tuned, refined or loaded
   Pins pins_;
   std::optional<Placement> op_level_, refined_;  // the last refine's start and best
