@@ -98,8 +98,8 @@ class MainWindow : public QMainWindow {
   void add_recent(const QString& path);
   void rebuild_recent_menu();
   void update_backends();
-  void show_backends_for_threads(
-      int threads);          // the legend's toggles: enabled where a search at `threads` uses them
+  // The legend's toggles: enabled where a search at `threads` uses them.
+  void show_backends_for_threads(int threads);
   void update_bucket_box();  // the shape box lists the controller's buckets, the current one chosen
   void closeEvent(QCloseEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;

@@ -167,6 +167,7 @@ bool ExplorerController::open_model(const QString& path, const DimValues& dims) 
       c.graph_ = graph;
       c.layout_ = std::move(*layout);
       c.tuned_.reset();
+      c.tuned_timing_.reset();
       c.placement_.reset();
       c.op_level_.reset();
       c.refined_.reset();
@@ -521,6 +522,7 @@ bool ExplorerController::switch_bucket(size_t index) {
       c.refined_.reset();
       c.profile_.reset();
       c.tuned_.reset();
+      c.tuned_timing_.reset();
       JobReport r;
       r.summary = QString("%1 at %2: %3 nodes (%4 layout)")
                       .arg(path, QString::fromStdString(bucket_label(dims)))
@@ -554,6 +556,7 @@ void ExplorerController::adopt_placement(Placement loaded, const QString& path) 
   refined_.reset();
   profile_.reset();
   tuned_.reset();
+  tuned_timing_.reset();
   emit message("placement loaded from " + path);
   emit placement_threads(placement_->threads);
   std::shared_ptr<const Graph> graph = graph_;
