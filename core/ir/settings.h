@@ -82,7 +82,7 @@ struct Settings {
   // After it: each library alone (the op-level search over its kernels, native for the rest) whose
   // predicted time is within this factor of the op-level placement's, or of its measured time where
   // that is longer, is timed against the kept placement the same way, and replaces it when faster:
-  // the additive model misjudges boundaries (at 2 threads a mix ran up to 1.9x its prediction), so
+  // the additive model misjudges boundaries (at 2 threads a mix ran up to twice its prediction), so
   // a mix it predicts faster can run slower than one library's own kernels.
   double library_contest_margin = 1.10;
   // A whole placement against the native reference: errors accumulate over the model,

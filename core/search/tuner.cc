@@ -159,15 +159,13 @@ TuneResult tune(const Graph& graph, const std::vector<const BackendSpec*>& offer
     for (const Candidate& c : r.candidates)
       offered |= c.backend == backend && c.nodes.contains(static_cast<size_t>(node));
     if (offered) continue;
+    std::string which = "offers no kernel for it";
     for (const BackendSpec* b : offered_backends)
       if (b->name == backend && options.measure.threads < b->min_threads)
-        throw Error(ErrorKind::InvalidInput,
-                    "cannot place " + graph.node(node).describe() + ": it is pinned to '" + backend +
-                        "', which takes part only at " + std::to_string(b->min_threads) +
-                        " threads or more (--threads " + std::to_string(options.measure.threads) + ")");
+        which = "takes part only at " + std::to_string(b->min_threads) + " threads or more (--threads " +
+                std::to_string(options.measure.threads) + ")";
     throw Error(ErrorKind::InvalidInput, "cannot place " + graph.node(node).describe() +
-                                             ": it is pinned to '" + backend +
-                                             "', which offers no kernel for it");
+                                             ": it is pinned to '" + backend + "', which " + which);
   }
   r.inputs = random_inputs(graph, options.input_seed);
   auto t0 = std::chrono::steady_clock::now();
