@@ -9,14 +9,7 @@
 # usage: tests/bench/run_bench.sh [SAMPLE ...]   (default: every sample but the 1000-node one); env BUILD=dir
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${BUILD:-build}  # BUILD=dir: use an existing build instead of installing and building
-if [ -z "${BUILD:-}" ]; then bash scripts/install_deps.sh; bash scripts/build.sh default; fi
-bench=$build/bench
-mkdir -p "$bench"
-if [ ! -d "$bench/node_modules/onnxruntime-node" ]; then
-  (cd "$bench" && npm install onnxruntime-node --ignore-scripts --no-audit --no-fund > npm.log 2>&1)
-fi
-export NODE_PATH="$PWD/$bench/node_modules"
+source tests/bench/ort_setup.sh  # BUILD=dir: use an existing build instead of installing and building
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(resnet_small mobilenet_small transformer_small inception_small resnext_small
                                    dcgan_generator resnet3d bert_encoder mobilenet_v2 resnet50)
