@@ -1,4 +1,4 @@
-// collage-explorer [MODEL] [--dim NAME=V ...] [--tune [--refine]] [--placement FILE]
+// collage-explorer [MODEL] [--dim NAME=V ...] [--tune [--refine]] [--accuracy SPEC] [--placement FILE]
 //                  [--screenshot PATH [--profile] [--diff OTHER.json | --diff-bucket NAME=V] [--select NODE]
 //                  [--collapse-depth N] [--heatmap] [--size WxH]]
 #include <QApplication>
@@ -60,8 +60,12 @@ int main(int argc, char** argv) {
                              "location");
   QCommandLineOption remote("remote",
                             "Measure on the team's collage workers (with a postgresql:// cost DB).");
+  QCommandLineOption accuracy("accuracy",
+                              "The tune's accuracy budget: reduced-precision kernels take part (e.g. "
+                              "cosine=0.999,max-rel=5e-2), as collage tune --accuracy.",
+                              "spec");
   parser.addOptions({tune, refine, placement, screenshot, profile, diff, select, collapse_depth, heatmap,
-                     size, cost_db, remote, dim, diff_bucket, open_body});
+                     size, cost_db, remote, dim, diff_bucket, open_body, accuracy});
   parser.process(app);
   collage::DimValues dims;
   try {
@@ -72,6 +76,7 @@ int main(int argc, char** argv) {
       throw collage::Error(collage::ErrorKind::InvalidInput,
                            "--dim: the explorer opens one shape, not " + collage::bucket_list(buckets));
     dims = buckets.front();
+    if (parser.isSet(accuracy)) collage::parse_accuracy(parser.value(accuracy).toStdString());
   } catch (const collage::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
@@ -79,6 +84,7 @@ int main(int argc, char** argv) {
   collage::MainWindow window;
   if (parser.isSet(cost_db)) window.set_cost_db(parser.value(cost_db), false);
   if (parser.isSet(remote)) window.set_remote(true, false);
+  if (parser.isSet(accuracy)) window.set_accuracy(parser.value(accuracy));
   window.show();
   const QStringList args = parser.positionalArguments();
   const bool batch = parser.isSet(screenshot);

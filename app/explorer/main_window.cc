@@ -26,7 +26,6 @@
 
 #include "app/explorer/model/backend_colors.h"
 #include "backends/registry.h"
-#include "core/tuning/cost_store.h"
 #include "widgets/cost_table.h"
 #include "widgets/graph_view.h"
 #include "widgets/inspector.h"
@@ -105,9 +104,15 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   connect(cost_table_, &CostTable::candidate_selected, this,
           [this](size_t id) { view_->highlight(controller_->candidate_nodes(id)); });
   connect(threads_, qOverload<int>(&QSpinBox::valueChanged), c, &ExplorerController::set_threads);
-  connect(threads_, qOverload<int>(&QSpinBox::valueChanged), this, &MainWindow::show_backends_for_threads);
+  connect(threads_, qOverload<int>(&QSpinBox::valueChanged), this, &MainWindow::refresh_backend_toggles);
   // The threads box shows what a loaded placement was tuned at; the next tune uses it too.
   connect(c, &ExplorerController::placement_threads, threads_, &QSpinBox::setValue);
+  // Likewise the accuracy box, for a placement tuned under a budget (the controller adopted it).
+  connect(c, &ExplorerController::placement_accuracy, this, &MainWindow::set_accuracy);
+  connect(accuracy_box_, &QLineEdit::editingFinished, this, [this] {
+    if (accuracy_box_->isModified()) set_accuracy(accuracy_box_->text().trimmed());
+    accuracy_box_->setModified(false);
+  });
   connect(diff_panel_, &PlacementDiffPanel::region_selected, this,
           [this](int row) { view_->highlight(diff_panel_->model()->region(row).nodes); });
   connect(c, &ExplorerController::profiled, this, [this](const ProfileReport& report) {
@@ -126,27 +131,11 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   resizeDocks({log_dock}, {kLogLines * fontMetrics().height()}, Qt::Vertical);
   threads_->setValue(settings.value("tune/threads", 1).toInt());
   c->set_threads(threads_->value());
-  show_backends_for_threads(threads_->value());
+  refresh_backend_toggles();
   // $COLLAGE_COST_DB wins over the remembered choice, as for the CLI.
   if (qEnvironmentVariableIsEmpty("COLLAGE_COST_DB") && settings.contains("tune/cost_db"))
     set_cost_db(settings.value("tune/cost_db").toString(), false);
   set_remote(settings.value("tune/remote", false).toBool(), false);
-}
-
-void MainWindow::set_cost_db(const QString& location, bool remember) {
-  controller_->set_cost_db_path(location);
-  const bool shared = cost_store::is_postgres_location(location.toStdString());
-  remote_action_->setEnabled(shared);
-  if (!shared) set_remote(false, false);
-  if (remember) QSettings().setValue("tune/cost_db", location);
-  log("cost DB: " + QString::fromStdString(cost_store::redacted(location.toStdString())));
-}
-
-void MainWindow::set_remote(bool remote, bool remember) {
-  remote = remote && cost_store::is_postgres_location(controller_->cost_db_path().toStdString());
-  controller_->set_remote(remote);
-  remote_action_->setChecked(remote);
-  if (remember) QSettings().setValue("tune/remote", remote);
 }
 
 void MainWindow::show_workers() {
@@ -314,36 +303,16 @@ void MainWindow::build_menus_and_toolbar() {
   threads_->setObjectName("threads");
   threads_->setRange(1, 256);
   bar->addWidget(threads_);
-}
-
-void MainWindow::show_backends_for_threads(int threads) {
-  for (size_t i = 0; i < backend_actions_.size(); ++i) {
-    const BackendSpec& b = *all_backends()[i];
-    // A reduced-precision backend is shown (its colour marks a loaded placement's kernels)
-    // but not searched: that needs an accuracy budget, which only `collage tune --accuracy` takes.
-    // One this CPU cannot run, or that takes part only from more threads on, is shown disabled,
-    // saying why; its check mark is kept for when the thread count reaches it.
-    const bool fp32 = b.precision == Precision::Float32;
-    const std::string unavailable = unavailable_reason(b);
-    const bool threads_short = threads < b.min_threads;
-    std::string tip = b.name + " " + b.version;
-    if (!unavailable.empty())
-      tip += "\nunavailable: " + unavailable;
-    else if (!fp32)
-      tip += "\n" + std::string(precision_name(b.precision)) +
-             ": searched only under an accuracy budget (collage tune --accuracy)";
-    else if (threads_short)
-      tip += "\ntakes part only at " + std::to_string(b.min_threads) + " threads or more";
-    backend_actions_[i]->setEnabled(fp32 && unavailable.empty() && !threads_short);
-    backend_actions_[i]->setToolTip(QString::fromStdString(tip));
-  }
-}
-
-void MainWindow::update_backends() {
-  std::vector<const BackendSpec*> selected;
-  for (size_t i = 0; i < backend_actions_.size(); ++i)
-    if (backend_actions_[i]->isChecked()) selected.push_back(all_backends()[i]);
-  controller_->set_backends(selected);  // native always fills gaps
+  bar->addWidget(new QLabel(" accuracy ", this));
+  accuracy_box_ = new QLineEdit(this);
+  accuracy_box_->setObjectName("accuracy");
+  accuracy_box_->setPlaceholderText("fp32");
+  accuracy_box_->setMaximumWidth(190);
+  accuracy_box_->setToolTip(
+      "accuracy budget of the next tune (collage tune --accuracy), e.g. cosine=0.999,max-rel=5e-2 or "
+      "top1,max-rel=5e-2:\nreduced-precision kernels (int8, bf16) take part, and the placement is held "
+      "to it end to end;\nempty: fp32 only");
+  bar->addWidget(accuracy_box_);
 }
 
 void MainWindow::log(const QString& line) { log_->appendPlainText(line); }

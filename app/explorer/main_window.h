@@ -63,6 +63,11 @@ class MainWindow : public QMainWindow {
   // keeps the choice for the next start (the menu does; --cost-db/--remote do not).
   void set_cost_db(const QString& location, bool remember);
   void set_remote(bool remote, bool remember);
+  // The toolbar's accuracy box: a budget SPEC (`collage tune --accuracy`, e.g.
+  // cosine=0.999,max-rel=5e-2) lets the next Tune place reduced-precision kernels; "" is fp32.
+  // A budget's first setting checks the reduced-precision backends this CPU runs, as `collage tune
+  // --accuracy` selects them by default. False (a dialog, the budget unchanged) on a bad SPEC.
+  bool set_accuracy(const QString& spec);
   // The shared DB's workers and queue, read off the GUI thread (the controller's
   // start_queue_status), then shown in the log and a dialog.
   void show_workers();
@@ -98,8 +103,9 @@ class MainWindow : public QMainWindow {
   void add_recent(const QString& path);
   void rebuild_recent_menu();
   void update_backends();
-  // The legend's toggles: enabled where a search at `threads` uses them.
-  void show_backends_for_threads(int threads);
+  // The legend's toggles: enabled where a search at the threads box's count, under the
+  // controller's accuracy budget, uses them.
+  void refresh_backend_toggles();
   void update_bucket_box();  // the shape box lists the controller's buckets, the current one chosen
   void closeEvent(QCloseEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -119,6 +125,8 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QLabel* status_;
   QSpinBox* threads_;
+  QLineEdit* accuracy_box_;     // the tune's accuracy budget; empty: fp32
+  bool budget_shown_ = false;   // the box holds a budget
   QComboBox* bucket_box_;       // the shape buckets of the loaded placement file
   QAction* bucket_box_action_;  // its toolbar slot: hidden without buckets
   QAction* compare_bucket_action_;

@@ -19,6 +19,7 @@
 #include "backends/registry.h"
 #include "core/search/placement_buckets.h"
 #include "core/search/search.h"
+#include "core/tuning/candidates.h"
 #include "job_wait.h"
 #include "widgets/body_window.h"
 #include "widgets/graph_view.h"
@@ -518,6 +519,73 @@ class ControllerTest : public QObject {
     QCOMPARE(from_tune, static_cast<int>(tuned->candidates.size()));
     QVERIFY(not_measured > 0);
     fs::remove(saved.toStdString());
+  }
+
+  // Under an accuracy budget a tune may place reduced-precision kernels and holds the placement to
+  // the budget (the log says what it reached); without one, such a backend is refused. A placement
+  // saved from it brings its budget back when loaded into a controller without one.
+  void tunes_under_an_accuracy_budget() {
+    ExplorerController c;
+    c.set_cost_db_path(tmp("accuracy.sqlite"));
+    QSignalSpy finished(&c, &ExplorerController::job_finished);
+    QSignalSpy failed(&c, &ExplorerController::job_failed);
+    QVERIFY(c.open_model(COLLAGE_SAMPLE_MODEL));
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
+    finished.clear();
+    // A reduced-precision backend this CPU runs, with a kernel of one node of the model: that node is
+    // pinned to it, so the placement holds a reduced-precision kernel whatever it costs.
+    const collage::BackendSpec* reduced = nullptr;
+    collage::NodeId pinned = -1;
+    for (const collage::BackendSpec* b : collage::all_backends()) {
+      if (b->precision == collage::Precision::Float32 || !collage::unavailable_reason(*b).empty()) continue;
+      for (const collage::Candidate& k : collage::enumerate_candidates(*c.graph(), {b}))
+        if (k.nodes.popcount() == 1) {
+          reduced = b;
+          pinned = static_cast<collage::NodeId>(k.nodes.indices().front());
+        }
+      if (reduced) break;
+    }
+    if (!reduced) QSKIP("no reduced-precision backend this CPU runs has a one-node kernel for the sample");
+    c.set_backends({reduced});
+    c.set_pin(pinned, QString::fromStdString(reduced->name));
+
+    QVERIFY(c.start_tune());
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 120000));
+    QCOMPARE(finished.count(), 0);
+    const QString refusal = failed.takeFirst().at(0).value<collage::JobFailure>().message;
+    QVERIFY2(refusal.contains("needs an accuracy budget"), qPrintable(refusal));
+
+    const collage::AccuracyBudget budget = collage::parse_accuracy("max-rel=5e-2,cosine=0.99");
+    c.set_accuracy(budget);
+    QVERIFY(c.start_tune());
+    QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 180000));
+    QCOMPARE(failed.count(), 0);
+    const auto report = finished.takeFirst().at(0).value<collage::JobReport>();
+    QVERIFY2(report.mismatch.isEmpty(), qPrintable(report.mismatch));
+    QCOMPARE(c.placement()->accuracy, budget.to_string());
+    QVERIFY(std::any_of(c.placement()->kernels.begin(), c.placement()->kernels.end(),
+                        [&](const collage::PlacedKernel& k) { return k.backend == reduced->name; }));
+    QVERIFY2(std::any_of(
+                 report.log.begin(), report.log.end(),
+                 [](const QString& line) { return line.startsWith("accuracy ") && line.contains("cosine"); }),
+             qPrintable(report.log.join('\n')));
+
+    const QString saved = tmp("accuracy.json");
+    c.save_placement(saved);
+    ExplorerController fresh;
+    fresh.set_cost_db_path(tmp("accuracy.sqlite"));
+    QSignalSpy fresh_finished(&fresh, &ExplorerController::job_finished);
+    QSignalSpy fresh_failed(&fresh, &ExplorerController::job_failed);
+    QSignalSpy budget_loaded(&fresh, &ExplorerController::placement_accuracy);
+    QVERIFY(fresh.open_model(COLLAGE_SAMPLE_MODEL));
+    QVERIFY(collage::testing::wait_for_job_end(&fresh, fresh_finished, fresh_failed, 30000));
+    QVERIFY(!fresh.accuracy().enabled());
+    fresh.load_placement(saved);
+    QCOMPARE(budget_loaded.count(), 1);
+    QCOMPARE(budget_loaded.at(0).at(0).toString(), QString::fromStdString(budget.to_string()));
+    QCOMPARE(fresh.accuracy().to_string(), budget.to_string());
+    QVERIFY(collage::testing::wait_for_job_end(&fresh, fresh_finished, fresh_failed, 30000));
+    QCOMPARE(fresh_failed.count(), 0);
   }
 
   void a_bad_model_is_a_failure_with_the_message() {

@@ -4,6 +4,7 @@
 // on request, and keeps the event loop responsive while working.
 #include <QDockWidget>
 #include <QGraphicsItem>
+#include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -474,6 +475,55 @@ class ExplorerTest : public QObject {
       threads->setValue(min_threads);
       QVERIFY2(a->isEnabled(), qPrintable(a->text()));
       QVERIFY(!a->toolTip().contains("threads or more"));
+    }
+  }
+
+  // The accuracy box: a bad budget is refused and the box keeps the last good one; a budget enables
+  // the reduced-precision toggles (checked the first time, as `collage tune --accuracy` selects
+  // them) and puts them in the tune's selection; an empty box is fp32 again.
+  void the_accuracy_box_lets_reduced_precision_take_part() {
+    MainWindow window;
+    window.set_dialogs_enabled(false);
+    auto* legend = window.findChild<QToolBar*>("backend-legend");
+    auto* box = window.findChild<QLineEdit*>("accuracy");
+    QVERIFY(legend && box);
+    std::vector<QAction*> reduced;
+    for (QAction* a : legend->actions()) {
+      const collage::BackendSpec* b = collage::find_backend(a->text().toStdString());
+      if (b && b->precision != collage::Precision::Float32 && collage::unavailable_reason(*b).empty())
+        reduced.push_back(a);
+    }
+    if (reduced.empty()) QSKIP("no reduced-precision backend runs on this CPU");
+    auto selected = [&window](QAction* a) {
+      const auto& bs = window.controller()->backends();
+      return std::any_of(bs.begin(), bs.end(),
+                         [a](const collage::BackendSpec* b) { return b->name == a->text().toStdString(); });
+    };
+    for (QAction* a : reduced) QVERIFY2(!a->isEnabled() && !selected(a), qPrintable(a->text()));
+
+    QVERIFY(!window.set_accuracy("cosin=0.99"));
+    QVERIFY(!window.controller()->accuracy().enabled());
+    QCOMPARE(box->text(), QString());
+
+    QVERIFY(window.set_accuracy("max-rel=5e-2,cosine=0.999"));
+    const std::string spec = collage::parse_accuracy("cosine=0.999,max-rel=5e-2").to_string();
+    QCOMPARE(window.controller()->accuracy().to_string(), spec);
+    QCOMPARE(box->text(), QString::fromStdString(spec));
+    for (QAction* a : reduced) {
+      QVERIFY2(a->isEnabled() && a->isChecked() && selected(a), qPrintable(a->text()));
+      QVERIFY2(a->toolTip().contains("searched under the accuracy budget"), qPrintable(a->toolTip()));
+    }
+    reduced.front()->setChecked(false);  // the user's choice stands while a budget holds
+    QVERIFY(window.set_accuracy("top1"));
+    QVERIFY(!reduced.front()->isChecked() && !selected(reduced.front()));
+
+    QVERIFY(!window.set_accuracy("top1,max-rel=2"));  // out of range: the budget before stays
+    QCOMPARE(box->text(), QString("top1"));
+    QVERIFY(window.set_accuracy(""));
+    QVERIFY(!window.controller()->accuracy().enabled());
+    for (QAction* a : reduced) {
+      QVERIFY2(!a->isEnabled() && !selected(a), qPrintable(a->text()));
+      QVERIFY2(a->toolTip().contains("searched only under an accuracy budget"), qPrintable(a->toolTip()));
     }
   }
 

@@ -76,7 +76,7 @@ ExplorerController::ExplorerController(QObject* parent)
   qRegisterMetaType<JobFailure>();
   qRegisterMetaType<ProfileReport>();
   qRegisterMetaType<QueueStatus>();
-  set_backends(default_backends());  // fp32: the explorer has no accuracy budget yet
+  set_backends(default_backends());  // fp32 until an accuracy budget is set
 }
 
 ExplorerController::~ExplorerController() {
@@ -200,11 +200,15 @@ bool ExplorerController::start_tune() {
   std::optional<double> previous_ms;
   if (placement_) previous_ms = placement_->predicted_ms;
   bool remote = remote_;
-  emit message(QString("tuning with %1 backends, %2 thread(s), cost DB %3%4")
+  AccuracyBudget accuracy = accuracy_;
+  emit message(QString("tuning with %1 backends, %2 thread(s), cost DB %3%4%5")
                    .arg(backends.size())
                    .arg(threads)
                    .arg(QString::fromStdString(cost_store::redacted(cost_db_path_.toStdString())))
-                   .arg(remote ? ", measured by the team's workers" : ""));
+                   .arg(remote ? ", measured by the team's workers" : "")
+                   .arg(accuracy.enabled()
+                            ? ", accuracy budget " + QString::fromStdString(accuracy.to_string())
+                            : QString()));
   return run(Job::Tune, [=](ProgressObserver& observer) -> Apply {
     // The chain `collage tune` runs (app/workflow): tune, verify, time, with its settings.
     CostDb db(db_path);
@@ -214,10 +218,12 @@ bool ExplorerController::start_tune() {
     options.pins = pins;
     options.epsilon_ms = epsilon_ms;
     options.remote = remote;
+    options.accuracy = accuracy;
     workflow::TuneRunReport chain = workflow::run_tune(*graph, options, &db, &observer);
     auto result = std::make_shared<TuneResult>(std::move(chain.tuned));
     auto run = std::make_shared<workflow::PlacementRunReport>(std::move(chain.run));
-    return [result, run, previous_ms](ExplorerController& c) {
+    auto backoff = std::make_shared<std::vector<std::string>>(std::move(chain.backoff));
+    return [result, run, backoff, previous_ms](ExplorerController& c) {
       c.tuned_ = std::move(*result);
       c.placement_ = c.tuned_->placement;
       c.tuned_timing_.emplace(c.tuned_->placement, run->timing.median_ms);
@@ -228,6 +234,11 @@ bool ExplorerController::start_tune() {
       r.mismatch = QString::fromStdString(run->verify.mismatch);
       r.summary = tune_summary(*c.tuned_, run->timing.median_ms, previous_ms, run->verify.mismatch);
       r.log << r.summary;
+      // Under a budget, as `collage tune` prints them: each kernel sent back to fp32, then the
+      // accuracy the placement reached per output.
+      for (const std::string& step : *backoff) r.log << QString::fromStdString("accuracy back-off: " + step);
+      for (const std::string& line : run->verify.accuracy)
+        r.log << QString::fromStdString("accuracy " + line);
       // A worker lost to a candidate is news (a library bug on this shape); routine refusals are not.
       for (size_t i = 0; i < c.tuned_->costs.size(); ++i) {
         const MeasuredCandidate& m = c.tuned_->costs[i];
@@ -559,11 +570,16 @@ void ExplorerController::adopt_placement(Placement loaded, const QString& path) 
   tuned_timing_.reset();
   emit message("placement loaded from " + path);
   emit placement_threads(placement_->threads);
+  if (!placement_->accuracy.empty()) {  // validated when the file was read
+    accuracy_ = parse_accuracy(placement_->accuracy);
+    emit placement_accuracy(QString::fromStdString(placement_->accuracy));
+  }
   std::shared_ptr<const Graph> graph = graph_;
   workflow::TuneStepOptions options;
-  options.backends = backends_;
+  options.backends = backends_;  // after the signals: the view may select backends for the budget
   options.threads = placement_->threads;
   options.pins = pins_;
+  options.accuracy = accuracy_;
   std::string db_path = cost_db_path_.toStdString();
   run(Job::PlacementCosts, [=](ProgressObserver&) -> Apply {
     CostDb db(db_path);

@@ -120,6 +120,13 @@ class ExplorerController : public QObject {
   // DB; `collage tune --remote`), locally when none of this machine kind is alive.
   void set_remote(bool remote) { remote_ = remote; }
   bool remote() const { return remote_; }
+  // `collage tune --accuracy`: a Tune under this budget may place reduced-precision kernels
+  // (those selected in set_backends) and holds the placement to it end to end, backing off to
+  // fp32 kernel by kernel until it does. Not enabled (the default): fp32 only, and a
+  // reduced-precision backend selected is refused by the tune. A loaded placement tuned under a
+  // budget brings its budget (placement_accuracy); an fp32 one leaves the budget as it is.
+  void set_accuracy(const AccuracyBudget& budget) { accuracy_ = budget; }
+  const AccuracyBudget& accuracy() const { return accuracy_; }
 
   // ---- model state ----
   const QString& model_path() const { return model_path_; }
@@ -198,6 +205,8 @@ class ExplorerController : public QObject {
   void message(const QString& line);                      // a log line (pins, files)
   // A placement was loaded: the thread count it was tuned at (and is verified and profiled at).
   void placement_threads(int threads);
+  // A placement tuned under an accuracy budget was loaded: that budget (its SPEC), now the tune's.
+  void placement_accuracy(const QString& spec);
 
  private:
   class Observer;
@@ -214,6 +223,7 @@ class ExplorerController : public QObject {
   double epsilon_ms_ = -1;
   QString cost_db_path_;
   bool remote_ = false;
+  AccuracyBudget accuracy_;
 
   // Adopts `placement` (already validated against graph_) and its pins, then loads the costs
   // of its candidates from the cost DB (a PlacementCosts job); `origin` names it in messages.
