@@ -533,16 +533,20 @@ class ControllerTest : public QObject {
     QVERIFY(collage::testing::wait_for_job_end(&c, finished, failed, 30000));
     finished.clear();
     // A reduced-precision backend this CPU runs, with a kernel of one node of the model: that node is
-    // pinned to it, so the placement holds a reduced-precision kernel whatever it costs.
+    // pinned to it, so the placement holds a reduced-precision kernel whatever it costs. The classifier's
+    // Gemm when the backend takes it (one product, well within the budget on either machine kind).
     const collage::BackendSpec* reduced = nullptr;
     collage::NodeId pinned = -1;
     for (const collage::BackendSpec* b : collage::all_backends()) {
       if (b->precision == collage::Precision::Float32 || !collage::unavailable_reason(*b).empty()) continue;
-      for (const collage::Candidate& k : collage::enumerate_candidates(*c.graph(), {b}))
-        if (k.nodes.popcount() == 1) {
+      for (const collage::Candidate& k : collage::enumerate_candidates(*c.graph(), {b})) {
+        if (k.nodes.popcount() != 1) continue;
+        const auto node = static_cast<collage::NodeId>(k.nodes.indices().front());
+        if (!reduced || c.graph()->node(node).op_type == "Gemm") {
           reduced = b;
-          pinned = static_cast<collage::NodeId>(k.nodes.indices().front());
+          pinned = node;
         }
+      }
       if (reduced) break;
     }
     if (!reduced) QSKIP("no reduced-precision backend this CPU runs has a one-node kernel for the sample");
