@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
                      size, cost_db, remote, dim, diff_bucket, open_body, accuracy});
   parser.process(app);
   collage::DimValues dims;
+  QString accuracy_spec;  // validated here (exit 2), normalised
   try {
     std::vector<std::string> specs;
     for (const QString& v : parser.values(dim)) specs.push_back(v.toStdString());
@@ -76,7 +77,9 @@ int main(int argc, char** argv) {
       throw collage::Error(collage::ErrorKind::InvalidInput,
                            "--dim: the explorer opens one shape, not " + collage::bucket_list(buckets));
     dims = buckets.front();
-    if (parser.isSet(accuracy)) collage::parse_accuracy(parser.value(accuracy).toStdString());
+    if (parser.isSet(accuracy))
+      accuracy_spec =
+          QString::fromStdString(collage::parse_accuracy(parser.value(accuracy).toStdString()).to_string());
   } catch (const collage::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
@@ -84,7 +87,7 @@ int main(int argc, char** argv) {
   collage::MainWindow window;
   if (parser.isSet(cost_db)) window.set_cost_db(parser.value(cost_db), false);
   if (parser.isSet(remote)) window.set_remote(true, false);
-  if (parser.isSet(accuracy)) window.set_accuracy(parser.value(accuracy));
+  if (!accuracy_spec.isEmpty()) window.set_accuracy(accuracy_spec);
   window.show();
   const QStringList args = parser.positionalArguments();
   const bool batch = parser.isSet(screenshot);

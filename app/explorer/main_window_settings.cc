@@ -11,6 +11,14 @@
 #include "core/tuning/cost_store.h"
 
 namespace collage {
+namespace {
+
+// What the tune takes (run_tune refuses the rest): a reduced-precision backend only under a budget.
+bool precision_takes_part(const BackendSpec& b, const AccuracyBudget& budget) {
+  return b.precision == Precision::Float32 || budget.enabled();
+}
+
+}  // namespace
 
 void MainWindow::set_cost_db(const QString& location, bool remember) {
   controller_->set_cost_db_path(location);
@@ -60,7 +68,7 @@ bool MainWindow::set_accuracy(const QString& spec) {
 
 void MainWindow::refresh_backend_toggles() {
   const int threads = threads_->value();
-  const bool budget = controller_->accuracy().enabled();
+  const AccuracyBudget& budget = controller_->accuracy();
   for (size_t i = 0; i < backend_actions_.size(); ++i) {
     const BackendSpec& b = *all_backends()[i];
     // A reduced-precision backend is always shown (its colour marks a loaded placement's kernels)
@@ -73,14 +81,14 @@ void MainWindow::refresh_backend_toggles() {
     std::string tip = b.name + " " + b.version;
     if (!unavailable.empty())
       tip += "\nunavailable: " + unavailable;
-    else if (!fp32 && !budget)
+    else if (!precision_takes_part(b, budget))
       tip += "\n" + std::string(precision_name(b.precision)) +
              ": searched only under an accuracy budget (the accuracy box; collage tune --accuracy)";
     else if (threads_short)
       tip += "\ntakes part only at " + std::to_string(b.min_threads) + " threads or more";
     else if (!fp32)
       tip += "\n" + std::string(precision_name(b.precision)) + ": searched under the accuracy budget";
-    backend_actions_[i]->setEnabled(unavailable.empty() && (fp32 || budget) && !threads_short);
+    backend_actions_[i]->setEnabled(unavailable.empty() && precision_takes_part(b, budget) && !threads_short);
     backend_actions_[i]->setToolTip(QString::fromStdString(tip));
   }
   update_backends();
@@ -89,10 +97,9 @@ void MainWindow::refresh_backend_toggles() {
 void MainWindow::update_backends() {
   // Checked and able to take part under the budget; the thread gate is the search's own
   // (backends_for_threads), so a checked backend of more threads stays selected.
-  const bool budget = controller_->accuracy().enabled();
   std::vector<const BackendSpec*> selected;
   for (size_t i = 0; i < backend_actions_.size(); ++i)
-    if (backend_actions_[i]->isChecked() && (budget || all_backends()[i]->precision == Precision::Float32))
+    if (backend_actions_[i]->isChecked() && precision_takes_part(*all_backends()[i], controller_->accuracy()))
       selected.push_back(all_backends()[i]);
   controller_->set_backends(selected);  // native always fills gaps
 }
