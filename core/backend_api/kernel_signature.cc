@@ -133,6 +133,10 @@ size_t last_level_cache_bytes() {
   return bytes;
 }
 
+size_t cache_kept_between_runs_bytes() {
+  return std::min(last_level_cache_bytes(), kSettings.cache_kept_cap_bytes);
+}
+
 bool measured_cold(const Graph& graph, const SubGraph& sub) {
   size_t kernel_bytes = 0;
   std::set<ValueId> seen;
@@ -144,7 +148,7 @@ bool measured_cold(const Graph& graph, const SubGraph& sub) {
   size_t model_bytes = 0;
   for (const Value& v : graph.values)
     if (v.constant) model_bytes += v.constant->bytes();
-  return model_bytes > last_level_cache_bytes();
+  return model_bytes > cache_kept_between_runs_bytes();
 }
 
 uint64_t fnv1a64(const std::string& text) {

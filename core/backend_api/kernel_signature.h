@@ -23,14 +23,17 @@ std::string hex64(uint64_t value);
 // graph's signature, hashed. Placements and measurement sessions are held to it.
 std::string model_fingerprint(const Graph& graph);
 
-// Whether `sub` is timed with its weights out of cache: the model's constants exceed this
-// machine's last-level cache, so every request of a run streams them from DRAM, and the kernel
-// reads at least kSettings.cold_weight_min_bytes of them. Timed hot, such a kernel looks up to
+// Whether `sub` is timed with its weights out of cache: the model's constants exceed the cache
+// a run keeps (cache_kept_between_runs_bytes), so every request streams them from DRAM, and the
+// kernel reads at least kSettings.cold_weight_min_bytes of them. Timed hot, such a kernel looks up to
 // 1.5x faster than it runs (BERT-base at seq 16: each MatMul's weights are 2.3-9.4 MiB), and
 // the libraries that hide the stream best lose to the ones that only do well hot. The
 // signature carries it ("|cold weights"), so hot and cold costs are never mixed.
 bool measured_cold(const Graph& graph, const SubGraph& sub);
 size_t last_level_cache_bytes();  // from sysfs (index3), else 32 MiB
+// What of it a run can count on finding again on the next request: the last-level cache, at
+// most kSettings.cache_kept_cap_bytes.
+size_t cache_kept_between_runs_bytes();
 
 // CPU model name (with its family and model numbers where /proc/cpuinfo gives them) and ISA
 // flags that matter to kernels (avx2, avx512f, fma, ...), plus

@@ -44,6 +44,14 @@ struct Settings {
   // the last-level cache, is timed with the caches flushed before each sample and its runtime
   // inputs read back in (core/backend_api/kernel_signature.h: measured_cold).
   size_t cold_weight_min_bytes = size_t{1} << 20;
+  // A virtual machine's sysfs gives the host socket's whole L3, shared with cores it does not
+  // see (504 MiB on an Intel Xeon host of 2 cores). Measured there: a 5 MB operand still read at
+  // cache speed after a 32 MiB sweep, at DRAM speed after 64 MiB and beyond, and ViT-B/16's
+  // 9.4 MiB MLP weights ran 1.15x their hot time in a run. So a run counts on at most
+  // `cache_kept_cap_bytes` of it, and the flush before a cold sample reads 1.5x the last-level
+  // cache but at most `cache_flush_cap_bytes`.
+  size_t cache_kept_cap_bytes = size_t{32} << 20;
+  size_t cache_flush_cap_bytes = size_t{128} << 20;
   // Graph-level search (docs/cli.md, "collage tune"): fitness is the median of `fitness_runs`
   // timed runs after a warm-up; an elitist GA of `refine_population` genomes stops after
   // `refine_generations`, `refine_patience` generations without improvement or

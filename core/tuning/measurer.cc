@@ -17,10 +17,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Pushes everything else out of the caches: one read per line of a buffer 1.5x the last-level
-// cache (its victims are what L3 keeps), then one per line of `keep` (the kernel's runtime
-// inputs, which a run has just produced and so finds in cache). Returns a sum so the reads stay.
+// cache (its victims are what L3 keeps; at most kSettings.cache_flush_cap_bytes), then one per
+// line of `keep` (the kernel's runtime inputs, which a run has just produced and so finds in
+// cache). Returns a sum so the reads stay.
 float evict_all_but(const std::vector<const Tensor*>& keep) {
-  static std::vector<float> buffer(last_level_cache_bytes() * 3 / 2 / sizeof(float), 1.0f);
+  static std::vector<float> buffer(
+      std::min(last_level_cache_bytes() * 3 / 2, kSettings.cache_flush_cap_bytes) / sizeof(float), 1.0f);
   constexpr size_t kLine = 64 / sizeof(float);
   float sum = 0;
   for (size_t i = 0; i < buffer.size(); i += kLine) sum += buffer[i];
