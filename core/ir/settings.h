@@ -41,8 +41,9 @@ struct Settings {
   double contest_min_share = 0.005;
   size_t contest_max = 24;
   // A kernel reading at least this many bytes of constants, in a model whose constants exceed
-  // the last-level cache, is timed with the caches flushed before each sample and its runtime
-  // inputs read back in (core/backend_api/kernel_signature.h: measured_cold).
+  // the cache a run keeps (the last-level cache, at most `cache_kept_cap_bytes`), is timed with the caches
+  // flushed before each sample and its runtime inputs read back in (core/backend_api/kernel_signature.h:
+  // measured_cold).
   size_t cold_weight_min_bytes = size_t{1} << 20;
   // A virtual machine's sysfs gives the host socket's whole L3, shared with cores it does not
   // see (504 MiB on an Intel Xeon host of 2 cores). Measured there: a 5 MB operand still read at
