@@ -203,6 +203,19 @@ using SetGlobalSpinControlFn = OrtStatus* (*)(OrtThreadingOptions* threading, in
 constexpr size_t kAddInitializer = 150;
 using AddInitializerFn = OrtStatus* (*)(OrtSessionOptions* options, const char* name, const OrtValue* value);
 
+// An allocator of ours, shared by every session through the environment (v11). ORT reads `version`
+// to know which members exist: below 18 it calls these three only. `info` must describe device
+// (not arena) CPU memory.
+struct OrtAllocator {
+  uint32_t version;
+  void* (*alloc)(OrtAllocator* self, size_t size);
+  void (*free)(OrtAllocator* self, void* p);
+  const OrtMemoryInfo* (*info)(const OrtAllocator* self);
+};
+inline constexpr uint32_t kRegisterAllocatorApiVersion = 11;
+constexpr size_t kRegisterAllocator = 176;
+using RegisterAllocatorFn = OrtStatus* (*)(OrtEnv* env, OrtAllocator* allocator);
+
 // Session config keys for AddSessionConfigEntry; values are the strings "0" or "1".
 inline constexpr char kConfigIntraOpAllowSpinning[] = "session.intra_op.allow_spinning";
 // Spin only while a Run is under way: the pool stops spinning when Run returns (ORT >= 1.12).

@@ -87,6 +87,9 @@ class OrtKernel : public Kernel {
     if (spin)
       r.check(r.fn<AddSessionConfigEntryFn>(kAddSessionConfigEntry)(raw, kConfigForceSpinningStop, "1"),
               "spinning");
+    if (r.env_allocator)
+      r.check(r.fn<AddSessionConfigEntryFn>(kAddSessionConfigEntry)(raw, kConfigUseEnvAllocators, "1"),
+              "shared allocator");
     r.check(r.fn<SetSessionLogSeverityLevelFn>(kSetSessionLogSeverityLevel)(raw, 3), "logging");
     OrtSession* session = nullptr;
     r.check(r.fn<CreateSessionFromArrayFn>(kCreateSessionFromArray)(r.env, model.data(), model.size(), raw,

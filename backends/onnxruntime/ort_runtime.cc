@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
 
+#include "backends/onnxruntime/ort_allocator.h"
 #include "core/ir/error.h"
 
 #ifndef COLLAGE_ORT_DEFAULT_LIBRARY
@@ -73,6 +75,18 @@ Loaded load() {
     out.reason = std::string("ONNX Runtime has no CPU memory info: ") + status_message(r, s);
     r.fn<ReleaseStatusFn>(kReleaseStatus)(s);
     r.api = nullptr;
+    return out;
+  }
+  // One allocator for every session (ort_allocator.h), where the runtime takes one (API 11, ORT
+  // 1.11); COLLAGE_ORT_SHARED_ALLOCATOR=0 leaves each session its own arena.
+  const char* shared = std::getenv("COLLAGE_ORT_SHARED_ALLOCATOR");
+  if (const OrtApi* v11 = base->get_api(kRegisterAllocatorApiVersion);
+      v11 && !(shared && std::string(shared) == "0")) {
+    if (OrtStatus* s =
+            api_entry<RegisterAllocatorFn>(v11, kRegisterAllocator)(r.env, shared_allocator(r.cpu)))
+      r.fn<ReleaseStatusFn>(kReleaseStatus)(s);  // sessions keep their own arenas
+    else
+      r.env_allocator = true;
   }
   return out;
 }

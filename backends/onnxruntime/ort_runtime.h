@@ -16,6 +16,7 @@ struct Runtime {
   const OrtApi* api = nullptr;   // served at kMinApiVersion
   OrtEnv* env = nullptr;         // one environment for every session (logging: errors only)
   OrtMemoryInfo* cpu = nullptr;  // plain CPU memory: the executor's own buffers
+  bool env_allocator = false;    // ort_allocator.h's allocator is registered: sessions use it
   std::string path;              // the library loaded
   std::string version;           // "1.30.0"
 

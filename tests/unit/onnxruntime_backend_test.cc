@@ -2,17 +2,20 @@
 // library it is unavailable and says why (the CLI tests cover a missing and a too-old library);
 // with it, its kernels agree with the native reference (SampleCandidates checks every one on
 // the small samples), a region ORT refuses is an Unsupported candidate carrying ORT's message,
-// a kernel runs in the executor's buffers, again and again, and onnxruntime-serial's kernels
-// start no thread of their own.
+// a kernel runs in the executor's buffers, again and again, onnxruntime-serial's kernels
+// start no thread of their own, and every session allocates from one shared allocator.
 #include "backends/onnxruntime/onnxruntime_backend.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 
 #include "backend_check.h"
 #include "backend_test_models.h"
+#include "backends/onnxruntime/ort_allocator.h"
 #include "backends/onnxruntime/ort_model.h"
 #include "backends/onnxruntime/ort_runtime.h"
 #include "backends/onnxruntime_serial/onnxruntime_serial.h"
@@ -143,6 +146,46 @@ TEST(OnnxRuntime, SerialKernelsRunOnTheCallingThreadAlone) {
   EXPECT_EQ(threads_of_this_process(), before) << "a serial kernel started a thread";
   auto pooled_kernel = compile_and_run(onnxruntime_backend());
   EXPECT_GT(threads_of_this_process(), before) << "onnxruntime at 2 threads started no pool worker";
+}
+
+// Every session allocates from the one allocator registered with the environment: blocks of 1 MiB
+// and up are whole 2 MiB extents, a freed one serves the next request of its extent, and a region
+// whose intermediate tensor is 2 MiB gets it there.
+TEST(OnnxRuntime, SessionsShareOneAllocatorOfHugePageExtents) {
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  const char* off = std::getenv("COLLAGE_ORT_SHARED_ALLOCATOR");
+  if (off && std::string(off) == "0") GTEST_SKIP() << "COLLAGE_ORT_SHARED_ALLOCATOR=0";
+  ASSERT_TRUE(ort::runtime()->env_allocator) << "ORT " << ort::runtime()->version << " took no allocator";
+  ort::OrtAllocator* a = ort::shared_allocator(ort::runtime()->cpu);
+  constexpr size_t kMiB = size_t{1} << 20;
+  void* small = a->alloc(a, 100);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % 64, 0u);
+  void* big = a->alloc(a, 3 * kMiB);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % (2 * kMiB), 0u);
+  static_cast<char*>(big)[4 * kMiB - 1] = 1;  // the whole 4 MiB extent is the block's
+  a->free(a, big);
+  EXPECT_EQ(a->alloc(a, 4 * kMiB - 1), big) << "the kept extent was not reused";
+  a->free(a, big);
+  a->free(a, small);
+
+  // x [512, 256] -> MatMul -> h [512, 1024] (2 MiB, ORT's own) -> Relu -> y.
+  OnnxTestModel model(17);
+  model.input("x", {512, 256});
+  model.initializer("w", random_tensor_f32({256, 1024}, 41));
+  model.node("MatMul", {"x", "w"}, {"h"});
+  model.node("Relu", {"h"}, {"y"});
+  model.output("y");
+  Graph g = import_model(model);
+  IndexSet all(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
+  const size_t before = ort::shared_allocator_extents();
+  std::vector<Tensor> values = reference_values(g);
+  CandidateCheck r = check_candidate(g, onnxruntime_backend(), all, values, 1e-4, 1e-4, 1);
+  ASSERT_TRUE(r.supported);
+  EXPECT_TRUE(r.mismatch.empty()) << r.mismatch;
+  EXPECT_GT(ort::shared_allocator_extents(), before) << "the session allocated its 2 MiB tensor elsewhere";
 }
 
 // A node of an opset ORT does not know: compiling its region is Unsupported with ORT's words.
