@@ -240,7 +240,7 @@ COLLAGE_AVX2 void apply_step(const EpilogueStep& s, float* y, const float* opera
 // The same step sixteen lanes at a time, the kind decided once per row: where the CPU has AVX-512
 // the epilogue runs this whatever the product's tiles (the GELUs' reciprocals by vrcp14ps and a
 // Newton step, fast_math_avx512.h; with the eight-lane division a fused GELU cost ~1.1 ns an
-// element, twice a separate GELU kernel, on BERT-sized products).
+// element, twice a separate GELU kernel, on ViT-B/16's MLP products).
 template <EpilogueStep::Kind kKind>
 COLLAGE_AVX512F inline __m512 step16(__m512 v, const float* o, __mmask16 lanes) {
   if constexpr (kKind == EpilogueStep::Kind::AddRow || kKind == EpilogueStep::Kind::AddFull)
