@@ -1,19 +1,17 @@
 #include "backends/onnxruntime/ort_allocator.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 
+#include "core/ir/tensor.h"
+
 namespace collage::ort {
 
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kLarge = size_t{1} << 20;  // from here on: whole huge-page extents, kept when freed
-constexpr size_t kAlign = 64;
 
 struct SharedAllocator {
   OrtAllocator abi{};  // first member: ORT calls back with this pointer
@@ -26,20 +24,19 @@ struct SharedAllocator {
 SharedAllocator& of(OrtAllocator* self) { return *reinterpret_cast<SharedAllocator*>(self); }
 
 void* allocate(OrtAllocator* self, size_t size) {
-  void* p = nullptr;
-  if (size < kLarge) return posix_memalign(&p, kAlign, size ? size : 1) == 0 ? p : nullptr;
+  if (size < kLarge) return allocate_aligned(size);
   SharedAllocator& a = of(self);
-  const size_t extent = (size + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t extent = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   {
     std::lock_guard<std::mutex> lock(a.mutex);
     if (auto it = a.kept.find(extent); it != a.kept.end()) {
-      p = it->second;
+      void* p = it->second;
       a.kept.erase(it);
       return p;
     }
   }
-  if (posix_memalign(&p, kHugePage, extent) != 0) return nullptr;  // ORT reports the failure
-  madvise(p, extent, MADV_HUGEPAGE);                               // advice only: ignored where THP is off
+  void* p = allocate_aligned(extent);
+  if (!p) return nullptr;  // ORT reports the failure
   std::lock_guard<std::mutex> lock(a.mutex);
   a.extents[p] = extent;
   return p;

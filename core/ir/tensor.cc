@@ -171,15 +171,18 @@ std::string shape_to_string(const Shape& shape) {
   return s + "]";
 }
 
-Storage::Storage(size_t bytes, Fill fill) : capacity_(bytes) {
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t align = bytes >= kHugePage ? kHugePage : 64;
+void* allocate_aligned(size_t bytes) {
+  const size_t align = bytes >= kHugePageBytes ? kHugePageBytes : 64;
   void* p = nullptr;
-  if (posix_memalign(&p, align, std::max<size_t>(bytes, 1)) != 0)
+  if (posix_memalign(&p, align, std::max<size_t>(bytes, 1)) != 0) return nullptr;
+  if (align == kHugePageBytes) madvise(p, bytes / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+  return p;
+}
+
+Storage::Storage(size_t bytes, Fill fill) : capacity_(bytes) {
+  data_ = static_cast<std::byte*>(allocate_aligned(bytes));
+  if (!data_)
     throw Error(ErrorKind::InvalidInput, "out of memory allocating " + std::to_string(bytes) + " bytes");
-  data_ = static_cast<std::byte*>(p);
-  // Advice only (ignored where THP is off); a partial last extent keeps 4 KiB pages.
-  if (align == kHugePage) madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
   if (fill == Fill::Zero) std::memset(data_, 0, bytes);
 }
 

@@ -122,6 +122,12 @@ std::string shape_to_string(const Shape& shape);  // "[1,3,224,224]"
 // transparent huge pages advised for its whole 2 MiB extents (where the kernel grants
 // them): a 4 KiB page fault per page made filling large buffers slow, and one TLB miss
 // per page stalls a streamed read. The allocation is never rounded up to whole extents.
+// The size of a transparent huge page, and memory for `bytes` bytes freed with std::free: 64-byte
+// aligned and, from kHugePageBytes up, aligned to and advised onto huge pages (its whole 2 MiB extents;
+// a partial last one keeps 4 KiB pages; advice only, ignored where THP is off). nullptr when out of memory.
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+void* allocate_aligned(size_t bytes);
+
 class Storage {
  public:
   enum class Fill { Zero, None };  // None: the caller writes every byte before reading any
