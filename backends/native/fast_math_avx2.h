@@ -1,7 +1,7 @@
-// fast_math.h's exp and the erf / tanh GELUs built on it, eight lanes at a time with AVX2+FMA: the
-// same formulas, so the same accuracy. Written out because GCC leaves the scalar ones unvectorised
-// (or at SSE width) in the kernels that need them. Every function carries COLLAGE_AVX2: call them only
-// from COLLAGE_AVX2 functions, and those only where avx2_fma() is true.
+// fast_math.h's exp, erf and tanh as eight-lane GELUs with AVX2+FMA: the same formulas, so the same
+// accuracy (up to the erf denominator's reciprocal, ~1e-7 relative). Written out because GCC leaves the
+// scalar ones unvectorised (or at SSE width) in the kernels that need them. Every function carries
+// COLLAGE_AVX2: call them only from COLLAGE_AVX2 functions, and those only where avx2_fma() is true.
 #pragma once
 
 // Under the guard fast_math_avx512.h explains: whichever of the two is included first decides.
@@ -10,6 +10,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+
+#include "backends/native/fast_math.h"
 
 #define COLLAGE_AVX2 __attribute__((target("avx2,fma")))
 
@@ -38,20 +40,20 @@ COLLAGE_AVX2 inline __m256 exp8(__m256 x) {
 }
 
 COLLAGE_AVX2 inline __m256 gelu_erf8(__m256 v) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256 x = _mm256_mul_ps(v, _mm256_set1_ps(0.7071067811865476f));
-  const __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), _mm256_set1_ps(6.0f));
-  const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f),
-                                 _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), a, _mm256_set1_ps(1.0f)));
-  __m256 p = _mm256_set1_ps(1.061405429f);
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-  const __m256 e = _mm256_fnmadd_ps(_mm256_mul_ps(p, t), exp8(_mm256_mul_ps(_mm256_xor_ps(a, sign), a)),
-                                    _mm256_set1_ps(1.0f));
-  const __m256 erf = _mm256_or_ps(e, _mm256_and_ps(x, sign));  // e >= 0: take x's sign
-  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), erf));
+  const __m256 x = _mm256_min_ps(
+      _mm256_max_ps(_mm256_mul_ps(v, _mm256_set1_ps(0.7071067811865476f)), _mm256_set1_ps(-4.0f)),
+      _mm256_set1_ps(4.0f));
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_fmadd_ps(x2, _mm256_set1_ps(kErfAlpha[0]), _mm256_set1_ps(kErfAlpha[1]));
+  for (int i = 2; i < 7; ++i) p = _mm256_fmadd_ps(x2, p, _mm256_set1_ps(kErfAlpha[i]));
+  __m256 q = _mm256_fmadd_ps(x2, _mm256_set1_ps(kErfBeta[0]), _mm256_set1_ps(kErfBeta[1]));
+  for (int i = 2; i < 5; ++i) q = _mm256_fmadd_ps(x2, q, _mm256_set1_ps(kErfBeta[i]));
+  // vrcpps (12 bits) and a Newton step (~23 bits): cheaper than a division; q < 0, never zero.
+  const __m256 r = _mm256_rcp_ps(q);
+  const __m256 erf =
+      _mm256_mul_ps(_mm256_mul_ps(x, p), _mm256_mul_ps(r, _mm256_fnmadd_ps(q, r, _mm256_set1_ps(2.0f))));
+  const __m256 half = _mm256_mul_ps(_mm256_set1_ps(0.5f), v);
+  return _mm256_fmadd_ps(half, erf, half);
 }
 
 COLLAGE_AVX2 inline __m256 gelu_tanh8(__m256 v) {

@@ -1,7 +1,7 @@
 // fast_math_avx2.h's exp and GELUs sixteen lanes at a time with AVX-512F: the same formulas and
-// coefficients, at twice the width where a core runs 512-bit vectors at full width, and cheaper per
-// lane: 2^n by vscalefps, and the reciprocals by vrcp14ps and one Newton step instead of a division
-// (a division per vector held a fused GELU to ~24 cycles a vector on Zen 5). The results differ from
+// coefficients (fast_math.h's), at twice the width where a core runs 512-bit vectors at full width, and
+// cheaper per lane: 2^n by vscalefps, and the reciprocals by vrcp14ps and one Newton step instead of a
+// division (a division per vector held a fused GELU to ~24 cycles a vector on Zen 5). The results differ from
 // the eight-lane ones in the last bits only (relative error of the reciprocal ~1e-7 after the step).
 // Every function carries COLLAGE_AVX512F: call them only from functions compiled for AVX-512F, and
 // those only where the CPU has it.
@@ -14,6 +14,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+
+#include "backends/native/fast_math.h"
 
 #define COLLAGE_AVX512F __attribute__((target("avx512f,avx2,fma")))
 
@@ -41,23 +43,22 @@ COLLAGE_AVX512F inline __m512 reciprocal16(__m512 d) {
   return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
 }
 
+// erf by the rational approximation fast_math.h names, the reciprocal of its denominator by
+// vrcp14ps and a Newton step; half the cost of an exp-based erf.
 COLLAGE_AVX512F inline __m512 gelu_erf16(__m512 v) {
-  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
-  const __m512 x = _mm512_mul_ps(v, _mm512_set1_ps(0.7071067811865476f));
-  const __m512i xi = _mm512_castps_si512(x);
-  const __m512 a = _mm512_min_ps(_mm512_castsi512_ps(_mm512_andnot_si512(sign, xi)), _mm512_set1_ps(6.0f));
-  const __m512 t = reciprocal16(_mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), a, _mm512_set1_ps(1.0f)));
-  __m512 p = _mm512_set1_ps(1.061405429f);
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-  const __m512 minus_a2 =
-      _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_mul_ps(a, a)), sign));
-  const __m512 e = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), exp16(minus_a2), _mm512_set1_ps(1.0f));
-  const __m512 erf = _mm512_castsi512_ps(
-      _mm512_or_si512(_mm512_castps_si512(e), _mm512_and_si512(xi, sign)));  // e >= 0: take x's sign
-  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
+  const __m512 x = _mm512_min_ps(
+      _mm512_max_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.7071067811865476f)), _mm512_set1_ps(-4.0f)),
+      _mm512_set1_ps(4.0f));
+  const __m512 x2 = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_fmadd_ps(x2, _mm512_set1_ps(kErfAlpha[0]), _mm512_set1_ps(kErfAlpha[1]));
+  for (int i = 2; i < 7; ++i) p = _mm512_fmadd_ps(x2, p, _mm512_set1_ps(kErfAlpha[i]));
+  __m512 q = _mm512_fmadd_ps(x2, _mm512_set1_ps(kErfBeta[0]), _mm512_set1_ps(kErfBeta[1]));
+  for (int i = 2; i < 5; ++i) q = _mm512_fmadd_ps(x2, q, _mm512_set1_ps(kErfBeta[i]));
+  const __m512 r = _mm512_rcp14_ps(q);  // q <= kErfBeta[4] < 0: never zero
+  const __m512 erf =
+      _mm512_mul_ps(_mm512_mul_ps(x, p), _mm512_mul_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(2.0f))));
+  const __m512 half = _mm512_mul_ps(_mm512_set1_ps(0.5f), v);
+  return _mm512_fmadd_ps(half, erf, half);
 }
 
 COLLAGE_AVX512F inline __m512 gelu_tanh16(__m512 v) {

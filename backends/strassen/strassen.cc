@@ -270,7 +270,7 @@ const BackendSpec& strassen_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "strassen";
-    s.version = "4 (one Winograd-form level over stream-gemm's kernels and epilogue)";
+    s.version = "5 (one Winograd-form level over stream-gemm's kernels and epilogue)";
     auto f32 = all_float32();
     for (const char* op_type : {"MatMul", "Gemm"}) {
       PatternPtr head = op(op_type)->where(f32)->where(product_ok);

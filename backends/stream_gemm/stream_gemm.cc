@@ -105,8 +105,8 @@ const BackendSpec& stream_gemm_backend() {
     BackendSpec s;
     s.name = "stream-gemm";
     s.version =
-        "5 (6x16 avx2+fma or 6x32 avx512 tiles, prefetching panels, rows in L2-sized chunks, leading adds in "
-        "the kernel, an avx512 epilogue)";
+        "6 (6x16 avx2+fma or 6x32 avx512 tiles, prefetching panels, rows in L2-sized chunks, leading adds in "
+        "the kernel, an avx512 epilogue, a rational erf)";
     s.patterns = stream_gemm::product_patterns(matmul_ok, gemm_ok);
     s.limits.max_nodes = 8;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {

@@ -69,7 +69,8 @@ const BackendSpec& stream_gemm_int8_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "stream-gemm-int8";
-    s.version = "1 (avx512-vnni 6x64 tiles, per-tensor u8 activations, 7-bit per-column weights)";
+    s.version =
+        "2 (avx512-vnni 6x64 tiles, per-tensor u8 activations, 7-bit per-column weights, a rational erf)";
     s.precision = Precision::Int8;
     s.patterns = stream_gemm::product_patterns(matmul_ok, gemm_ok);
     s.limits.max_nodes = 8;
