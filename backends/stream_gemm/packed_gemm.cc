@@ -403,11 +403,22 @@ std::vector<Isa> isas() {
   return {Isa::Avx2};
 }
 
-void activate(EpilogueStep::Kind kind, float* y, int64_t n) {
-  if (best_isa() == Isa::Avx512)
-    apply_step512({kind}, y, nullptr, n);
-  else
-    apply_step({kind}, y, nullptr, n);
+void activate(EpilogueStep::Kind kind, float* y, int64_t n, int threads) {
+  auto run = [kind](float* p, int64_t count) {
+    if (best_isa() == Isa::Avx512)
+      apply_step512({kind}, p, nullptr, count);
+    else
+      apply_step({kind}, p, nullptr, count);
+  };
+  constexpr int64_t kMinShare = 1 << 15;  // below this a second thread costs more than it saves
+  const int64_t teams = std::clamp<int64_t>(n / kMinShare, 1, std::max(threads, 1));
+  if (teams == 1) return run(y, n);
+  const int64_t chunk = (n / teams + 15) / 16 * 16;
+#pragma omp parallel for num_threads(static_cast <int>(teams))
+  for (int64_t t = 0; t < teams; ++t) {
+    const int64_t begin = t * chunk;
+    if (begin < n) run(y + begin, std::min(chunk, n - begin));
+  }
 }
 
 PackedWeights pack_weights(const float* w, int64_t k, int64_t n, int64_t ldw, bool transposed) {

@@ -54,8 +54,9 @@ Isa best_isa();           // the widest of them (AVX2 where unsupported(): nothi
 // place (call it while that part of C is hot in cache).
 void apply_epilogue(const EpilogueStep* first, const EpilogueStep* last, float* c, int64_t ldc, int64_t r0,
                     int64_t rows, int64_t j0, int64_t cols);
-// An activation step (Relu, GeluErf or GeluTanh) over n floats in place, as the epilogue applies it.
-void activate(EpilogueStep::Kind kind, float* y, int64_t n);
+// An activation step (Relu, GeluErf or GeluTanh) over n floats in place, as the epilogue applies it;
+// on up to `threads` OpenMP threads where n is large enough to share.
+void activate(EpilogueStep::Kind kind, float* y, int64_t n, int threads = 1);
 
 // C = epilogue(A * W), or with `accumulate` C = epilogue(C + A * W); A row-major with leading dim
 // lda, C with ldc (an AddFull operand must not be C itself: accumulate instead). Per chunk of

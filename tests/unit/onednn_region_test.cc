@@ -288,6 +288,59 @@ TEST(OnednnRegion, MatmulsWithPaddedWeightRowsMatchTheNativeReference) {
   }
 }
 
+// Linear layers as exporters write them, MatMul then Add of a constant row, the row read as the
+// product's bias; one ends in an erf GELU (the region runs it as a pass of its own, split between
+// threads on an output this large), one in a full-shaped constant Add that must stay an Add, one
+// in a row of rank 3. Every prefix of each chain, on both oneDNN backends, at 1 and 2 threads.
+TEST(OnednnRegion, LinearBiasRowsAndGeluTailsMatchTheNativeReference) {
+  using M = testing::OnnxTestModel;
+  using testing::random_tensor_f32;
+  const int64_t rows = 80, k = 48, n = 1024;  // 81920 outputs: the GELU pass is shared by 2 threads
+  M m(17);
+  m.input("x", {1, rows, k});
+  m.initializer("w1", random_tensor_f32({k, n}, 21, 0.3f));
+  m.initializer("b1", random_tensor_f32({n}, 22, 0.5f));
+  m.node("MatMul", {"x", "w1"}, {"h0"});
+  m.node("Add", {"b1", "h0"}, {"h"});  // the row first, as some exporters order it
+  m.initializer("sqrt2", Tensor::scalar<float>(1.41421356f));
+  m.initializer("one", Tensor::scalar<float>(1.0f));
+  m.initializer("half", Tensor::scalar<float>(0.5f));
+  m.node("Div", {"h", "sqrt2"}, {"g0"});
+  m.node("Erf", {"g0"}, {"g1"});
+  m.node("Add", {"g1", "one"}, {"g2"});
+  m.node("Mul", {"h", "g2"}, {"g3"});
+  m.node("Mul", {"g3", "half"}, {"g"});
+  m.initializer("w2", random_tensor_f32({n, k}, 23, 0.1f));
+  m.initializer("full", random_tensor_f32({1, rows, k}, 24, 0.5f));
+  m.node("MatMul", {"g", "w2"}, {"o0"});
+  m.node("Add", {"o0", "full"}, {"o"});  // not a row: stays a post-op
+  m.initializer("w3", random_tensor_f32({k, k}, 25, 0.3f));
+  m.initializer("b3", random_tensor_f32({1, 1, k}, 26, 0.5f));
+  m.node("MatMul", {"o", "w3"}, {"p0"});
+  m.node("Add", {"p0", "b3"}, {"p1"});
+  m.node("Relu", {"p1"}, {"y"});
+  m.output("y");
+  Graph g = testing::import_model(m);
+  auto values = testing::reference_values(g);
+  auto chain = [&](size_t from, size_t to) {
+    IndexSet nodes(g.nodes.size());
+    for (size_t i = from; i < to; ++i) nodes.add(i);
+    return nodes;
+  };
+  // Each chain alone (both backends), and the three products as one region.
+  std::vector<std::pair<size_t, size_t>> groups = {{0, 2}, {0, 7}, {7, 9}, {9, 11}, {9, 12}};
+  for (const BackendSpec* spec : {&onednn_backend(), &onednn_region_backend()}) {
+    if (spec == &onednn_region_backend()) groups.push_back({0, 12});
+    for (const auto& [from, to] : groups)
+      for (int threads : {1, 2}) {
+        testing::CandidateCheck c =
+            testing::check_candidate(g, *spec, chain(from, to), values, kKernelTolerance.rtol, 1e-4, threads);
+        EXPECT_TRUE(c.supported && c.mismatch.empty()) << spec->name << ", nodes " << from << ".." << to
+                                                       << ", " << threads << " thread(s): " << c.mismatch;
+      }
+  }
+}
+
 // ConvNeXt's block as torchvision exports it: depthwise 7x7, Permute to channels-last,
 // LayerNorm, Linear, erf GELU (5 nodes), Linear, Permute back, layer scale, residual. In one
 // region the Permutes are views and the GELU one eltwise; a Permute of a region input and
