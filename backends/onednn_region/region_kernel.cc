@@ -435,8 +435,8 @@ void RegionKernel::add_fully_connected(const Node& n) {
         posts.nodes.end());
   }
   // A constant row added first (a Linear exported as MatMul + Add) is the product's bias: oneDNN
-  // 2.6's brgemm adds a bias in its kernel, and the same row as a binary post-op cost up to 0.9 ms
-  // on ConvNeXt-Tiny's 3136 x 384 products.
+  // 2.6's brgemm adds a bias in its kernel; the same row as a binary post-op made ConvNeXt-Tiny's
+  // 3136 x 96 x 384 products 2.12 ms instead of 1.78 in the region.
   ValueId posts_head = n.outputs[0];
   if (!bias && !posts.steps.empty() && !posts.steps.front().block &&
       posts.steps.front().node->op_type == "Add") {
