@@ -201,4 +201,13 @@ std::vector<Unit> units_of(const Graph& g, const SubGraph& sub, size_t first) {
   return units;
 }
 
+const Tensor* bias_row(const Graph& g, const Node& add, ValueId product, int64_t cols, size_t rank) {
+  if (add.op_type != "Add" || add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) return nullptr;
+  const Value& row = g.value(add.inputs[0] == product ? add.inputs[1] : add.inputs[0]);
+  if (!row.constant || row.constant->dtype() != DType::Float32 || row.shape.empty() ||
+      row.shape.back() != cols || shape_size(row.shape) != cols || row.shape.size() > rank)
+    return nullptr;
+  return &*row.constant;
+}
+
 }  // namespace collage::onednn

@@ -29,6 +29,10 @@ struct Block {
 };
 std::optional<Block> block_at(const Graph& g, NodeId root);
 
+// The constant float row `add` adds to `product` (shape [1, .., 1, cols], rank at most `rank`): a Linear's
+// bias as exporters write it (MatMul, then Add), which a matmul takes as its bias argument. Null otherwise.
+const Tensor* bias_row(const Graph& g, const Node& add, ValueId product, int64_t cols, size_t rank);
+
 // One post-op step of a chain: eltwise stages of `in` (a node or a block) or a binary node.
 struct Unit {
   std::vector<Eltwise> stages;

@@ -493,18 +493,13 @@ std::unique_ptr<Kernel> compile_matmul(const Graph& g, const SubGraph& sub, cons
   std::vector<Unit> units = units_of(g, sub, 1);
   ValueId head_out = n.outputs[0];
   size_t first = 0;
-  if (!bias && !units.empty() && units[0].binary && units[0].binary->op_type == "Add") {
-    const Node& add = *units[0].binary;
-    const Value& ov = g.value(add.inputs[0] == head_out ? add.inputs[1] : add.inputs[0]);
-    if (ov.constant && ov.constant->dtype() == DType::Float32 && !ov.shape.empty() &&
-        ov.shape.back() == ys.back() && shape_size(ov.shape) == ys.back() && ov.shape.size() <= rank &&
-        add.inputs[0] != add.inputs[1]) {
-      bias = *ov.constant;
-      bias_md = plain(pad_rank(ov.shape, rank));
+  if (!bias && !units.empty() && units[0].binary)
+    if (const Tensor* row = bias_row(g, *units[0].binary, head_out, ys.back(), rank)) {
+      bias = *row;
+      bias_md = plain(pad_rank(row->shape(), rank));
       first = 1;
-      head_out = add.outputs[0];
+      head_out = units[0].binary->outputs[0];
     }
-  }
   PostOps post = post_ops_for(g, sub, g.value(sub.outputs.at(0)).shape, units, first, head_out);
   auto build = [&](const memory::desc& b) {
     auto d = bias_md ? dnnl::matmul::desc(a_want, b, *bias_md, plain(ys))

@@ -438,22 +438,18 @@ void RegionKernel::add_fully_connected(const Node& n) {
   // 2.6's brgemm adds a bias in its kernel; the same row as a binary post-op made ConvNeXt-Tiny's
   // 3136 x 96 x 384 products 2.12 ms instead of 1.78 in the region.
   ValueId posts_head = n.outputs[0];
-  if (!bias && !posts.steps.empty() && !posts.steps.front().block &&
-      posts.steps.front().node->op_type == "Add") {
-    const Node* add = posts.steps.front().node;
-    ValueId other = add->inputs[0] == n.outputs[0] ? add->inputs[1] : add->inputs[0];
-    const Value& ov = g_.value(other);
-    if (is_const(g_, other) && ov.constant->dtype() == DType::Float32 && shape_size(ov.shape) == out_n &&
-        !ov.shape.empty() && ov.shape.back() == out_n && ov.shape.size() <= mys.size()) {
+  if (!bias && !posts.steps.empty() && !posts.steps.front().block)
+    if (const Tensor* row =
+            onednn::bias_row(g_, *posts.steps.front().node, n.outputs[0], out_n, mys.size())) {
+      const Node* add = posts.steps.front().node;
       Shape bshape(mys.size() - 1, 1);
       bshape.push_back(out_n);
       bias = Tensor(DType::Float32, bshape);
-      std::copy_n(ov.constant->data<float>(), out_n, bias->data<float>());
+      std::copy_n(row->data<float>(), out_n, bias->data<float>());
       posts.steps.erase(posts.steps.begin());
       posts.nodes.erase(std::find(posts.nodes.begin(), posts.nodes.end(), add));
       posts_head = add->outputs[0];
     }
-  }
   std::unordered_map<int, memory> args;
   auto build = [&](const dnnl::post_ops& ops, const memory::desc& w) {
     auto d = bias ? dnnl::matmul::desc(plain(mas), w, plain(bias->shape()), plain(mys))
