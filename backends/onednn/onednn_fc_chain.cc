@@ -57,7 +57,7 @@ void FcChain::bind(KernelInputs inputs, std::unordered_map<int, memory>& args) {
   }
 }
 
-FcChain fc_chain(const Graph& g, const SubGraph& sub, const std::string& who) {
+FcChain fc_chain(const Graph& g, const SubGraph& sub, const std::string& who, bool leading_factor) {
   auto refuse = [&who](const std::string& why) { throw Error(ErrorKind::Unsupported, who + ": " + why); };
   auto input_index = [&](ValueId v) {
     auto it = std::find(sub.inputs.begin(), sub.inputs.end(), v);
@@ -81,6 +81,13 @@ FcChain fc_chain(const Graph& g, const SubGraph& sub, const std::string& who) {
   if (shape_size(c.out_shape) != c.m * c.n) refuse("the group must keep the product's shape");
 
   const memory::desc row({1, c.n}, dt::f32, tag::ab), full = c.out_desc();
+  if (leading_factor) {
+    const memory::desc scalar({1, 1}, dt::f32, tag::ab);
+    c.factor = memory(scalar, cpu());
+    *static_cast<float*>(c.factor.get_data_handle()) = 1.0f;
+    c.constants.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(c.ops.len()) | DNNL_ARG_SRC_1, c.factor);
+    c.ops.append_binary(dnnl::algorithm::binary_mul, scalar);
+  }
   auto constant_row = [&](const Tensor& t, float factor) {
     memory m(row, cpu());
     float* p = static_cast<float*>(m.get_data_handle());

@@ -30,7 +30,7 @@ struct FcChain {
   int a_input = 0;  // the activations' index among the kernel's inputs
   Shape out_shape;
   Tensor weights;                                       // [K, N] row-major f32, Gemm's alpha folded in
-  dnnl::post_ops ops;                                   // Gemm's C first, then the chain
+  dnnl::post_ops ops;                                   // the factor, Gemm's C, then the chain
   std::vector<std::pair<int, dnnl::memory>> constants;  // per-column operands, bound once
   struct Runtime {
     int arg;
@@ -38,13 +38,17 @@ struct FcChain {
     dnnl::memory mem;
   };
   std::vector<Runtime> runtime;  // operands of the output's shape, bound per run
+  // With a leading factor: a [1, 1] f32 the product is multiplied by before anything else (bound
+  // once among `constants`; its value is the caller's to write before each run).
+  dnnl::memory factor;
 
   dnnl::memory::desc out_desc() const;  // [M, N] f32 row-major
   // Points the runtime operands at this run's inputs, in `args`.
   void bind(KernelInputs inputs, std::unordered_map<int, dnnl::memory>& args);
 };
 
-// `who` names the backend in refusals ("onednn-bf16: Gemm with transA").
-FcChain fc_chain(const Graph& g, const SubGraph& sub, const std::string& who);
+// `who` names the backend in refusals ("onednn-bf16: Gemm with transA"). `leading_factor`: the
+// post-ops start with a runtime scalar product (onednn-int8's activation scale, known per run).
+FcChain fc_chain(const Graph& g, const SubGraph& sub, const std::string& who, bool leading_factor = false);
 
 }  // namespace collage::onednn

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "backends/onednn/onednn_common.h"
@@ -40,27 +41,30 @@ void quantize(const float* a, int64_t n, float inv, int32_t zp, uint8_t* q) {
   }
 }
 
+// Per-column weight scales fixed when the primitive is created, the activation scale a leading
+// post-op factor written per run: oneDNN 2.6 then runs its brgemm kernels (AMX, VNNI), where
+// runtime output scales send it to gemm:jit (about 5x slower with AMX, measured on ViT-B/16's
+// 197x768x3072 product; a tenth slower with VNNI alone). Where it has no
+// brgemm kernel (AVX2) the product keeps runtime scales, its faster form there.
 class Int8MatmulKernel : public Kernel {
  public:
   Int8MatmulKernel(const Graph& g, const SubGraph& sub)
-      : chain_(onednn::fc_chain(g, sub, "onednn-int8")), m_(chain_.m), k_(chain_.k), n_(chain_.n) {
+      : chain_(onednn::fc_chain(g, sub, "onednn-int8", true)), m_(chain_.m), k_(chain_.k), n_(chain_.n) {
     QuantizedWeights qw = quantize_weights(chain_.weights.data<float>(), k_, n_);
     w_scale_ = std::move(qw.scale);
+    dnnl::matmul::primitive_desc pd = primitive_for(true);
+    fixed_scales_ = std::string(pd.impl_info_str()).rfind("brg", 0) == 0;
+    if (!fixed_scales_) {
+      chain_ = onednn::fc_chain(g, sub, "onednn-int8", false);
+      pd = primitive_for(false);
+    }
     chain_.weights = Tensor();  // the quantized copy is what the kernel keeps
-    const memory::desc full = chain_.out_desc();
-
-    dnnl::primitive_attr attr;
-    attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    attr.set_post_ops(chain_.ops);
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const memory::desc src_md({m_, k_}, dt::u8, tag::ab), w_any({k_, n_}, dt::s8, tag::any);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, w_any, full), attr, onednn::cpu());
     prim_ = dnnl::matmul(pd);
+    const memory::desc src_md = pd.src_desc();
     args_ = {{DNNL_ARG_SRC, memory(src_md, onednn::cpu())},
-             {DNNL_ARG_DST, memory(full, onednn::cpu(), DNNL_MEMORY_NONE)},
-             {DNNL_ARG_ATTR_OUTPUT_SCALES, memory({{n_}, dt::f32, tag::a}, onednn::cpu())},
+             {DNNL_ARG_DST, memory(chain_.out_desc(), onednn::cpu(), DNNL_MEMORY_NONE)},
              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, memory({{1}, dt::s32, tag::a}, onednn::cpu())}};
+    if (!fixed_scales_) args_[DNNL_ARG_ATTR_OUTPUT_SCALES] = memory({{n_}, dt::f32, tag::a}, onednn::cpu());
     memory w_plain({{k_, n_}, dt::s8, tag::ab}, onednn::cpu(), qw.q.data());
     memory w_mem(pd.weights_desc(), onednn::cpu());
     dnnl::stream stream(onednn::cpu());
@@ -85,8 +89,12 @@ class Int8MatmulKernel : public Kernel {
     const float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
     const int32_t zp = static_cast<int32_t>(std::lround(-lo / scale));
     quantize(a, count, 1.0f / scale, zp, static_cast<uint8_t*>(args_[DNNL_ARG_SRC].get_data_handle()));
-    float* scales = static_cast<float*>(args_[DNNL_ARG_ATTR_OUTPUT_SCALES].get_data_handle());
-    for (int64_t j = 0; j < n_; ++j) scales[j] = scale * w_scale_[static_cast<size_t>(j)];
+    if (fixed_scales_) {
+      *static_cast<float*>(chain_.factor.get_data_handle()) = scale;
+    } else {
+      float* scales = static_cast<float*>(args_[DNNL_ARG_ATTR_OUTPUT_SCALES].get_data_handle());
+      for (int64_t j = 0; j < n_; ++j) scales[j] = scale * w_scale_[static_cast<size_t>(j)];
+    }
     *static_cast<int32_t*>(args_[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC].get_data_handle()) = zp;
     args_[DNNL_ARG_DST].set_data_handle(y.raw());
     chain_.bind(inputs, args_);
@@ -101,9 +109,25 @@ class Int8MatmulKernel : public Kernel {
   }
 
  private:
+  // u8 activations with a runtime zero point; the output scales per column, fixed or runtime.
+  dnnl::matmul::primitive_desc primitive_for(bool fixed_scales) const {
+    dnnl::primitive_attr attr;
+    if (fixed_scales)
+      attr.set_output_scales(1 << 1, w_scale_);
+    else
+      attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    attr.set_post_ops(chain_.ops);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const memory::desc src_md({m_, k_}, dt::u8, tag::ab), w_any({k_, n_}, dt::s8, tag::any);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_any, chain_.out_desc()), attr,
+                                        onednn::cpu());
+  }
+
   onednn::FcChain chain_;
   int64_t m_ = 0, k_ = 0, n_ = 0;
   std::vector<float> w_scale_;
+  bool fixed_scales_ = false;
   dnnl::primitive prim_;
   std::unordered_map<int, memory> args_;
   std::mutex mutex_;

@@ -10,7 +10,7 @@ const BackendSpec& onednn_int8_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "onednn-int8";
-    s.version = onednn::backend_version() + "+int8r1";
+    s.version = onednn::backend_version() + "+int8r2";
     s.precision = Precision::Int8;
     s.patterns = onednn::fully_connected_patterns();
     s.limits.max_nodes = 3;

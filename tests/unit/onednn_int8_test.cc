@@ -64,31 +64,50 @@ TEST(OnednnInt8, EveryCandidateIsWithinTwoPercentOfItsPeak) {
 }
 
 // Activations on the u8 grid and weights on the 7-bit grid quantize without loss: the int8
-// kernel must then give the fp32 product exactly (integer sums well inside fp32's 24 bits).
+// kernel must then give the fp32 product exactly (integer sums well inside fp32's 24 bits), with
+// the bias or Gemm's scaled C added after the product's scales, in either form of the kernel.
 TEST(OnednnInt8, ValuesOnTheQuantizationGridGiveTheExactProduct) {
   const int64_t m = 5, k = 64, n = 24;
-  OnnxTestModel model(17);
-  model.input("x", {m, k});
-  Tensor w(DType::Float32, {k, n}), bias(DType::Float32, {n});
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < n; ++j)  // each column reaches +-63, so its scale is 1
-      w.data<float>()[i * n + j] = i == j % k ? 63.0f : static_cast<float>((i * 7 + j * 13) % 127 - 63);
-  for (int64_t j = 0; j < n; ++j) bias.data<float>()[j] = static_cast<float>(j - 10);
-  model.initializer("w", w);
-  model.initializer("b", bias);
-  model.node("MatMul", {"x", "w"}, {"mm"});
-  model.node("Add", {"mm", "b"}, {"y"});
-  model.output("y");
-  Graph g = import_model(model);
-  Tensor x(DType::Float32, {m, k});
-  for (int64_t i = 0; i < m * k; ++i)  // integers in [-100, 155], both ends present: scale 1, zero point 100
-    x.data<float>()[i] = i == 0 ? -100.0f : i == 1 ? 155.0f : static_cast<float>((i * 37) % 256 - 100);
-  std::vector<Tensor> values = reference_values(g, {x});
-  IndexSet all(g.nodes.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
-  std::vector<Tensor> got = run_int8(g, all, values);
-  const Tensor& want = values[static_cast<size_t>(g.outputs[0])];
-  for (int64_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[0].data<float>()[i], want.data<float>()[i]) << i;
+  for (bool gemm : {false, true}) {
+    OnnxTestModel model(17);
+    model.input("x", {m, k});
+    Tensor w(DType::Float32, gemm ? Shape{n, k} : Shape{k, n}), bias(DType::Float32, {n});
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < n; ++j)  // each column reaches +-63, so its scale is 1
+        w.data<float>()[gemm ? j * k + i : i * n + j] =
+            i == j % k ? 63.0f : static_cast<float>((i * 7 + j * 13) % 127 - 63);
+    for (int64_t j = 0; j < n; ++j) bias.data<float>()[j] = static_cast<float>(j - 10);
+    model.initializer("w", w);
+    model.initializer("b", bias);
+    if (gemm) {
+      onnx::NodeProto& head = model.node("Gemm", {"x", "w", "b"}, {"mm"});
+      OnnxTestModel::attr_int(head, "transB", 1);
+      OnnxTestModel::attr_float(head, "beta", 2.0f);
+      model.node("Relu", {"mm"}, {"y"});
+    } else {
+      model.node("MatMul", {"x", "w"}, {"mm"});
+      model.node("Add", {"mm", "b"}, {"y"});
+    }
+    model.output("y");
+    Graph g = import_model(model);
+    Tensor x(DType::Float32, {m, k});
+    // Halves of the integers in [-100, 155], both ends present: scale 0.5, zero point 100.
+    for (int64_t i = 0; i < m * k; ++i)
+      x.data<float>()[i] = 0.5f * (i == 0   ? -100.0f
+                                   : i == 1 ? 155.0f
+                                            : static_cast<float>((i * 37) % 256 - 100));
+    std::vector<Tensor> values = reference_values(g, {x});
+    IndexSet all(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
+    std::vector<Tensor> got = run_int8(g, all, values);
+    const Tensor& want = values[static_cast<size_t>(g.outputs[0])];
+    size_t positive = 0;
+    for (int64_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[0].data<float>()[i], want.data<float>()[i]) << (gemm ? "Gemm " : "MatMul ") << i;
+      positive += want.data<float>()[i] > 0;
+    }
+    EXPECT_GT(positive, 0u);
+  }
 }
 
 TEST(OnednnInt8, WeightsUseSevenBitsPerColumn) {
