@@ -17,6 +17,7 @@
 
 #include "backends/native/fast_math.h"
 #include "backends/native/fast_math_avx2.h"
+#include "backends/native/fast_math_avx512.h"
 #include "backends/native/kernel_util.h"
 #include "backends/native/native_kernel.h"
 #include "core/backend_api/transformer_fusion.h"
@@ -131,6 +132,50 @@ class LayerNormKernel : public Kernel {
 };
 
 // ---- GELU ---------------------------------------------------------------------------------
+template <bool kTanh>
+float gelu_scalar(float v) {
+  if (kTanh) return 0.5f * v * (1.0f + fast_tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  return 0.5f * v * (1.0f + fast_erf(v * 0.7071067811865476f));
+}
+
+}  // namespace
+
+void gelu_span(const float* x, const float* b, int64_t bstride, float* y, int64_t n, bool tanh) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] + (b ? b[i * bstride] : 0.0f);
+    y[i] = tanh ? gelu_scalar<true>(v) : gelu_scalar<false>(v);
+  }
+}
+
+COLLAGE_AVX2 void gelu_span_avx2(const float* x, const float* b, int64_t bstride, float* y, int64_t n,
+                                 bool tanh) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    if (b) v = _mm256_add_ps(v, bstride ? _mm256_loadu_ps(b + i) : _mm256_set1_ps(b[0]));
+    _mm256_storeu_ps(y + i, tanh ? gelu_tanh8(v) : gelu_erf8(v));
+  }
+  gelu_span(x + i, b ? b + i * bstride : nullptr, bstride, y + i, n - i, tanh);
+}
+
+COLLAGE_AVX512F void gelu_span_avx512(const float* x, const float* b, int64_t bstride, float* y, int64_t n,
+                                      bool tanh) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    if (b) v = _mm512_add_ps(v, bstride ? _mm512_maskz_loadu_ps(m, b + i) : _mm512_set1_ps(b[0]));
+    _mm512_mask_storeu_ps(y + i, m, tanh ? gelu_tanh16(v) : gelu_erf16(v));
+  }
+}
+
+GeluSpan best_gelu_span() {
+  if (__builtin_cpu_supports("avx512f")) return gelu_span_avx512;
+  if (avx2_fma()) return gelu_span_avx2;
+  return gelu_span;
+}
+
+namespace {
+
 class GeluKernel : public Kernel {
  public:
   GeluKernel(const Graph& g, const SubGraph& sub, const GeluBlock& b) : tanh_(b.tanh) {
@@ -182,30 +227,11 @@ class GeluKernel : public Kernel {
   }
 
  private:
-  // y[i] = gelu(x[i] + b[i * bstride]) (b may be null): one straight loop per case so it vectorises.
-  template <bool kTanh>
-  static float gelu(float v) {
-    if (kTanh) return 0.5f * v * (1.0f + fast_tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-    return 0.5f * v * (1.0f + fast_erf(v * 0.7071067811865476f));
-  }
-  template <bool kTanh>
-  static void loop(const float* x, const float* b, float* y, int64_t n, int64_t bstride) {
-    if (!b) {
-      for (int64_t i = 0; i < n; ++i) y[i] = gelu<kTanh>(x[i]);
-    } else if (bstride == 1) {
-      for (int64_t i = 0; i < n; ++i) y[i] = gelu<kTanh>(x[i] + b[i]);
-    } else {
-      const float c = b[0];
-      for (int64_t i = 0; i < n; ++i) y[i] = gelu<kTanh>(x[i] + c);
-    }
-  }
   void apply(const float* x, const float* b, float* y, int64_t n, int64_t bstride) const {
-    if (tanh_)
-      loop<true>(x, b, y, n, bstride);
-    else
-      loop<false>(x, b, y, n, bstride);
+    gelu_span_(x, b, bstride, y, n, tanh_);
   }
 
+  GeluSpan gelu_span_ = best_gelu_span();
   bool tanh_;
   Shape shape_;
   int64_t d_ = 1;

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "backends/native/fast_math_avx2.h"
+#include "backends/native/fast_math_avx512.h"
 #include "core/ir/kernel.h"
 #include "core/ir/subgraph.h"
 
@@ -22,5 +23,17 @@ std::unique_ptr<Kernel> make_transformer_kernel(const Graph& graph, const SubGra
 // where avx2_fma()). Declared for the tests, which hold both to a double-precision softmax.
 void softmax_row(float* row, const float* mask, int64_t n);
 COLLAGE_AVX2 void softmax_row_avx2(float* row, const float* mask, int64_t n);
+
+// The GELU kernel's pass: y[i] = gelu(x[i] + b[i * bstride]) over n floats (b null: no bias;
+// bstride 0: one bias for all), by erf or by tanh. The portable one, eight lanes (only where
+// avx2_fma()), sixteen lanes (only where the CPU has AVX-512F): the fast_math forms, so they differ
+// in the last bits only. y may be x. Declared for the tests.
+void gelu_span(const float* x, const float* b, int64_t bstride, float* y, int64_t n, bool tanh);
+COLLAGE_AVX2 void gelu_span_avx2(const float* x, const float* b, int64_t bstride, float* y, int64_t n,
+                                 bool tanh);
+COLLAGE_AVX512F void gelu_span_avx512(const float* x, const float* b, int64_t bstride, float* y, int64_t n,
+                                      bool tanh);
+using GeluSpan = void (*)(const float*, const float*, int64_t, float*, int64_t, bool);
+GeluSpan best_gelu_span();  // the widest this CPU runs
 
 }  // namespace collage::native

@@ -505,6 +505,42 @@ TEST(TransformerFusion, SoftmaxRowsAgreeWithDoublePrecision) {
   }
 }
 
+// The GELU kernel's pass in every width this CPU runs, against double precision: lengths around the
+// vector widths (tails), no bias, a bias row, one bias for all, in place, by erf and by tanh.
+TEST(TransformerFusion, GeluSpansMatchDoublePrecision) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-6.0f, 6.0f);
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 33, 100}) {
+    std::vector<float> x(static_cast<size_t>(n)), row(static_cast<size_t>(n));
+    for (auto& v : x) v = value(rng);
+    for (auto& v : row) v = value(rng) / 4;
+    for (bool tanh : {false, true})
+      for (int64_t bstride : {-1, 0, 1}) {  // -1: no bias
+        const float* b = bstride < 0 ? nullptr : row.data();
+        auto want = [&](size_t i) {
+          const double v = double{x[i]} + (b ? double{b[bstride > 0 ? i : 0]} : 0.0);
+          if (tanh) return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+          return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+        };
+        auto check = [&](const char* which, native::GeluSpan span) {
+          SCOPED_TRACE(std::string(which) + " n=" + std::to_string(n) + (tanh ? " tanh" : " erf") +
+                       " bias stride " + std::to_string(bstride));
+          std::vector<float> y(static_cast<size_t>(n) + 1, 12345.0f);  // one guard after the end
+          span(x.data(), b, std::max<int64_t>(bstride, 0), y.data(), n, tanh);
+          for (size_t i = 0; i < x.size(); ++i)
+            EXPECT_NEAR(y[i], want(i), 2e-6 * (1.0 + std::fabs(want(i)))) << i;
+          EXPECT_EQ(y.back(), 12345.0f) << "wrote past the end";
+          std::vector<float> inplace = x;
+          span(inplace.data(), b, std::max<int64_t>(bstride, 0), inplace.data(), n, tanh);
+          for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(inplace[i], y[i]) << "in place, at " << i;
+        };
+        check("portable", native::gelu_span);
+        if (native::avx2_fma()) check("avx2", native::gelu_span_avx2);
+        if (__builtin_cpu_supports("avx512f")) check("avx512", native::gelu_span_avx512);
+      }
+  }
+}
+
 // ---- the zoo's encoder --------------------------------------------------------------------
 using testing::sample_graph;
 
