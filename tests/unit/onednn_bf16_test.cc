@@ -45,7 +45,7 @@ std::vector<Tensor> run_bf16(const Graph& g, const IndexSet& nodes, const std::v
   return kernel->run(args, alloc);
 }
 
-TEST(OnednnBf16, IsAReducedPrecisionBackendOfFullyConnectedLayers) {
+TEST(OnednnBf16, IsAReducedPrecisionBackendOfLayersAndActivationProducts) {
   EXPECT_EQ(onednn_bf16_backend().precision, Precision::BFloat16);
   EXPECT_STREQ(precision_name(onednn_bf16_backend().precision), "bf16");
   for (const BackendSpec* b : default_backends()) EXPECT_NE(b->name, "onednn-bf16");
@@ -53,13 +53,17 @@ TEST(OnednnBf16, IsAReducedPrecisionBackendOfFullyConnectedLayers) {
   std::set<std::string> labels;
   BackendSpec patterns_only = onednn_bf16_backend();  // its patterns, whatever this CPU can run
   patterns_only.unavailable = nullptr;
+  size_t activation_products = 0;
   for (const Candidate& c : enumerate_candidates(g, {&patterns_only})) {
     labels.insert(c.label);
-    for (size_t n : c.nodes.indices())  // a product of two activations is not a layer
-      EXPECT_FALSE(g.node(static_cast<NodeId>(n)).op_type == "MatMul" &&
-                   !g.value(g.node(static_cast<NodeId>(n)).inputs[1]).constant)
-          << c.label;
+    for (size_t n : c.nodes.indices())  // a product of two activations: alone (no bias, no activation)
+      if (const Node& node = g.node(static_cast<NodeId>(n));
+          node.op_type == "MatMul" && !g.value(node.inputs[1]).constant) {
+        EXPECT_EQ(c.label, "MatMul");
+        ++activation_products;
+      }
   }
+  EXPECT_EQ(activation_products, 1u);
   EXPECT_TRUE(labels.count("Gemm+Relu"));
   EXPECT_TRUE(labels.count("MatMul+Add"));
 }
@@ -128,6 +132,39 @@ TEST(OnednnBf16, OperandsOnTheBf16GridGiveTheExactProduct) {
     positive += want.data<float>()[i] > 0;
   }
   EXPECT_GT(positive, 0u);  // the Relu let something through
+}
+
+// Products of two activations on the bf16 grid (integers below 256; sums exact in fp32): exact,
+// with ONNX's batch broadcasting ([2, 3, M, K] x [3, K, N]) and a scalar Mul or Div after them.
+TEST(OnednnBf16, ActivationProductsOnTheBf16GridAreExact) {
+  if (!cpu_has_bf16_dot_products())
+    GTEST_SKIP() << "this CPU has no bf16 dot products (AVX512_BF16 or AMX-BF16)";
+  const int64_t m = 5, k = 24, n = 7;
+  for (const std::string scale : {"", "Mul", "Div"}) {
+    SCOPED_TRACE("scale " + (scale.empty() ? std::string("none") : scale));
+    OnnxTestModel model(17);
+    model.input("a", {2, 3, m, k});
+    model.input("b", {3, k, n});
+    model.node("MatMul", {"a", "b"}, {scale.empty() ? "y" : "p"});
+    if (!scale.empty()) {
+      model.initializer("c", Tensor::scalar<float>(scale == "Mul" ? 0.5f : 4.0f));
+      model.node(scale, {"p", "c"}, {"y"});
+    }
+    model.output("y");
+    Graph g = import_model(model);
+    Tensor a(DType::Float32, {2, 3, m, k}), b(DType::Float32, {3, k, n});
+    for (int64_t i = 0; i < a.size(); ++i) a.data<float>()[i] = static_cast<float>((i * 37) % 201 - 100);
+    for (int64_t i = 0; i < b.size(); ++i) b.data<float>()[i] = static_cast<float>((i * 29) % 255 - 127);
+    std::vector<Tensor> values = reference_values(g, {a, b});
+    std::vector<Candidate> whole;
+    for (const Candidate& c : enumerate_candidates(g, {&onednn_bf16_backend()}))
+      if (c.nodes.popcount() == g.nodes.size()) whole.push_back(c);
+    ASSERT_EQ(whole.size(), 1u);
+    std::vector<Tensor> got = run_bf16(g, whole[0].nodes, values);
+    const Tensor& want = values[static_cast<size_t>(g.outputs[0])];
+    ASSERT_EQ(got[0].shape(), want.shape());
+    for (int64_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[0].data<float>()[i], want.data<float>()[i]) << i;
+  }
 }
 
 // Random operands: bf16's 8 significant bits, errors averaging out over K terms, keep every
