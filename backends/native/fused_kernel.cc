@@ -142,12 +142,12 @@ bool tileable_chain(const Graph& g, const SubGraph& sub, size_t first) {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_fused_kernel(const Graph& graph, const SubGraph& subgraph) {
+std::unique_ptr<Kernel> make_fused_kernel(const Graph& graph, const SubGraph& subgraph, int threads) {
   // Sub-graph kernels take subgraph.inputs (constants excluded), so even a single
   // node goes through the composite wrapper that maps them to its input slots.
   for (NodeId n : subgraph.node_list) (void)find_op(graph.node(n));  // Unsupported surfaces at compile time
   const Node& head = graph.node(subgraph.node_list[0]);
-  if (auto k = make_transformer_kernel(graph, subgraph)) return k;
+  if (auto k = make_transformer_kernel(graph, subgraph, threads)) return k;
   if (subgraph.node_list.size() == 1) return make_composite_kernel(graph, subgraph, &make_node_kernel);
   if (tileable_chain(graph, subgraph, 0)) return std::make_unique<TiledChainKernel>(graph, subgraph, false);
   if (head.outputs.size() == 1 && tileable_chain(graph, subgraph, 1))

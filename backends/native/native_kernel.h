@@ -14,7 +14,7 @@ std::unique_ptr<Kernel> make_node_kernel(const Node& node);
 NodeEvaluator node_evaluator();
 // A kernel for a sub-graph of natively supported nodes. Element-wise chains run
 // in one pass over memory (tile by tile); anything else runs node by node.
-std::unique_ptr<Kernel> make_fused_kernel(const Graph& graph, const SubGraph& subgraph);
+std::unique_ptr<Kernel> make_fused_kernel(const Graph& graph, const SubGraph& subgraph, int threads = 1);
 // Executor steps running every node with its native kernel.
 std::vector<ExecStep> native_steps(const Graph& graph);
 

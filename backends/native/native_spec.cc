@@ -16,7 +16,7 @@ const BackendSpec& native_backend() {
     BackendSpec s;
     s.name = "native";
     // 2: the attention core's softmax in eight lanes; 3: erf without exp (a GELU at half the cost);
-    // 4: the GELU kernel in eight or sixteen lanes.
+    // 4: the GELU kernel in eight or sixteen lanes, shared between the threads.
     s.version = "4";
     s.rules.push_back(std::make_shared<TvmStyleRule>([](const Graph&, const Node& n) {
       return (n.domain.empty() || n.domain == "com.microsoft") && native::supports_op(n.op_type);
@@ -27,8 +27,8 @@ const BackendSpec& native_backend() {
                   gelu_pattern(true, true), attention_pattern(false),   attention_pattern(true)};
     s.limits.max_pattern_nodes = 16;  // decomposed LayerNorm + residual: 10; tanh GELU + bias + MatMul: 11
     s.compile = [](const Graph& graph, const SubGraph& sub,
-                   const CompileOptions&) -> std::unique_ptr<Kernel> {
-      return native::make_fused_kernel(graph, sub);
+                   const CompileOptions& options) -> std::unique_ptr<Kernel> {
+      return native::make_fused_kernel(graph, sub, options.threads);
     };
     return s;
   }();

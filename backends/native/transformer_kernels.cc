@@ -178,7 +178,8 @@ namespace {
 
 class GeluKernel : public Kernel {
  public:
-  GeluKernel(const Graph& g, const SubGraph& sub, const GeluBlock& b) : tanh_(b.tanh) {
+  GeluKernel(const Graph& g, const SubGraph& sub, const GeluBlock& b, int threads)
+      : threads_(std::max(threads, 1)), tanh_(b.tanh) {
     shape_ = g.value(b.x).shape;
     d_ = shape_.empty() ? 1 : shape_.back();
     if (b.matmul != kNoNode) {
@@ -216,12 +217,22 @@ class GeluKernel : public Kernel {
     const int64_t n = shape_size(shape_), d = d_;
     const float* bias = nullptr;
     if (has_bias_) bias = bias_row_.empty() ? bias_.get(inputs).data<float>() : bias_row_.data();
-    if (has_bias_ && !full_bias_ && !bias_row_.empty()) {
-      for (int64_t r = 0; r < n; r += d) apply(x + r, bias, y + r, d, 1);
-    } else if (has_bias_ && !full_bias_) {  // runtime row bias of d (or one) values
-      for (int64_t r = 0; r < n; r += d) apply(x + r, bias, y + r, d, bias_size_ == 1 ? 0 : 1);
-    } else {
-      apply(x, bias, y, n, 1);
+    // Rows of d against a bias row (constant, or a runtime one of d or one values), else one span.
+    const bool rows = has_bias_ && !full_bias_;
+    const int64_t bstride = rows && bias_row_.empty() && bias_size_ == 1 ? 0 : 1;
+    const int64_t unit = rows ? d : 16;
+    const int64_t units = (n + unit - 1) / unit;
+    // Shared between the threads above 2^15 elements each (below, a second thread costs more than it saves).
+    const int teams = static_cast<int>(std::clamp<int64_t>(n >> 15, 1, threads_));
+    const int64_t per = (units + teams - 1) / teams;
+#pragma omp parallel for num_threads(teams) if (teams > 1)
+    for (int t = 0; t < teams; ++t) {
+      const int64_t begin = std::min(n, t * per * unit), end = std::min(n, (t + 1) * per * unit);
+      if (rows) {
+        for (int64_t r = begin; r < end; r += d) apply(x + r, bias, y + r, d, bstride);
+      } else if (begin < end) {
+        apply(x + begin, bias ? bias + begin : nullptr, y + begin, end - begin, 1);
+      }
     }
     return {h};
   }
@@ -232,6 +243,7 @@ class GeluKernel : public Kernel {
   }
 
   GeluSpan gelu_span_ = best_gelu_span();
+  int threads_ = 1;
   bool tanh_;
   Shape shape_;
   int64_t d_ = 1;
@@ -450,9 +462,9 @@ COLLAGE_AVX2 void softmax_row_avx2(float* row, const float* mask, int64_t n) {
   for (; j < n; ++j) row[j] *= inv;
 }
 
-std::unique_ptr<Kernel> make_transformer_kernel(const Graph& graph, const SubGraph& sub) {
+std::unique_ptr<Kernel> make_transformer_kernel(const Graph& graph, const SubGraph& sub, int threads) {
   if (auto b = layer_norm_of(graph, sub)) return std::make_unique<LayerNormKernel>(graph, sub, *b);
-  if (auto b = gelu_of(graph, sub)) return std::make_unique<GeluKernel>(graph, sub, *b);
+  if (auto b = gelu_of(graph, sub)) return std::make_unique<GeluKernel>(graph, sub, *b, threads);
   if (auto b = attention_of(graph, sub)) return std::make_unique<AttentionKernel>(graph, sub, *b);
   return nullptr;
 }

@@ -15,8 +15,9 @@ namespace collage::native {
 
 // The fused kernel when `sub` is exactly one such block, else nullptr.
 // Throws Unsupported for a block the kernels cannot lay out (e.g. an output
-// Transpose that moves the last axis).
-std::unique_ptr<Kernel> make_transformer_kernel(const Graph& graph, const SubGraph& sub);
+// Transpose that moves the last axis). `threads`: the GELU pass shares large tensors between them;
+// every other native kernel runs on the calling thread.
+std::unique_ptr<Kernel> make_transformer_kernel(const Graph& graph, const SubGraph& sub, int threads = 1);
 
 // The attention core's softmax of one scores row of `n` floats in place, after adding `mask`
 // (n contiguous floats, or null): the portable version and the eight-lane one (call it only

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <random>
@@ -502,6 +503,41 @@ TEST(TransformerFusion, SoftmaxRowsAgreeWithDoublePrecision) {
       if (native::avx2_fma()) scaled("avx2", onednn::softmax_row_avx2);
       if (__builtin_cpu_supports("avx512f")) scaled("avx512", onednn::softmax_row_avx512);
     }
+  }
+}
+
+// The GELU kernel shared between threads (large tensors only) computes what it computes alone,
+// bitwise, whichever bias it adds: none, a constant row, a full-shaped runtime tensor.
+TEST(TransformerFusion, GeluKernelOnTwoThreadsMatchesOneBitwise) {
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE("variant " + std::to_string(variant));
+    OnnxTestModel m(17);
+    const Shape shape = {2, 67, 1000};  // 134,000 floats: four shares of 2^15, rows of 1000
+    m.input("a", shape);
+    std::string x = "a";
+    if (variant == 1) m.initializer("bias", random_tensor_f32({shape.back()}, 5));
+    if (variant == 2) m.input("bias", shape);
+    if (variant > 0) {
+      m.node("Add", {"a", "bias"}, {"x"});
+      x = "x";
+    }
+    erf_gelu(m, x, "y");
+    m.output("y");
+    Graph g = import_model(m);
+    IndexSet all(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i) all.add(i);
+    SubGraph sub = make_subgraph(g, all);
+    auto values = testing::reference_values(g, {}, 7);
+    std::vector<const Tensor*> args;
+    for (ValueId v : sub.inputs) args.push_back(&values[static_cast<size_t>(v)]);
+    HeapAllocator alloc;
+    CompileOptions two;
+    two.threads = 2;
+    std::vector<Tensor> one = native_backend().compile(g, sub, CompileOptions{})->run(args, alloc);
+    std::vector<Tensor> shared = native_backend().compile(g, sub, two)->run(args, alloc);
+    EXPECT_EQ(compare_outputs(g, sub, shared, values), "");
+    ASSERT_EQ(one[0].size(), shared[0].size());
+    EXPECT_EQ(std::memcmp(one[0].raw(), shared[0].raw(), one[0].bytes()), 0);
   }
 }
 
