@@ -44,16 +44,20 @@ void quantize(const float* a, int64_t n, float inv, int32_t zp, uint8_t* q) {
 // Per-column weight scales fixed when the primitive is created, the activation scale a leading
 // post-op factor written per run: oneDNN 2.6 then runs its brgemm kernels (AMX, VNNI), where
 // runtime output scales send it to gemm:jit (about 5x slower with AMX, measured on ViT-B/16's
-// 197x768x3072 product; a tenth slower with VNNI alone). Where it has no
-// brgemm kernel (AVX2) the product keeps runtime scales, its faster form there.
+// 197x768x3072 product; a tenth slower with VNNI alone). Where it has no brgemm kernel (AVX2)
+// the product keeps runtime scales, its faster form there.
 class Int8MatmulKernel : public Kernel {
  public:
   Int8MatmulKernel(const Graph& g, const SubGraph& sub)
       : chain_(onednn::fc_chain(g, sub, "onednn-int8", true)), m_(chain_.m), k_(chain_.k), n_(chain_.n) {
     QuantizedWeights qw = quantize_weights(chain_.weights.data<float>(), k_, n_);
     w_scale_ = std::move(qw.scale);
-    dnnl::matmul::primitive_desc pd = primitive_for(true);
-    fixed_scales_ = std::string(pd.impl_info_str()).rfind("brg", 0) == 0;
+    dnnl::matmul::primitive_desc pd;
+    try {
+      pd = primitive_for(true);
+      fixed_scales_ = std::string(pd.impl_info_str()).rfind("brg", 0) == 0;
+    } catch (const dnnl::error&) {  // no kernel for this form: the runtime scales' one below
+    }
     if (!fixed_scales_) {
       chain_ = onednn::fc_chain(g, sub, "onednn-int8", false);
       pd = primitive_for(false);
