@@ -59,7 +59,7 @@ class OrtKernel : public Kernel {
       : r_(r) {
     if (pool == Pool::RowBlocks && (threads <= 1 || !row_splittable(g, sub))) pool = Pool::Blocking;
     blocks_ = pool == Pool::RowBlocks ? threads : 0;
-    const bool spin = pool == Pool::Spinning;
+    const bool spin = pool == Pool::Spinning || pool == Pool::SpinningBetweenRuns;
     for (ValueId v : sub.inputs) inputs_.push_back(g.value(v).name);
     for (ValueId v : sub.outputs) {
       outputs_.push_back(g.value(v).name);
@@ -84,7 +84,7 @@ class OrtKernel : public Kernel {
             "spinning");
     // A spinning region stops spinning as it returns: the kernels after it run on OpenMP's
     // workers, on the same cores.
-    if (spin)
+    if (pool == Pool::Spinning)
       r.check(r.fn<AddSessionConfigEntryFn>(kAddSessionConfigEntry)(raw, kConfigForceSpinningStop, "1"),
               "spinning");
     if (r.env_allocator)

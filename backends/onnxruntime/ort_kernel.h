@@ -9,6 +9,9 @@
 // gives the session no pool at all: a row_splittable region (ort_model.h) runs as `threads`
 // blocks of rows at once, each on one of OpenMP's threads, so that nothing waits for a second
 // pool to wake between the OpenMP kernels around it; any other region falls back to Blocking.
+// SpinningBetweenRuns is Spinning for a region that is a run's only kernel: no other pool
+// wants the cores between its runs, so its workers keep spinning after Run returns, as ORT
+// alone does, and back-to-back runs do not each wake them.
 #pragma once
 
 #include <memory>
@@ -19,7 +22,10 @@
 
 namespace collage::ort {
 
-enum class Pool { Blocking, Spinning, RowBlocks };
+enum class Pool { Blocking, Spinning, SpinningBetweenRuns, RowBlocks };
+
+// Spinning, or SpinningBetweenRuns for a placement's only kernel.
+inline Pool spinning(bool sole_kernel) { return sole_kernel ? Pool::SpinningBetweenRuns : Pool::Spinning; }
 
 // Throws Error(Unsupported) naming ORT's message when ORT refuses the region (or is not loaded).
 // `int8`: which of the region's MatMuls run in dynamic int8 (ort_model.h); with RowBlocks each

@@ -16,7 +16,8 @@ const BackendSpec& onnxruntime_int8_region_backend() {
     s.supports_node = [](const Graph& g, const Node& n) { return ort::runtime() && ort::offered(g, n); };
     s.limits.max_nodes = 1 << 20;
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
-      return ort::compile_region(g, sub, o.threads, ort::Pool::Spinning, ort::Int8::EveryWeightsMatMul);
+      return ort::compile_region(g, sub, o.threads, ort::spinning(o.sole_kernel),
+                                 ort::Int8::EveryWeightsMatMul);
     };
     s.unavailable = [] { return ort::unavailable_reason(); };
     return s;

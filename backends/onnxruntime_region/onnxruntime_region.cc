@@ -15,7 +15,8 @@ const BackendSpec& onnxruntime_region_backend() {
     s.supports_node = [](const Graph& g, const Node& n) { return ort::runtime() && ort::offered(g, n); };
     s.limits.max_nodes = 1 << 20;  // a region may be the whole graph
     s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
-      return ort::compile_region(g, sub, o.threads, ort::Pool::Spinning);  // long stretches of ORT's own ops
+      return ort::compile_region(g, sub, o.threads,
+                                 ort::spinning(o.sole_kernel));  // long stretches of ORT's own ops
     };
     s.unavailable = [] { return ort::unavailable_reason(); };
     return s;

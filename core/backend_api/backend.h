@@ -27,6 +27,9 @@ inline const char* precision_name(Precision p) {
 
 struct CompileOptions {
   int threads = 1;  // applied to every library's thread pool (docs/backends.md: threads)
+  // The kernel is all a run does (a placement of one kernel, not a body's): no other pool's
+  // kernels run between its runs, so its own pool may stay awake from one run to the next.
+  bool sole_kernel = false;
 };
 
 // Compiles a sub-graph for its exact shapes. The kernel's inputs are

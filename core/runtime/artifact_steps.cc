@@ -11,7 +11,9 @@ namespace {
 std::vector<ExecStep> plan_steps(const Graph& g, const std::vector<KernelGroup>& kernels,
                                  const std::vector<ArtifactBodyPlan>& bodies,
                                  const std::vector<const BackendSpec*>& backends,
-                                 const CompileOptions& options) {
+                                 const CompileOptions& options, bool outer) {
+  CompileOptions own = options;  // a body (not `outer`) runs among the outer graph's kernels
+  own.sole_kernel = outer && kernels.size() == 1 && bodies.empty();
   std::vector<bool> available(g.values.size(), false);
   for (size_t v = 0; v < g.values.size(); ++v)
     available[v] = g.values[v].constant.has_value() || g.values[v].is_graph_input;
@@ -32,7 +34,7 @@ std::vector<ExecStep> plan_steps(const Graph& g, const std::vector<KernelGroup>&
                                                  "' before any kernel computes it");
     for (ValueId out : sub.outputs) available[static_cast<size_t>(out)] = true;
     ExecStep step;
-    step.kernel = spec->compile(g, sub, options);
+    step.kernel = spec->compile(g, sub, own);
     step.inputs = sub.inputs;
     step.outputs = sub.outputs;
     step.label = k.backend + ":" + k.label;
@@ -42,7 +44,7 @@ std::vector<ExecStep> plan_steps(const Graph& g, const std::vector<KernelGroup>&
         if (b.node == k.nodes[0]) {
           const Graph& body = g.node(b.node).body(b.body);
           placed.add(&body, std::make_unique<Executor>(
-                                body, plan_steps(body, b.kernels, b.bodies, backends, options)));
+                                body, plan_steps(body, b.kernels, b.bodies, backends, options, false)));
         }
       if (!placed.empty()) step.kernel = with_placed_bodies(std::move(step.kernel), std::move(placed));
     }
@@ -59,7 +61,7 @@ std::vector<ExecStep> plan_steps(const Graph& g, const std::vector<KernelGroup>&
 std::vector<ExecStep> artifact_steps(const Artifact& artifact,
                                      const std::vector<const BackendSpec*>& backends,
                                      const CompileOptions& options) {
-  return plan_steps(artifact.graph, artifact.kernels, artifact.bodies, backends, options);
+  return plan_steps(artifact.graph, artifact.kernels, artifact.bodies, backends, options, true);
 }
 
 }  // namespace collage

@@ -244,11 +244,13 @@ Placement placement_from_document(const json& doc, const Graph& graph,
   return p;
 }
 
-}  // namespace
-
-std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& placement,
-                                      const std::vector<const BackendSpec*>& backends,
-                                      const CompileOptions& options) {
+// `outer`: the placement is a whole run's, not a control node's body (which runs among the
+// outer graph's kernels).
+std::vector<ExecStep> steps_of(const Graph& graph, const Placement& placement,
+                               const std::vector<const BackendSpec*>& backends, const CompileOptions& options,
+                               bool outer) {
+  CompileOptions own = options;
+  own.sole_kernel = outer && placement.kernels.size() == 1 && placement.bodies.empty();
   std::vector<ExecStep> steps;
   for (const PlacedKernel& k : placement.kernels) {
     const BackendSpec* spec = find_spec(backends, k.backend);
@@ -257,7 +259,7 @@ std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& place
     for (NodeId n : k.nodes) nodes.add(static_cast<size_t>(n));
     SubGraph sub = make_subgraph(graph, nodes);
     ExecStep step;
-    step.kernel = spec->compile(graph, sub, options);
+    step.kernel = spec->compile(graph, sub, own);
     step.inputs = sub.inputs;
     step.outputs = sub.outputs;
     step.label = k.backend + ":" + (k.label.empty() ? subgraph_label(graph, nodes) : k.label);
@@ -267,13 +269,21 @@ std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& place
         if (b.node == graph.node(k.nodes[0]).name) {
           const Graph& body = placed_body(graph, b.node, b.body);
           placed.add(&body,
-                     std::make_unique<Executor>(body, placement_steps(body, b.placement, backends, options)));
+                     std::make_unique<Executor>(body, steps_of(body, b.placement, backends, options, false)));
         }
       if (!placed.empty()) step.kernel = with_placed_bodies(std::move(step.kernel), std::move(placed));
     }
     steps.push_back(std::move(step));
   }
   return steps;
+}
+
+}  // namespace
+
+std::vector<ExecStep> placement_steps(const Graph& graph, const Placement& placement,
+                                      const std::vector<const BackendSpec*>& backends,
+                                      const CompileOptions& options) {
+  return steps_of(graph, placement, backends, options, true);
 }
 
 std::map<std::string, BackendShare> time_per_backend(const Placement& placement) {

@@ -226,5 +226,71 @@ TEST(PlacedBodies, TheTunePlacesEachBodyAsAGraphOfItsOwn) {
   for (size_t k = 0; k < want.size(); ++k) EXPECT_FLOAT_EQ(out[0].data<float>()[k], want[k]) << k;
 }
 
+// What each compile was told of `sole_kernel` (CompileOptions), in compile order.
+std::vector<bool> sole_seen;
+BackendSpec recording_backend() {
+  BackendSpec s = native_backend();
+  s.name = "recording";
+  s.compile = [](const Graph& g, const SubGraph& sub, const CompileOptions& o) -> std::unique_ptr<Kernel> {
+    sole_seen.push_back(o.sole_kernel);
+    return native_backend().compile(g, sub, o);
+  };
+  return s;
+}
+
+// Every node a kernel of its own on "recording".
+Placement on_recording(const Graph& g) {
+  Placement p = all_native(g);
+  for (PlacedKernel& k : p.kernels) k.backend = "recording";
+  return p;
+}
+
+// A pool may stay awake between runs only when its kernel is all a run does: a placement (or
+// artifact) of one kernel. A body's kernels run among the outer graph's, so neither they nor
+// the control node that runs them are told so.
+TEST(PlacedBodies, OnlyARunsSoleKernelIsCompiledAsSole) {
+  Graph g = testing::import_model(loop_model());
+  const NodeId loop = node_named(g, "Loop");
+  ASSERT_EQ(g.num_nodes(), 1) << "the outer graph is the Loop alone";
+  BackendSpec recording = recording_backend();
+  std::vector<const BackendSpec*> backends = {&native_backend(), &recording};
+  Placement alone = on_recording(g);
+  Placement with_body = alone;
+  with_body.bodies.push_back({g.node(loop).name, "body", on_recording(g.node(loop).body("body"))});
+  const size_t body_kernels = with_body.bodies[0].placement.kernels.size();
+  ASSERT_GT(body_kernels, 1u);
+
+  sole_seen.clear();
+  placement_steps(g, alone, backends, CompileOptions{});
+  EXPECT_EQ(sole_seen, std::vector<bool>({true}));
+  sole_seen.clear();
+  placement_steps(g, with_body, backends, CompileOptions{});
+  EXPECT_EQ(sole_seen, std::vector<bool>(1 + body_kernels, false));
+
+  // The artifact's loader decides the same.
+  for (const Placement* p : {&alone, &with_body}) {
+    Artifact a = parse_artifact(serialize_artifact(build_artifact(g, *p, backends, "loop")), "test");
+    sole_seen.clear();
+    Executor run(a.graph, artifact_steps(a, backends, CompileOptions{}));
+    EXPECT_EQ(sole_seen,
+              p == &alone ? std::vector<bool>({true}) : std::vector<bool>(1 + body_kernels, false));
+    const std::vector<float> x = {1, -3, 0.5f, 2, -0.25f, 0};
+    std::vector<Tensor> out = run.run({Tensor::from_vector<float>({2, 3}, x)});
+    const std::vector<float> want = expected(x);
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_FLOAT_EQ(out[0].data<float>()[k], want[k]) << k;
+  }
+
+  // Two kernels: neither is all a run does.
+  OnnxTestModel two(17);
+  two.input("x", {2, 3});
+  two.node("Relu", {"x"}, {"r"});
+  two.node("Neg", {"r"}, {"y"});
+  two.output("y");
+  Graph g2 = testing::import_model(two);
+  sole_seen.clear();
+  placement_steps(g2, on_recording(g2), backends, CompileOptions{});
+  EXPECT_EQ(sole_seen, std::vector<bool>({false, false}));
+}
+
 }  // namespace
 }  // namespace collage
