@@ -12,15 +12,14 @@
 #pragma GCC diagnostic pop
 
 #include "backends/native/fast_math.h"
+#include "core/backend_api/cpu_isa.h"
 
 #define COLLAGE_AVX2 __attribute__((target("avx2,fma")))
 
 namespace collage::native {
 
-inline bool avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
+// The CPU has them and ONEDNN_MAX_CPU_ISA allows them (core/backend_api/cpu_isa.h).
+inline bool avx2_fma() { return cpu_isa_allows(IsaLevel::Avx2); }
 
 COLLAGE_AVX2 inline __m256 exp8(__m256 x) {
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3365447505531f)), _mm256_set1_ps(88.3762626647949f));

@@ -169,7 +169,7 @@ COLLAGE_AVX512F void gelu_span_avx512(const float* x, const float* b, int64_t bs
 }
 
 GeluSpan best_gelu_span() {
-  if (__builtin_cpu_supports("avx512f")) return gelu_span_avx512;
+  if (cpu_isa_allows(IsaLevel::Avx512)) return gelu_span_avx512;
   if (avx2_fma()) return gelu_span_avx2;
   return gelu_span;
 }

@@ -109,7 +109,7 @@ namespace {
 
 using SoftmaxRow = void (*)(float*, int64_t, float, const float*);
 SoftmaxRow best_softmax_row() {
-  if (__builtin_cpu_supports("avx512f")) return softmax_row_avx512;
+  if (cpu_isa_allows(IsaLevel::Avx512)) return softmax_row_avx512;
   if (native::avx2_fma()) return softmax_row_avx2;
   return softmax_row_portable;
 }

@@ -393,7 +393,7 @@ void panel_run(const float* packed_a, int64_t m, const PackedWeights& w, float* 
 bool supported() { return native::avx2_fma(); }
 
 Isa best_isa() {
-  static const Isa best = supported() && __builtin_cpu_supports("avx512f") ? Isa::Avx512 : Isa::Avx2;
+  static const Isa best = supported() && cpu_isa_allows(IsaLevel::Avx512) ? Isa::Avx512 : Isa::Avx2;
   return best;
 }
 

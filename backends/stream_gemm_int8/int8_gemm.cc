@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
 
 #include "backends/native/fast_math_avx512.h"  // <immintrin.h>, without GCC 12's false warnings
+#include "core/backend_api/cpu_isa.h"
 #include "core/ir/error.h"
 
 #define COLLAGE_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma")))
@@ -267,18 +269,18 @@ void team_barrier() {
 #pragma omp barrier
 }
 
-bool cpu_has_vnni() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vnni");
-  return has;
-}
+bool cpu_has_vnni() { return cpu_isa_allows(IsaLevel::Avx512Vnni); }
 
 }  // namespace
 
 bool supported() { return cpu_has_vnni(); }
 
 const char* unsupported_reason() {
-  return supported() ? "" : "this CPU lacks AVX512-VNNI (and AVX512-BW), which the int8 kernel needs";
+  if (supported()) return "";
+  return isa_cap_level(std::getenv("ONEDNN_MAX_CPU_ISA")) < IsaLevel::Avx512Vnni &&
+                 __builtin_cpu_supports("avx512vnni")
+             ? "ONEDNN_MAX_CPU_ISA caps the instruction set below AVX512-VNNI, which the int8 kernel needs"
+             : "this CPU lacks AVX512-VNNI (and AVX512-BW), which the int8 kernel needs";
 }
 
 ActivationQuant activation_quant(float lo, float hi) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/backend_api/cpu_isa.h"
 #include "core/ir/settings.h"
 
 namespace collage {
@@ -194,6 +195,7 @@ std::string device_fingerprint() {
     std::sort(flags.begin(), flags.end());
     std::string out = model + " |";
     for (const auto& f : flags) out += " " + f;
+    out += isa_cap_note();
     // A team can tell apart machines the CPU alone does not (BIOS power settings, a
     // noisy neighbour): their costs and measurement jobs are kept apart.
     if (const char* tag = std::getenv("COLLAGE_DEVICE_TAG"); tag && *tag) out += std::string(" | tag ") + tag;
