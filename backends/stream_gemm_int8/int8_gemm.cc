@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -277,8 +276,7 @@ bool supported() { return cpu_has_vnni(); }
 
 const char* unsupported_reason() {
   if (supported()) return "";
-  return isa_cap_level(std::getenv("ONEDNN_MAX_CPU_ISA")) < IsaLevel::Avx512Vnni &&
-                 __builtin_cpu_supports("avx512vnni")
+  return cpu_isa_capped(IsaLevel::Avx512Vnni)
              ? "ONEDNN_MAX_CPU_ISA caps the instruction set below AVX512-VNNI, which the int8 kernel needs"
              : "this CPU lacks AVX512-VNNI (and AVX512-BW), which the int8 kernel needs";
 }

@@ -53,9 +53,11 @@ bool cpu_isa_allows(IsaLevel level) {
   return allowed[static_cast<int>(level)];
 }
 
+bool cpu_isa_capped(IsaLevel level) { return cpu_has(level) && !cpu_isa_allows(level); }
+
 std::string isa_cap_note() {
   for (IsaLevel l : {IsaLevel::Avx2, IsaLevel::Avx512, IsaLevel::Avx512Vnni})
-    if (cpu_has(l) && !cpu_isa_allows(l)) return " | isa cap " + upper(cap_variable());
+    if (cpu_isa_capped(l)) return " | isa cap " + upper(cap_variable());
   return "";
 }
 

@@ -21,6 +21,9 @@ IsaLevel isa_cap_level(const char* cap);
 // and the process's cap allows them.
 bool cpu_isa_allows(IsaLevel level);
 
+// Whether the CPU has `level`'s instructions but the cap takes them away (a reason to name).
+bool cpu_isa_capped(IsaLevel level);
+
 // "" when the cap takes nothing away from this CPU; else " | isa cap NAME". The device
 // fingerprint carries it, so costs measured under a cap are kept apart from the CPU's own.
 std::string isa_cap_note();
