@@ -108,7 +108,7 @@ for m in "${models[@]}"; do
     k=$((k + 1))
   done
   # Ten runs of a 0.1 ms model fall inside a process's first milliseconds, which on a 2-thread virtual
-  # machine ran 1.5x slower in one process of four (docs/benchmarks.md): a short turn runs longer.
+  # machine ran 1.5x slower in one process of three or four (docs/benchmarks.md): a short turn runs longer.
   predicted=$(grep -o '"predicted_ms": *[0-9.e+-]*' "$bench/$m.json" | head -1 | sed 's/.*: *//')
   reps=$(awk -v r="$repeat" -v p="${predicted:-0}" -v t="${TURN_MS:-25}" \
     'BEGIN { n = p > 0 ? int(t / p + 0.999) : r; if (n > 200) n = 200; print (n > r ? n : r) }')
