@@ -24,17 +24,23 @@ using dt = memory::data_type;
 // Whether oneDNN may use bf16 dot products here (its view of the CPU: AVX512_BF16 or AMX,
 // and not capped by ONEDNN_MAX_CPU_ISA). Without them oneDNN 2.6 has no bf16 matmul on AVX2
 // at all, and only emulation on plain AVX-512.
-constexpr const char* kNoBf16 = "this CPU has no bf16 dot products (bf16 needs AVX512_BF16 or AMX)";
-
 bool cpu_has_bf16() {
   const auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
   return (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
 
+// Why oneDNN may not: the CPU's own flags tell a cap from a CPU without them.
+std::string no_bf16_reason() {
+  const bool cpu_has_them = __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+  return std::string(cpu_has_them ? "ONEDNN_MAX_CPU_ISA caps oneDNN below this CPU's bf16 dot products"
+                                  : "this CPU has no bf16 dot products") +
+         " (bf16 needs AVX512_BF16 or AMX)";
+}
+
 class Bf16MatmulKernel : public Kernel {
  public:
   Bf16MatmulKernel(const Graph& g, const SubGraph& sub) : chain_(onednn::fc_chain(g, sub, "onednn-bf16")) {
-    if (!cpu_has_bf16()) refuse(kNoBf16);
+    if (!cpu_has_bf16()) refuse(no_bf16_reason());
     const int64_t m = chain_.m, k = chain_.k, n = chain_.n;
     const memory::desc a_f32({m, k}, dt::f32, tag::ab), a_bf16({m, k}, dt::bf16, tag::ab);
     dnnl::primitive_attr attr;
@@ -102,7 +108,7 @@ std::vector<PatternPtr> activation_product_patterns() {
 class Bf16ProductKernel : public Kernel {
  public:
   Bf16ProductKernel(const Graph& g, const SubGraph& sub) {
-    if (!cpu_has_bf16()) refuse(kNoBf16);
+    if (!cpu_has_bf16()) refuse(no_bf16_reason());
     const Node& mm = g.node(sub.node_list.at(0));
     if (mm.op_type != "MatMul" || !activation_product(g, mm))
       refuse("the head must be a product of two activations");
@@ -214,7 +220,7 @@ const BackendSpec& onednn_bf16_backend() {
       }
     };
     s.set_threads = &onednn::set_threads;
-    s.unavailable = [] { return cpu_has_bf16() ? std::string() : std::string(kNoBf16); };
+    s.unavailable = [] { return cpu_has_bf16() ? std::string() : no_bf16_reason(); };
     return s;
   }();
   return spec;

@@ -268,11 +268,9 @@ void team_barrier() {
 #pragma omp barrier
 }
 
-bool cpu_has_vnni() { return cpu_isa_allows(IsaLevel::Avx512Vnni); }
-
 }  // namespace
 
-bool supported() { return cpu_has_vnni(); }
+bool supported() { return cpu_isa_allows(IsaLevel::Avx512Vnni); }
 
 const char* unsupported_reason() {
   if (supported()) return "";

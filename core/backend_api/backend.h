@@ -32,6 +32,14 @@ struct CompileOptions {
   bool sole_kernel = false;
 };
 
+// The options for one placement's kernels: `outer` (a whole run's placement, not a control
+// node's body, which runs among the outer graph's kernels), of `kernels` kernels and with or
+// without placed bodies. Shared by the in-process executor and the artifact loader.
+inline CompileOptions placement_options(CompileOptions options, bool outer, size_t kernels, bool has_bodies) {
+  options.sole_kernel = outer && kernels == 1 && !has_bodies;
+  return options;
+}
+
 // Compiles a sub-graph for its exact shapes. The kernel's inputs are
 // `subgraph.inputs` in order, its outputs `subgraph.outputs`; constants are read
 // from the graph at compile time (weights are reordered once, here).

@@ -29,10 +29,14 @@ bool cpu_has(IsaLevel level) {
   return false;
 }
 
-const char* cap_variable() { return std::getenv("ONEDNN_MAX_CPU_ISA"); }
+// The variable as the process first read it; every later answer follows that one reading.
+const std::string& cap_name() {
+  static const std::string name = upper(std::getenv("ONEDNN_MAX_CPU_ISA"));
+  return name;
+}
 
 IsaLevel process_cap() {
-  static const IsaLevel cap = isa_cap_level(cap_variable());
+  static const IsaLevel cap = isa_cap_level(cap_name().c_str());
   return cap;
 }
 
@@ -57,7 +61,7 @@ bool cpu_isa_capped(IsaLevel level) { return cpu_has(level) && !cpu_isa_allows(l
 
 std::string isa_cap_note() {
   for (IsaLevel l : {IsaLevel::Avx2, IsaLevel::Avx512, IsaLevel::Avx512Vnni})
-    if (cpu_isa_capped(l)) return " | isa cap " + upper(cap_variable());
+    if (cpu_isa_capped(l)) return " | isa cap " + cap_name();
   return "";
 }
 

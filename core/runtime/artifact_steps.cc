@@ -12,8 +12,7 @@ std::vector<ExecStep> plan_steps(const Graph& g, const std::vector<KernelGroup>&
                                  const std::vector<ArtifactBodyPlan>& bodies,
                                  const std::vector<const BackendSpec*>& backends,
                                  const CompileOptions& options, bool outer) {
-  CompileOptions own = options;  // a body (not `outer`) runs among the outer graph's kernels
-  own.sole_kernel = outer && kernels.size() == 1 && bodies.empty();
+  const CompileOptions own = placement_options(options, outer, kernels.size(), !bodies.empty());
   std::vector<bool> available(g.values.size(), false);
   for (size_t v = 0; v < g.values.size(); ++v)
     available[v] = g.values[v].constant.has_value() || g.values[v].is_graph_input;

@@ -249,8 +249,8 @@ Placement placement_from_document(const json& doc, const Graph& graph,
 std::vector<ExecStep> steps_of(const Graph& graph, const Placement& placement,
                                const std::vector<const BackendSpec*>& backends, const CompileOptions& options,
                                bool outer) {
-  CompileOptions own = options;
-  own.sole_kernel = outer && placement.kernels.size() == 1 && placement.bodies.empty();
+  const CompileOptions own =
+      placement_options(options, outer, placement.kernels.size(), !placement.bodies.empty());
   std::vector<ExecStep> steps;
   for (const PlacedKernel& k : placement.kernels) {
     const BackendSpec* spec = find_spec(backends, k.backend);

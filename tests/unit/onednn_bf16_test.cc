@@ -96,7 +96,7 @@ TEST(OnednnBf16, HasAKernelExactlyWhereTheCpuHasBf16DotProducts) {
     ADD_FAILURE() << "a bf16 kernel on a CPU without bf16 dot products";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
-    EXPECT_NE(std::string(e.what()).find("no bf16 dot products"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
   }
 }
 
