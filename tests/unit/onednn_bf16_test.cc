@@ -103,8 +103,7 @@ TEST(OnednnBf16, HasAKernelExactlyWhereTheCpuHasBf16DotProducts) {
 // Integers below 256 are exact in bf16 and their products' sums exact in fp32, whatever the
 // order: the bf16 kernel must then give the fp32 product bitwise, bias and Relu included.
 TEST(OnednnBf16, OperandsOnTheBf16GridGiveTheExactProduct) {
-  if (!cpu_has_bf16_dot_products())
-    GTEST_SKIP() << "this CPU has no bf16 dot products (AVX512_BF16 or AMX-BF16)";
+  if (!cpu_has_bf16_dot_products()) GTEST_SKIP() << unavailable_reason(onednn_bf16_backend());
   const int64_t m = 7, k = 96, n = 40;
   OnnxTestModel model(17);
   model.input("x", {m, k});
@@ -137,8 +136,7 @@ TEST(OnednnBf16, OperandsOnTheBf16GridGiveTheExactProduct) {
 // Products of two activations on the bf16 grid (integers below 256; sums exact in fp32): exact,
 // with ONNX's batch broadcasting ([2, 3, M, K] x [3, K, N]) and a scalar Mul or Div after them.
 TEST(OnednnBf16, ActivationProductsOnTheBf16GridAreExact) {
-  if (!cpu_has_bf16_dot_products())
-    GTEST_SKIP() << "this CPU has no bf16 dot products (AVX512_BF16 or AMX-BF16)";
+  if (!cpu_has_bf16_dot_products()) GTEST_SKIP() << unavailable_reason(onednn_bf16_backend());
   const int64_t m = 5, k = 24, n = 7;
   for (const std::string scale : {"", "Mul", "Div"}) {
     SCOPED_TRACE("scale " + (scale.empty() ? std::string("none") : scale));
@@ -170,8 +168,7 @@ TEST(OnednnBf16, ActivationProductsOnTheBf16GridAreExact) {
 // Random operands: bf16's 8 significant bits, errors averaging out over K terms, keep every
 // candidate within 1% of its output's peak, and it must differ from fp32 (it is bf16).
 TEST(OnednnBf16, EveryCandidateIsWithinOnePercentOfItsPeak) {
-  if (!cpu_has_bf16_dot_products())
-    GTEST_SKIP() << "this CPU has no bf16 dot products (AVX512_BF16 or AMX-BF16)";
+  if (!cpu_has_bf16_dot_products()) GTEST_SKIP() << unavailable_reason(onednn_bf16_backend());
   for (auto [batch, in, out] :
        {std::tuple<int64_t, int64_t, int64_t>{4, 64, 48}, {3, 33, 17}, {1, 256, 96}}) {
     Graph g = dense_model(batch, in, out);
