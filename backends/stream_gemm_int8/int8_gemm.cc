@@ -3,288 +3,63 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <optional>
 
-#include "backends/native/fast_math_avx512.h"  // <immintrin.h>, without GCC 12's false warnings
+#include "backends/stream_gemm_int8/int8_tiles.h"
 #include "core/backend_api/cpu_isa.h"
+#include "core/backend_api/int8_weights.h"
 #include "core/ir/error.h"
-
-#define COLLAGE_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma")))
 
 namespace collage::stream_gemm_int8 {
 
 namespace {
 
+using detail::kWide;
+using detail::TileOut;
+using detail::TileSet;
 using stream_gemm::EpilogueStep;
 
-constexpr int kRows = 6;  // rows per micro-tile
-constexpr int kWide = 4;  // panels per micro-tile: 24 accumulators, 4 weight and 1 broadcast register
 // Below this many multiply-adds one thread does the whole product: a team's fork and barriers
 // cost more than they save.
 constexpr int64_t kTeamWork = int64_t{1} << 20;
-
-// What a tile's int32 sums become, per column: y = (sum - correction) * scale + bias, plus a
-// residual (add), then an activation, then another residual (add_after); null: none.
-struct TileOut {
-  const int32_t* correction = nullptr;  // zero point * the column's weight sum
-  const float* scale = nullptr;         // activation scale * the column's weight scale
-  const float* bias = nullptr;
-  const float* add = nullptr;
-  int64_t ld_add = 0;
-  std::optional<EpilogueStep::Kind> activation;  // Relu, GeluErf or GeluTanh
-  const float* add_after = nullptr;
-  int64_t ld_after = 0;
-  __mmask16 last_mask = 0xFFFF;  // the valid columns of the tile's last panel
-};
-
-// One tile's sums, [row][panel][16 columns], as the kernels leave them.
-using TileSums = int32_t[kRows][kWide][kPanel];
-
-// C's rows [0, rows) and panels [0, np) from the sums, stored through the mask of the last panel.
-COLLAGE_VNNI void finish_tile(const TileSums& sums, int rows, int np, float* c, int64_t ldc,
-                              const TileOut& t) {
-  for (int q = 0; q < np; ++q) {
-    const __mmask16 mask = q == np - 1 ? t.last_mask : static_cast<__mmask16>(0xFFFF);
-    const __m512i corr = _mm512_loadu_si512(t.correction + q * kPanel);
-    const __m512 scale = _mm512_loadu_ps(t.scale + q * kPanel);
-    const __m512 bias = _mm512_loadu_ps(t.bias + q * kPanel);
-    for (int r = 0; r < rows; ++r) {
-      const __m512i sum = _mm512_load_si512(sums[r][q]);
-      __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, corr)), scale, bias);
-      if (t.add) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, t.add + r * t.ld_add + q * kPanel));
-      if (t.activation) {
-        switch (*t.activation) {
-          case EpilogueStep::Kind::Relu:
-            y = _mm512_max_ps(y, _mm512_setzero_ps());
-            break;
-          case EpilogueStep::Kind::GeluErf:
-            y = native::gelu_erf16(y);
-            break;
-          case EpilogueStep::Kind::GeluTanh:
-            y = native::gelu_tanh16(y);
-            break;
-          default:
-            break;
-        }
-      }
-      if (t.add_after)
-        y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(mask, t.add_after + r * t.ld_after + q * kPanel));
-      _mm512_mask_storeu_ps(c + r * ldc + q * kPanel, mask, y);
-    }
-  }
-}
-
-// C(MR x NP*16) from Aq rows (leading dim lda) and NP panels (panel q + 1 starts `stride` bytes
-// after panel q), `quads` k quads.
-template <int MR, int NP>
-COLLAGE_VNNI void micro_kernel(const uint8_t* a, int64_t lda, const int8_t* w, int64_t stride, int64_t quads,
-                               float* c, int64_t ldc, const TileOut& t) {
-  __m512i acc[MR][NP];
-#pragma GCC unroll 6
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int q = 0; q < NP; ++q) acc[r][q] = _mm512_setzero_si512();
-  for (int64_t p = 0; p < quads; ++p) {
-    __m512i b[NP];
-#pragma GCC unroll 4
-    for (int q = 0; q < NP; ++q) b[q] = _mm512_load_si512(w + q * stride + p * 64);
-#pragma GCC unroll 6
-    for (int r = 0; r < MR; ++r) {
-      int32_t four;  // this row's 4 k values, broadcast to every column
-      std::memcpy(&four, a + r * lda + 4 * p, sizeof four);
-      const __m512i av = _mm512_set1_epi32(four);
-#pragma GCC unroll 4
-      for (int q = 0; q < NP; ++q) acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], av, b[q]);
-    }
-  }
-  alignas(64) TileSums sums;
-#pragma GCC unroll 6
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int q = 0; q < NP; ++q) _mm512_store_si512(sums[r][q], acc[r][q]);
-  finish_tile(sums, MR, NP, c, ldc, t);
-}
-
-// The full tile, 6 x 4 panels, its loop in assembly: GCC keeps 24 vpdpbusd accumulators in
-// registers only with the loop unrolled, and then spills (measured 560 GOPS a core, 55% of the
-// peak). Here: zmm0-23 accumulate, zmm24-27 hold a quad of the four panels, zmm28 the broadcast.
-COLLAGE_VNNI void full_tile(const uint8_t* a, int64_t lda, const int8_t* w, int64_t stride, int64_t quads,
-                            float* c, int64_t ldc, const TileOut& t) {
-  alignas(64) TileSums acc;
-  const uint8_t* a3 = a + 3 * lda;
-  const int8_t* w2 = w + 2 * stride;
-  asm volatile(
-      "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
-      "vmovdqa64 %%zmm0, %%zmm1\n\t"
-      "vmovdqa64 %%zmm0, %%zmm2\n\t"
-      "vmovdqa64 %%zmm0, %%zmm3\n\t"
-      "vmovdqa64 %%zmm0, %%zmm4\n\t"
-      "vmovdqa64 %%zmm0, %%zmm5\n\t"
-      "vmovdqa64 %%zmm0, %%zmm6\n\t"
-      "vmovdqa64 %%zmm0, %%zmm7\n\t"
-      "vmovdqa64 %%zmm0, %%zmm8\n\t"
-      "vmovdqa64 %%zmm0, %%zmm9\n\t"
-      "vmovdqa64 %%zmm0, %%zmm10\n\t"
-      "vmovdqa64 %%zmm0, %%zmm11\n\t"
-      "vmovdqa64 %%zmm0, %%zmm12\n\t"
-      "vmovdqa64 %%zmm0, %%zmm13\n\t"
-      "vmovdqa64 %%zmm0, %%zmm14\n\t"
-      "vmovdqa64 %%zmm0, %%zmm15\n\t"
-      "vmovdqa64 %%zmm0, %%zmm16\n\t"
-      "vmovdqa64 %%zmm0, %%zmm17\n\t"
-      "vmovdqa64 %%zmm0, %%zmm18\n\t"
-      "vmovdqa64 %%zmm0, %%zmm19\n\t"
-      "vmovdqa64 %%zmm0, %%zmm20\n\t"
-      "vmovdqa64 %%zmm0, %%zmm21\n\t"
-      "vmovdqa64 %%zmm0, %%zmm22\n\t"
-      "vmovdqa64 %%zmm0, %%zmm23\n\t"
-      "test %[quads], %[quads]\n\t"
-      "jle 2f\n\t"
-      "1:\n\t"
-      "vmovdqa64 (%[w]), %%zmm24\n\t"
-      "vmovdqa64 (%[w], %[stride]), %%zmm25\n\t"
-      "vmovdqa64 (%[w2]), %%zmm26\n\t"
-      "vmovdqa64 (%[w2], %[stride]), %%zmm27\n\t"
-#define COLLAGE_ROW(addr, r0, r1, r2, r3) \
-  "vpbroadcastd " addr                    \
-  ", %%zmm28\n\t"                         \
-  "vpdpbusd %%zmm24, %%zmm28, %%zmm" #r0  \
-  "\n\t"                                  \
-  "vpdpbusd %%zmm25, %%zmm28, %%zmm" #r1  \
-  "\n\t"                                  \
-  "vpdpbusd %%zmm26, %%zmm28, %%zmm" #r2  \
-  "\n\t"                                  \
-  "vpdpbusd %%zmm27, %%zmm28, %%zmm" #r3 "\n\t"
-      COLLAGE_ROW("(%[a])", 0, 1, 2, 3) COLLAGE_ROW("(%[a], %[lda])", 4, 5, 6, 7)
-          COLLAGE_ROW("(%[a], %[lda], 2)", 8, 9, 10, 11) COLLAGE_ROW("(%[a3])", 12, 13, 14, 15)
-              COLLAGE_ROW("(%[a3], %[lda])", 16, 17, 18, 19) COLLAGE_ROW("(%[a3], %[lda], 2)", 20, 21, 22, 23)
-#undef COLLAGE_ROW
-                  "add $64, %[w]\n\t"
-                  "add $64, %[w2]\n\t"
-                  "add $4, %[a]\n\t"
-                  "add $4, %[a3]\n\t"
-                  "dec %[quads]\n\t"
-                  "jnz 1b\n\t"
-                  "2:\n\t"
-                  "vmovdqa64 %%zmm0, 0(%[acc])\n\t"
-                  "vmovdqa64 %%zmm1, 64(%[acc])\n\t"
-                  "vmovdqa64 %%zmm2, 128(%[acc])\n\t"
-                  "vmovdqa64 %%zmm3, 192(%[acc])\n\t"
-                  "vmovdqa64 %%zmm4, 256(%[acc])\n\t"
-                  "vmovdqa64 %%zmm5, 320(%[acc])\n\t"
-                  "vmovdqa64 %%zmm6, 384(%[acc])\n\t"
-                  "vmovdqa64 %%zmm7, 448(%[acc])\n\t"
-                  "vmovdqa64 %%zmm8, 512(%[acc])\n\t"
-                  "vmovdqa64 %%zmm9, 576(%[acc])\n\t"
-                  "vmovdqa64 %%zmm10, 640(%[acc])\n\t"
-                  "vmovdqa64 %%zmm11, 704(%[acc])\n\t"
-                  "vmovdqa64 %%zmm12, 768(%[acc])\n\t"
-                  "vmovdqa64 %%zmm13, 832(%[acc])\n\t"
-                  "vmovdqa64 %%zmm14, 896(%[acc])\n\t"
-                  "vmovdqa64 %%zmm15, 960(%[acc])\n\t"
-                  "vmovdqa64 %%zmm16, 1024(%[acc])\n\t"
-                  "vmovdqa64 %%zmm17, 1088(%[acc])\n\t"
-                  "vmovdqa64 %%zmm18, 1152(%[acc])\n\t"
-                  "vmovdqa64 %%zmm19, 1216(%[acc])\n\t"
-                  "vmovdqa64 %%zmm20, 1280(%[acc])\n\t"
-                  "vmovdqa64 %%zmm21, 1344(%[acc])\n\t"
-                  "vmovdqa64 %%zmm22, 1408(%[acc])\n\t"
-                  "vmovdqa64 %%zmm23, 1472(%[acc])\n\t"
-      : [a] "+r"(a), [a3] "+r"(a3), [w] "+r"(w), [w2] "+r"(w2), [quads] "+r"(quads)
-      : [lda] "r"(lda), [stride] "r"(stride), [acc] "r"(&acc[0][0][0])
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
-        "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22",
-        "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "cc", "memory");
-  finish_tile(acc, kRows, kWide, c, ldc, t);
-}
-
-using MicroKernel = void (*)(const uint8_t*, int64_t, const int8_t*, int64_t, int64_t, float*, int64_t,
-                             const TileOut&);
-template <int NP>
-constexpr std::array<MicroKernel, kRows + 1> kernels_of() {
-  return {nullptr,
-          micro_kernel<1, NP>,
-          micro_kernel<2, NP>,
-          micro_kernel<3, NP>,
-          micro_kernel<4, NP>,
-          micro_kernel<5, NP>,
-          micro_kernel<6, NP>};
-}
-constexpr std::array<MicroKernel, kRows + 1> kKernels[kWide] = {kernels_of<1>(), kernels_of<2>(),
-                                                                kernels_of<3>(), kernels_of<4>()};
-MicroKernel kernel_for(int64_t np, int rows) {
-  return np == kWide && rows == kRows ? full_tile : kKernels[np - 1][rows];
-}
-
-__mmask16 tail_mask(int64_t count) {
-  return count >= kPanel ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1);
-}
-
-// Min and max of rows [r0, r1) of A (k columns), folded into lo and hi; NaN for both if a value is NaN
-// (vminps would drop it).
-COLLAGE_VNNI void range_of(const float* a, int64_t lda, int64_t k, int64_t r0, int64_t r1, float& lo,
-                           float& hi) {
-  __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  __mmask16 nan = 0;
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* x = a + r * lda;
-    for (int64_t j = 0; j < k; j += kPanel) {
-      const __mmask16 mask = tail_mask(k - j);
-      const __m512 v = _mm512_maskz_loadu_ps(mask, x + j);  // masked lanes read as 0, which the range holds
-      vlo = _mm512_min_ps(vlo, v);
-      vhi = _mm512_max_ps(vhi, v);
-      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    }
-  }
-  lo = nan ? std::numeric_limits<float>::quiet_NaN() : _mm512_reduce_min_ps(vlo);
-  hi = nan ? std::numeric_limits<float>::quiet_NaN() : _mm512_reduce_max_ps(vhi);
-}
-
-// Rows [r0, r1) of A quantized into q (leading dim ldq, zero past k). x / scale, not x * (1 / scale):
-// the quotient rounds as ONNX Runtime's does, so both give the same integers.
-COLLAGE_VNNI void quantize_rows(const float* a, int64_t lda, int64_t k, int64_t r0, int64_t r1, float scale,
-                                int32_t zp, uint8_t* q, int64_t ldq) {
-  const __m512 vscale = _mm512_set1_ps(scale);
-  const __m512i vzp = _mm512_set1_epi32(zp), zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(255);
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* x = a + r * lda;
-    uint8_t* out = q + r * ldq;
-    for (int64_t j = 0; j < k; j += kPanel) {
-      const __mmask16 mask = tail_mask(k - j);
-      // cvtps rounds half to even (the default rounding mode), as DynamicQuantizeLinear does.
-      __m512i v = _mm512_cvtps_epi32(_mm512_div_ps(_mm512_maskz_loadu_ps(mask, x + j), vscale));
-      v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, vzp), zero), top);
-      _mm512_mask_cvtepi32_storeu_epi8(out + j, mask, v);
-    }
-    std::memset(out + k, 0, static_cast<size_t>(ldq - k));  // times zero weights
-  }
-}
 
 void team_barrier() {
 #pragma omp barrier
 }
 
+const TileSet& tiles_of(Int8Path path) {
+  return path == Int8Path::Avx512Vnni ? detail::vnni_tiles() : detail::avx2_tiles();
+}
+
 }  // namespace
 
-bool supported() { return cpu_isa_allows(IsaLevel::Avx512Vnni); }
+std::vector<Int8Path> usable_paths() {
+  std::vector<Int8Path> paths;
+  if (cpu_isa_allows(IsaLevel::Avx512Vnni)) paths.push_back(Int8Path::Avx512Vnni);
+  if (cpu_isa_allows(IsaLevel::Avx2)) paths.push_back(Int8Path::Avx2);
+  return paths;
+}
+
+const char* path_name(Int8Path path) { return path == Int8Path::Avx512Vnni ? "avx512-vnni" : "avx2"; }
+
+bool supported() { return cpu_isa_allows(IsaLevel::Avx2); }
 
 const char* unsupported_reason() {
   if (supported()) return "";
-  return cpu_isa_capped(IsaLevel::Avx512Vnni)
-             ? "ONEDNN_MAX_CPU_ISA caps the instruction set below AVX512-VNNI, which the int8 kernel needs"
-             : "this CPU lacks AVX512-VNNI (and AVX512-BW), which the int8 kernel needs";
+  return cpu_isa_capped(IsaLevel::Avx2)
+             ? "ONEDNN_MAX_CPU_ISA caps the instruction set below AVX2, which the int8 kernel needs"
+             : "this CPU lacks AVX2 and FMA, which the int8 kernel needs";
 }
 
-ActivationQuant activation_quant(float lo, float hi) {
+int activation_levels(Int8Path path) { return tiles_of(path).levels; }
+
+ActivationQuant activation_quant(float lo, float hi, int levels) {
   lo = std::min(lo, 0.0f);
   hi = std::max(hi, 0.0f);
   ActivationQuant q;
-  q.scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
-  q.zero_point = static_cast<int32_t>(std::clamp<long>(std::lround(-lo / q.scale), 0, 255));
+  q.scale = hi > lo ? (hi - lo) / static_cast<float>(levels) : 1.0f;
+  q.zero_point = static_cast<int32_t>(std::clamp<long>(std::lround(-lo / q.scale), 0, levels));
   return q;
 }
 
@@ -307,6 +82,10 @@ PackedInt8Weights pack_int8_weights(const int8_t* q, const float* scale, int64_t
     int32_t sum = 0;
     for (int64_t p = 0; p < k; ++p) {
       const int8_t v = q[p * n + col];
+      if (v > kWeightLevels || v < -kWeightLevels)
+        throw Error(ErrorKind::Unsupported,
+                    "stream-gemm-int8: a weight of " + std::to_string(v) +
+                        " is outside the 7-bit range [-63, 63] the kernel sums exactly");
       panel[(p / 4) * 64 + lane * 4 + p % 4] = v;
       sum += v;
     }
@@ -318,7 +97,22 @@ PackedInt8Weights pack_int8_weights(const int8_t* q, const float* scale, int64_t
 
 void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, float* c, int64_t ldc,
           const std::vector<EpilogueStep>& epilogue, int threads) {
+  static const std::vector<Int8Path> paths = usable_paths();  // the cap is read once per process
+  if (paths.empty())
+    throw Error(ErrorKind::Unsupported, std::string("stream-gemm-int8: ") + unsupported_reason());
+  gemm_on(paths.front(), a, m, lda, w, c, ldc, epilogue, threads);
+}
+
+void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, float* c,
+             int64_t ldc, const std::vector<EpilogueStep>& epilogue, int threads) {
+  static const std::vector<Int8Path> paths = usable_paths();
+  if (std::find(paths.begin(), paths.end(), path) == paths.end())
+    throw Error(
+        ErrorKind::Unsupported,
+        std::string("stream-gemm-int8: this CPU or the cap does not allow the ") + path_name(path) + " path");
   if (m <= 0 || w.n <= 0) return;
+  const TileSet& set = tiles_of(path);
+  const int64_t rows = set.rows;
   const int64_t k = w.k, n = w.n, ldq = w.quads * 4, padded = w.panels * kPanel;
   // Kept per thread: a fresh buffer each call costs page faults (and an mmap past 128 KiB).
   static thread_local std::unique_ptr<Storage> quantized;
@@ -352,7 +146,7 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
     activation = (rest++)->kind;
   if (activation && rest != last && rest->kind == Kind::AddFull) residual_after = rest++;
 
-  const int64_t groups = (w.panels + kWide - 1) / kWide, blocks = (m + kRows - 1) / kRows;
+  const int64_t groups = (w.panels + kWide - 1) / kWide, blocks = (m + rows - 1) / rows;
   const int64_t teams = m * k * n < kTeamWork ? 1 : std::max<int64_t>(1, std::min<int64_t>(threads, groups));
   std::vector<float> lows(static_cast<size_t>(teams)), highs(static_cast<size_t>(teams));
   bool finite = true;
@@ -377,11 +171,11 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
       out.correction = correction_of + j0;
       out.scale = scale_of + j0;
       out.bias = bias_of + j0;
-      out.last_mask = tail_mask(cols - (np - 1) * kPanel);
+      out.last_cols = static_cast<int>(cols - (np - 1) * kPanel);
       out.activation = activation;
       for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t r0 = b * kRows;
-        const int rows_here = static_cast<int>(std::min<int64_t>(kRows, m - r0));
+        const int64_t r0 = b * rows;
+        const int rows_here = static_cast<int>(std::min<int64_t>(rows, m - r0));
         if (residual) {
           out.add = residual->operand + r0 * residual->ld + j0;
           out.ld_add = residual->ld;
@@ -390,8 +184,8 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
           out.add_after = residual_after->operand + r0 * residual_after->ld + j0;
           out.ld_after = residual_after->ld;
         }
-        kernel_for(np, rows_here)(qa + r0 * ldq, ldq, w.panel(p0), w.quads * 64, w.quads, c + r0 * ldc + j0,
-                                  ldc, out);
+        set.tile(np, rows_here, qa + r0 * ldq, ldq, w.panel(p0), w.quads * 64, w.quads, c + r0 * ldc + j0,
+                 ldc, out);
         if (rest != last) stream_gemm::apply_epilogue(rest, last, c, ldc, r0, rows_here, j0, cols);
       }
     }
@@ -400,7 +194,7 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
   // the product.
   auto work = [&](int64_t t, int64_t nt, auto barrier) {
     float lo = 0, hi = 0;
-    range_of(a, lda, k, t * m / nt, (t + 1) * m / nt, lo, hi);
+    set.range(a, lda, k, t * m / nt, (t + 1) * m / nt, lo, hi);
     lows[static_cast<size_t>(t)] = lo;
     highs[static_cast<size_t>(t)] = hi;
     barrier();
@@ -413,8 +207,8 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
       lo = std::min(lo, l);
       hi = std::max(hi, h);
     }
-    const ActivationQuant aq = activation_quant(lo, hi);
-    quantize_rows(a, lda, k, t * m / nt, (t + 1) * m / nt, aq.scale, aq.zero_point, qa, ldq);
+    const ActivationQuant aq = activation_quant(lo, hi, activation_levels(path));
+    set.quantize(a, lda, k, t * m / nt, (t + 1) * m / nt, aq.scale, aq.zero_point, qa, ldq);
     barrier();
     multiply(t * groups / nt, (t + 1) * groups / nt, aq);
   };

@@ -1,16 +1,18 @@
 // The int8 GEMM of stream-gemm-int8: C[m x n] = epilogue(dequantize(Aq[m x k] * Wq[k x n])), the
 // activations quantized per tensor (u8, asymmetric, the range taken from this call's A and always
 // holding 0, as ONNX Runtime's DynamicQuantizeLinear), the weights per column (s8, the shared 7-bit
-// ones of core/backend_api/int8_weights.h, packed once). The products accumulate exactly in int32
-// with AVX512-VNNI (vpdpbusd: 64 u8 x s8 multiply-adds per instruction, two a cycle on a core that
-// runs it at full width); the zero point is taken out in int32, then each column is scaled once.
+// ones of core/backend_api/int8_weights.h, packed once). The products accumulate exactly in int32,
+// on one of two paths (int8_tiles.h): AVX512-VNNI (vpdpbusd: 64 u8 x s8 multiply-adds per
+// instruction; micro-tiles of 6 rows by 4 panels) or AVX2 (vpmaddubsw, whose 16-bit pair sums
+// cannot saturate with 7-bit weights and activations, two of them added in 16 bits, then vpmaddwd
+// into int32; micro-tiles of 3 rows by one panel). The zero point is taken out in int32, then each column is
+// scaled once.
 //
 // Layout: Wq in 16-column panels, each k/4 "quads" of 64 bytes (per column its 4 consecutive k
-// values), so one aligned load feeds one vpdpbusd; zero-padded past k and n. A micro-tile is 6 rows
-// by 4 panels (24 accumulators); the partial last panel is stored through a mask.
+// values), so one aligned load feeds one vpdpbusd (or two vpmaddubsw); zero-padded past k and n.
 //
-// Invariants: a PackedInt8Weights is immutable after pack_int8_weights; |k| <= kMaxK, so no int32
-// sum can overflow (255 * 63 * kMaxK < 2^31).
+// Invariants: a PackedInt8Weights is immutable after pack_int8_weights; |q| <= 63 and k <= kMaxK,
+// so no int32 sum can overflow (255 * 63 * kMaxK < 2^31) and no AVX2 pair sum saturates.
 #pragma once
 
 #include <cstdint>
@@ -35,25 +37,38 @@ struct PackedInt8Weights {
   }
 };
 
-// `q`: [k, n] row-major int8 with |q| <= 127; `scale`: n per-column scales. k <= kMaxK.
+// `q`: [k, n] row-major int8 with |q| <= 63 (kWeightLevels); `scale`: n per-column scales.
+// k <= kMaxK. Throws Error(Unsupported) otherwise.
 PackedInt8Weights pack_int8_weights(const int8_t* q, const float* scale, int64_t k, int64_t n);
 
-// Whether this CPU runs the kernel (AVX-512 F, BW and VNNI), and if not, why.
+// Whether this CPU runs the kernel (AVX2 and FMA, allowed by the cap), and if not, why.
 bool supported();
 const char* unsupported_reason();
+
+// The code paths this CPU and the cap allow, fastest first; gemm runs the first.
+enum class Int8Path { Avx512Vnni, Avx2 };
+std::vector<Int8Path> usable_paths();
+const char* path_name(Int8Path path);
 
 // As stream_gemm::gemm: A row-major fp32 with leading dim lda, C with ldc (an AddFull operand must
 // not be C); `threads` OpenMP threads quantize A together into the calling thread's buffer (kept
 // between calls), then split the panels. Requires supported().
 void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, float* c, int64_t ldc,
           const std::vector<stream_gemm::EpilogueStep>& epilogue, int threads);
+// The same on a given path, one of usable_paths() (tests hold the paths to the same integers).
+void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, float* c,
+             int64_t ldc, const std::vector<stream_gemm::EpilogueStep>& epilogue, int threads);
 
 // The quantization gemm applies to A (exposed for tests): scale and zero point of [lo, hi]
-// widened to hold 0, and q = clamp(round_half_even(x / scale) + zp, 0, 255).
+// widened to hold 0 over `levels` steps, and q = clamp(round_half_even(x / scale) + zp, 0, levels).
+// The VNNI path uses 255 levels (u8, as DynamicQuantizeLinear); the AVX2 path 127 (7 bits), so that
+// two of its pair sums add exactly in 16 bits (4 * 127 * 63 < 2^15) and one vpmaddwd widens four
+// products instead of two: a third fewer multiply instructions, at half the activation resolution.
 struct ActivationQuant {
   float scale = 1.0f;
   int32_t zero_point = 0;
 };
-ActivationQuant activation_quant(float lo, float hi);
+int activation_levels(Int8Path path);
+ActivationQuant activation_quant(float lo, float hi, int levels);
 
 }  // namespace collage::stream_gemm_int8

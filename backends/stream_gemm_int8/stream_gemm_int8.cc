@@ -70,7 +70,8 @@ const BackendSpec& stream_gemm_int8_backend() {
     BackendSpec s;
     s.name = "stream-gemm-int8";
     s.version =
-        "2 (avx512-vnni 6x64 tiles, per-tensor u8 activations, 7-bit per-column weights, a rational erf)";
+        "3 (per-tensor activations, 7-bit per-column weights, a rational erf; avx512-vnni 6x64 tiles over u8 "
+        "activations, avx2 3x16 tiles over 7-bit ones)";
     s.precision = Precision::Int8;
     s.patterns = stream_gemm::product_patterns(matmul_ok, gemm_ok);
     s.limits.max_nodes = 8;

@@ -52,7 +52,11 @@ TEST(CpuIsa, TheProcessCapChoosesTheProjectsKernels) {
   if (avx2) {
     EXPECT_EQ(stream_gemm::best_isa(), avx512 ? stream_gemm::Isa::Avx512 : stream_gemm::Isa::Avx2);
   }
-  EXPECT_EQ(stream_gemm_int8::supported(), vnni) << stream_gemm_int8::unsupported_reason();
+  EXPECT_EQ(stream_gemm_int8::supported(), avx2) << stream_gemm_int8::unsupported_reason();
+  if (avx2) {
+    EXPECT_EQ(stream_gemm_int8::usable_paths().front(),
+              vnni ? stream_gemm_int8::Int8Path::Avx512Vnni : stream_gemm_int8::Int8Path::Avx2);
+  }
 
   // Costs measured under a cap that takes something from this CPU are not this CPU's own.
   const bool takes_away = (__builtin_cpu_supports("avx512f") && !avx512) ||

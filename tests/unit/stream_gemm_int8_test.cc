@@ -1,18 +1,21 @@
-// stream-gemm-int8: the VNNI kernel against the integer product computed here from the documented
-// quantization (activations per tensor, u8, round half to even; the shared 7-bit weights), over edge
-// shapes (rows not a multiple of 6, k not of 4, columns not of 16 or 64), split over threads, with
-// each epilogue order; then the backend's candidates against the native fp32 reference within an int8
-// budget. Skipped, naming the reason, where the CPU lacks AVX512-VNNI.
+// stream-gemm-int8: each code path this CPU runs (AVX512-VNNI, AVX2) against the integer product
+// computed here from the documented quantization (activations per tensor, u8, round half to even; the
+// shared 7-bit weights), over edge shapes (rows not a multiple of 4 or 6, k not of 4, columns not of
+// 8, 16 or 64), the largest pair sums, split over threads, with each epilogue order; then the
+// backend's candidates against the native fp32 reference within an int8 budget. Skipped, naming the
+// reason, where the CPU lacks AVX2.
 #include "backends/stream_gemm_int8/stream_gemm_int8.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "backend_check.h"
 #include "backend_test_models.h"
 #include "backends/stream_gemm_int8/int8_gemm.h"
+#include "core/backend_api/cpu_isa.h"
 #include "core/backend_api/int8_weights.h"
 #include "core/ir/accuracy.h"
 
@@ -28,24 +31,26 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return {t.data<float>(), t.data<float>() + n};
 }
 
-// The product the kernel must give, in double: A quantized as documented, times the 7-bit weights,
+// The product the kernel must give, in double: A quantized as documented (to `levels` steps: 255 on
+// the VNNI path, 127 on AVX2), times the 7-bit weights,
 // exact integer sums, then the two scales.
 std::vector<double> int8_product(const std::vector<float>& a, int64_t m, int64_t lda, int64_t k,
-                                 const QuantizedWeights& w, int64_t n) {
+                                 const QuantizedWeights& w, int64_t n, int levels) {
   float lo = 0, hi = 0;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t p = 0; p < k; ++p) {
       lo = std::min(lo, a[static_cast<size_t>(i * lda + p)]);
       hi = std::max(hi, a[static_cast<size_t>(i * lda + p)]);
     }
-  const float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  const float scale = hi > lo ? (hi - lo) / static_cast<float>(levels) : 1.0f;
   const long zp = std::lround(-lo / scale);
   std::vector<double> out(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       int64_t sum = 0;
       for (int64_t p = 0; p < k; ++p) {
-        const long q = std::clamp<long>(std::lrint(a[static_cast<size_t>(i * lda + p)] / scale) + zp, 0, 255);
+        const long q =
+            std::clamp<long>(std::lrint(a[static_cast<size_t>(i * lda + p)] / scale) + zp, 0, levels);
         sum += (q - zp) * w.q[static_cast<size_t>(p * n + j)];
       }
       out[static_cast<size_t>(i * n + j)] =
@@ -58,12 +63,53 @@ stream_gemm_int8::PackedInt8Weights pack(const QuantizedWeights& w, int64_t k, i
   return stream_gemm_int8::pack_int8_weights(w.q.data(), w.scale.data(), k, n);
 }
 
-TEST(StreamGemmInt8, IsUnavailableWithAReasonExactlyWhereTheCpuLacksVnni) {
+TEST(StreamGemmInt8, IsUnavailableWithAReasonExactlyWhereTheCpuLacksAvx2) {
   EXPECT_EQ(stream_gemm_int8_backend().precision, Precision::Int8);
   const std::string why = unavailable_reason(stream_gemm_int8_backend());
   EXPECT_EQ(why.empty(), stream_gemm_int8::supported()) << why;
   if (!why.empty()) {
-    EXPECT_NE(why.find("AVX512-VNNI"), std::string::npos) << why;
+    EXPECT_NE(why.find("AVX2"), std::string::npos) << why;
+  }
+  // The VNNI path first wherever it may run; AVX2 wherever the kernel does.
+  const std::vector<stream_gemm_int8::Int8Path> paths = stream_gemm_int8::usable_paths();
+  EXPECT_EQ(!paths.empty() && paths.front() == stream_gemm_int8::Int8Path::Avx512Vnni,
+            cpu_isa_allows(IsaLevel::Avx512Vnni));
+  EXPECT_EQ(std::count(paths.begin(), paths.end(), stream_gemm_int8::Int8Path::Avx2) == 1,
+            stream_gemm_int8::supported());
+}
+
+TEST(StreamGemmInt8, WeightsOutsideSevenBitsAreRefused) {
+  const int8_t q[2] = {63, -64};
+  const float scale[2] = {1.0f, 1.0f};
+  try {
+    stream_gemm_int8::pack_int8_weights(q, scale, 1, 2);
+    ADD_FAILURE() << "a weight of -64 was packed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("-64"), std::string::npos) << e.what();
+  }
+}
+
+// The largest sums the quantization allows: every activation at its top level or 0 against weights
+// of +-63, so AVX2's 16-bit sums of two pairs reach 4 * 127 * 63, 763 short of saturating.
+TEST(StreamGemmInt8, LargestPairSumsAreExactOnEveryPath) {
+  if (!stream_gemm_int8::supported()) GTEST_SKIP() << stream_gemm_int8::unsupported_reason();
+  const int64_t m = 5, k = 37, n = 19;
+  std::vector<float> a(static_cast<size_t>(m * k));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = i % 7 == 3 ? 0.0f : 2.0f;  // zero point 0, q 0 or the top
+  std::vector<float> wf(static_cast<size_t>(k * n));
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < n; ++j) wf[static_cast<size_t>(p * n + j)] = j % 2 ? -0.5f : 0.5f;  // +-63
+  const QuantizedWeights w = quantize_weights(wf.data(), k, n);
+  ASSERT_EQ(std::abs(w.q[0]), kWeightLevels);
+  for (stream_gemm_int8::Int8Path path : stream_gemm_int8::usable_paths()) {
+    const std::vector<double> want =
+        int8_product(a, m, k, k, w, n, stream_gemm_int8::activation_levels(path));
+    std::vector<float> c(static_cast<size_t>(m * n));
+    stream_gemm_int8::gemm_on(path, a.data(), m, k, pack(w, k, n), c.data(), n, {}, 1);
+    for (size_t i = 0; i < c.size(); ++i)
+      ASSERT_NEAR(c[i], want[i], 1e-5 * std::fabs(want[i]))
+          << stream_gemm_int8::path_name(path) << " at " << i;
   }
 }
 
@@ -73,34 +119,37 @@ TEST(StreamGemmInt8, ProductIsTheExactIntegerProductOverEdgeShapes) {
     int64_t m, k, n;
   };
   std::vector<Case> cases;
-  for (int64_t m : {1, 5, 6, 7, 13})
+  for (int64_t m : {1, 3, 4, 5, 6, 7, 13})
     for (int64_t k : {1, 3, 4, 5, 67})
-      for (int64_t n : {1, 15, 16, 17, 64, 70, 130}) cases.push_back({m, k, n});
+      for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 64, 70, 130}) cases.push_back({m, k, n});
   // Large enough for a team of two threads (groups of 4 panels split between them).
   cases.push_back({37, 300, 130});
   cases.push_back({200, 1030, 70});
-  for (const Case& cs : cases)
-    for (int threads : {1, 2}) {
-      const int64_t m = cs.m, k = cs.k, n = cs.n, lda = k + 3, ldc = n + 5;  // leading dims past the rows
-      auto a = random_floats(static_cast<size_t>(m * lda), 1);
-      for (float& x : a) x = x * 3.0f + 0.5f;  // an asymmetric range: a zero point away from the middle
-      auto wf = random_floats(static_cast<size_t>(k * n), 2);
-      const QuantizedWeights w = quantize_weights(wf.data(), k, n);
-      std::vector<float> c(static_cast<size_t>(m * ldc), 7.0f);
-      stream_gemm_int8::gemm(a.data(), m, lda, pack(w, k, n), c.data(), ldc, {}, threads);
-      const std::vector<double> want = int8_product(a, m, lda, k, w, n);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < ldc; ++j) {
-          const float got = c[static_cast<size_t>(i * ldc + j)];
-          if (j >= n) {  // past the columns: untouched
-            ASSERT_EQ(got, 7.0f) << m << "x" << k << "x" << n;
-            continue;
+  for (stream_gemm_int8::Int8Path path : stream_gemm_int8::usable_paths())
+    for (const Case& cs : cases)
+      for (int threads : {1, 2}) {
+        const int64_t m = cs.m, k = cs.k, n = cs.n, lda = k + 3, ldc = n + 5;  // leading dims past the rows
+        auto a = random_floats(static_cast<size_t>(m * lda), 1);
+        for (float& x : a) x = x * 3.0f + 0.5f;  // an asymmetric range: a zero point away from the middle
+        auto wf = random_floats(static_cast<size_t>(k * n), 2);
+        const QuantizedWeights w = quantize_weights(wf.data(), k, n);
+        std::vector<float> c(static_cast<size_t>(m * ldc), 7.0f);
+        stream_gemm_int8::gemm_on(path, a.data(), m, lda, pack(w, k, n), c.data(), ldc, {}, threads);
+        const std::vector<double> want =
+            int8_product(a, m, lda, k, w, n, stream_gemm_int8::activation_levels(path));
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < ldc; ++j) {
+            const float got = c[static_cast<size_t>(i * ldc + j)];
+            if (j >= n) {  // past the columns: untouched
+              ASSERT_EQ(got, 7.0f) << stream_gemm_int8::path_name(path) << " " << m << "x" << k << "x" << n;
+              continue;
+            }
+            const double y = want[static_cast<size_t>(i * n + j)];
+            ASSERT_NEAR(got, y, 1e-5 + 1e-5 * std::fabs(y))
+                << stream_gemm_int8::path_name(path) << " " << m << "x" << k << "x" << n << " at " << i << ","
+                << j << ", " << threads << " threads";
           }
-          const double y = want[static_cast<size_t>(i * n + j)];
-          ASSERT_NEAR(got, y, 1e-5 + 1e-5 * std::fabs(y))
-              << m << "x" << k << "x" << n << " at " << i << "," << j << ", " << threads << " threads";
-        }
-    }
+      }
 }
 
 // The kernel takes the leading bias rows and one residual, an activation after them and a residual
@@ -116,7 +165,6 @@ TEST(StreamGemmInt8, EpilogueStepsRunInTheirOrder) {
   auto residual = random_floats(static_cast<size_t>(m * n), 25);
   const QuantizedWeights w = quantize_weights(wf.data(), k, n);
   const auto packed = pack(w, k, n);
-  const std::vector<double> product = int8_product(a, m, k, k, w, n);
   const EpilogueStep full{Kind::AddFull, residual.data(), n}, row{Kind::AddRow, bias.data(), 0},
       row2{Kind::AddRow, bias2.data(), 0}, relu{Kind::Relu}, erf{Kind::GeluErf}, tanh{Kind::GeluTanh};
   const std::vector<std::vector<EpilogueStep>> orders = {{full},
@@ -129,25 +177,30 @@ TEST(StreamGemmInt8, EpilogueStepsRunInTheirOrder) {
                                                          {full, full},
                                                          {full, erf, full, relu},
                                                          {erf, row, tanh}};
-  for (size_t o = 0; o < orders.size(); ++o)
-    for (int threads : {1, 2}) {
-      std::vector<float> c(static_cast<size_t>(m * n));
-      stream_gemm_int8::gemm(a.data(), m, k, packed, c.data(), n, orders[o], threads);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          const size_t at = static_cast<size_t>(i * n + j);
-          double y = product[at];
-          for (const EpilogueStep& s : orders[o])
-            y = s.kind == Kind::AddFull  ? y + residual[at]
-                : s.kind == Kind::AddRow ? y + s.operand[j]
-                : s.kind == Kind::Relu   ? std::max(y, 0.0)
-                : s.kind == Kind::GeluErf
-                    ? 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)))
-                    : 0.5 * y * (1 + std::tanh(std::sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)));
-          ASSERT_NEAR(c[at], y, 1e-4 + 1e-4 * std::fabs(y))
-              << "order " << o << ", " << threads << " threads, at " << i << "," << j;
-        }
-    }
+  for (stream_gemm_int8::Int8Path path : stream_gemm_int8::usable_paths()) {
+    const std::vector<double> product =
+        int8_product(a, m, k, k, w, n, stream_gemm_int8::activation_levels(path));
+    for (size_t o = 0; o < orders.size(); ++o)
+      for (int threads : {1, 2}) {
+        std::vector<float> c(static_cast<size_t>(m * n));
+        stream_gemm_int8::gemm_on(path, a.data(), m, k, packed, c.data(), n, orders[o], threads);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            const size_t at = static_cast<size_t>(i * n + j);
+            double y = product[at];
+            for (const EpilogueStep& s : orders[o])
+              y = s.kind == Kind::AddFull  ? y + residual[at]
+                  : s.kind == Kind::AddRow ? y + s.operand[j]
+                  : s.kind == Kind::Relu   ? std::max(y, 0.0)
+                  : s.kind == Kind::GeluErf
+                      ? 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)))
+                      : 0.5 * y * (1 + std::tanh(std::sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)));
+            ASSERT_NEAR(c[at], y, 1e-4 + 1e-4 * std::fabs(y))
+                << stream_gemm_int8::path_name(path) << ", order " << o << ", " << threads << " threads, at "
+                << i << "," << j;
+          }
+      }
+  }
 }
 
 TEST(StreamGemmInt8, NonFiniteActivationsAreAnErrorNamingThem) {
@@ -156,19 +209,20 @@ TEST(StreamGemmInt8, NonFiniteActivationsAreAnErrorNamingThem) {
   auto wf = random_floats(static_cast<size_t>(k * n), 31);
   const QuantizedWeights w = quantize_weights(wf.data(), k, n);
   const auto packed = pack(w, k, n);
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
-    for (int threads : {1, 2}) {
-      auto a = random_floats(static_cast<size_t>(m * k), 32);
-      a[static_cast<size_t>((m - 1) * k + 7)] = bad;  // in the second thread's rows
-      std::vector<float> c(static_cast<size_t>(m * n));
-      try {
-        stream_gemm_int8::gemm(a.data(), m, k, packed, c.data(), n, {}, threads);
-        ADD_FAILURE() << "no error for " << bad;
-      } catch (const Error& e) {
-        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
-        EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+  for (stream_gemm_int8::Int8Path path : stream_gemm_int8::usable_paths())
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
+      for (int threads : {1, 2}) {
+        auto a = random_floats(static_cast<size_t>(m * k), 32);
+        a[static_cast<size_t>((m - 1) * k + 7)] = bad;  // in the second thread's rows
+        std::vector<float> c(static_cast<size_t>(m * n));
+        try {
+          stream_gemm_int8::gemm_on(path, a.data(), m, k, packed, c.data(), n, {}, threads);
+          ADD_FAILURE() << stream_gemm_int8::path_name(path) << ": no error for " << bad;
+        } catch (const Error& e) {
+          EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+          EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+        }
       }
-    }
 }
 
 // A BERT feed-forward block as torch.onnx.export writes it, and a Gemm with transB, alpha and beta:
