@@ -16,6 +16,7 @@
 #include "backends/registry.h"
 #include "core/backend_api/int8_weights.h"
 #include "core/backend_api/kernel_signature.h"
+#include "core/ir/random_inputs.h"
 #include "core/ir/statistics.h"
 #include "core/runtime/executor.h"
 #include "core/search/placement_buckets.h"
@@ -371,6 +372,24 @@ TimingReport time_placement(const Graph& graph, const Placement& placement, cons
   return time_runs(placed, inputs, options.repeat);
 }
 
+namespace {
+
+// Under a budget, `first` (the placement on the tune's inputs) and then the same placement on the
+// held-out draw (kSettings.held_out_seed): ok only when both hold; a miss on the second says so.
+VerifyReport with_held_out(const Graph& graph, const Placement& placement, VerifyReport first,
+                           const RunOptions& options) {
+  if (!first.ok() || !budget_for(placement, options).enabled()) return first;
+  const std::vector<Tensor> inputs = random_inputs(graph, kSettings.held_out_seed);
+  Executor placed = compile_placement(graph, placement, options);
+  VerifyReport held_out =
+      verify_outputs(graph, placement, placed.run(inputs), native_reference(graph, inputs), options);
+  if (held_out.ok()) return first;
+  first.mismatch = "on held-out inputs: " + held_out.mismatch;
+  return first;
+}
+
+}  // namespace
+
 PlacementRunReport verify_and_time(const Graph& graph, const Placement& placement,
                                    const std::vector<Tensor>& inputs, const RunOptions& options) {
   Executor placed = compile_placement(graph, placement, options);
@@ -537,6 +556,7 @@ TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostD
   run.repeat = options.repeat;
   run.accuracy = options.accuracy;
   r.run = verify_and_time(graph, r.tuned.placement, r.tuned.inputs, run);
+  r.run.verify = with_held_out(graph, r.tuned.placement, std::move(r.run.verify), run);
   if (options.accuracy.enabled()) back_off(graph, options.accuracy, run, r, observer);
   return r;
 }
@@ -589,7 +609,8 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
     Pins pins = r.tuned.placement.pins;
     for (NodeId n : worst->nodes) pins.forbidden[n].insert(worst->backend);
     search_again(graph, pins, r.tuned, observer);
-    r.run.verify = verify(graph, r.tuned.placement, r.tuned.inputs, run);
+    r.run.verify =
+        with_held_out(graph, r.tuned.placement, verify(graph, r.tuned.placement, r.tuned.inputs, run), run);
     stepped = true;
   }
   if (stepped) r.run.timing = time_placement(graph, r.tuned.placement, r.tuned.inputs, run);
@@ -670,6 +691,7 @@ RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const 
   run.threads = options.threads;
   run.repeat = options.repeat;
   r.refined_run = verify_and_time(graph, r.refine.result.best, inputs, run);
+  r.refined_run.verify = with_held_out(graph, r.refine.result.best, std::move(r.refined_run.verify), run);
   r.kept = op_level;
   if (!r.refined_run.verify.ok()) {
     r.kept_why = KeptPlacement::OpLevelMismatch;

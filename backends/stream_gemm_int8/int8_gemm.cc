@@ -52,7 +52,7 @@ const char* unsupported_reason() {
              : "this CPU lacks AVX2 and FMA, which the int8 kernel needs";
 }
 
-int activation_levels(Int8Path path) { return tiles_of(path).levels; }
+ActivationScheme activation_scheme(Int8Path path) { return {tiles_of(path).levels, tiles_of(path).per_row}; }
 
 ActivationQuant activation_quant(float lo, float hi, int levels) {
   lo = std::min(lo, 0.0f);
@@ -118,15 +118,23 @@ void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const Packed
   static thread_local std::unique_ptr<Storage> quantized;
   static thread_local std::vector<float> scale, bias;
   static thread_local std::vector<int32_t> correction;
+  static thread_local std::vector<float> row_scale;  // per-row quantization: each row's scale and zero point
+  static thread_local std::vector<int32_t> row_zp;
   if (!quantized || quantized->capacity() < static_cast<size_t>(m * ldq))
     quantized = std::make_unique<Storage>(static_cast<size_t>(m * ldq), Storage::Fill::None);
   scale.resize(static_cast<size_t>(padded));
   bias.resize(static_cast<size_t>(padded));
   correction.resize(static_cast<size_t>(padded));
+  if (set.per_row) {
+    row_scale.resize(static_cast<size_t>(m));
+    row_zp.resize(static_cast<size_t>(m));
+  }
   // The calling thread's buffers by pointer: inside the team, the names would be each thread's own.
   uint8_t* qa = reinterpret_cast<uint8_t*>(quantized->data());
   float *scale_of = scale.data(), *bias_of = bias.data();
   int32_t* correction_of = correction.data();
+  float* row_scale_of = row_scale.data();
+  int32_t* row_zp_of = row_zp.data();
 
   // Into the tile's store: the leading adds (bias rows, at most one residual), an activation after
   // them, a residual after that. What follows runs over each tile after it.
@@ -149,15 +157,17 @@ void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const Packed
   const int64_t groups = (w.panels + kWide - 1) / kWide, blocks = (m + rows - 1) / rows;
   const int64_t teams = m * k * n < kTeamWork ? 1 : std::max<int64_t>(1, std::min<int64_t>(threads, groups));
   std::vector<float> lows(static_cast<size_t>(teams)), highs(static_cast<size_t>(teams));
+  std::vector<char> bad(static_cast<size_t>(teams));
   bool finite = true;
 
-  // Groups [g0, g1) of panels against every row block, given the team's quantization.
-  auto multiply = [&](int64_t g0, int64_t g1, const ActivationQuant& aq) {
+  // Groups [g0, g1) of panels against every row block, given the team's quantization (null: each
+  // row's own, which the tiles apply).
+  auto multiply = [&](int64_t g0, int64_t g1, const ActivationQuant* aq) {
     const int64_t c0 = std::min(padded, g0 * kWide * kPanel), c1 = std::min(padded, g1 * kWide * kPanel);
     for (int64_t j = c0; j < c1; ++j) {
       const size_t i = static_cast<size_t>(j);
-      scale_of[i] = aq.scale * w.scale[i];
-      correction_of[i] = aq.zero_point * w.column_sum[i];
+      scale_of[i] = aq ? aq->scale * w.scale[i] : w.scale[i];
+      correction_of[i] = aq ? aq->zero_point * w.column_sum[i] : w.column_sum[i];
       float b = 0;
       if (j < n)
         for (const EpilogueStep* step = epilogue.data(); step != leading_end; ++step)
@@ -176,6 +186,10 @@ void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const Packed
       for (int64_t b = 0; b < blocks; ++b) {
         const int64_t r0 = b * rows;
         const int rows_here = static_cast<int>(std::min<int64_t>(rows, m - r0));
+        if (!aq) {
+          out.row_scale = row_scale_of + r0;
+          out.row_zp = row_zp_of + r0;
+        }
         if (residual) {
           out.add = residual->operand + r0 * residual->ld + j0;
           out.ld_add = residual->ld;
@@ -193,6 +207,27 @@ void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const Packed
   // The team's work by thread t of nt: rows for the range and the quantization, panel groups for
   // the product.
   auto work = [&](int64_t t, int64_t nt, auto barrier) {
+    const ActivationScheme scheme = activation_scheme(path);
+    if (scheme.per_row) {
+      bool ok = true;
+      for (int64_t r = t * m / nt; r < (t + 1) * m / nt && ok; ++r) {
+        float lo = 0, hi = 0;
+        set.range(a, lda, k, r, r + 1, lo, hi);
+        ok = std::isfinite(lo) && std::isfinite(hi);
+        const ActivationQuant aq = activation_quant(lo, hi, scheme.levels);
+        row_scale_of[r] = aq.scale;
+        row_zp_of[r] = aq.zero_point;
+        if (ok) set.quantize(a, lda, k, r, r + 1, aq.scale, aq.zero_point, qa, ldq);
+      }
+      bad[static_cast<size_t>(t)] = !ok;
+      barrier();
+      if (std::find(bad.begin(), bad.end(), 1) != bad.end()) {
+        if (t == 0) finite = false;
+        return;
+      }
+      multiply(t * groups / nt, (t + 1) * groups / nt, nullptr);
+      return;
+    }
     float lo = 0, hi = 0;
     set.range(a, lda, k, t * m / nt, (t + 1) * m / nt, lo, hi);
     lows[static_cast<size_t>(t)] = lo;
@@ -207,10 +242,10 @@ void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const Packed
       lo = std::min(lo, l);
       hi = std::max(hi, h);
     }
-    const ActivationQuant aq = activation_quant(lo, hi, activation_levels(path));
+    const ActivationQuant aq = activation_quant(lo, hi, scheme.levels);
     set.quantize(a, lda, k, t * m / nt, (t + 1) * m / nt, aq.scale, aq.zero_point, qa, ldq);
     barrier();
-    multiply(t * groups / nt, (t + 1) * groups / nt, aq);
+    multiply(t * groups / nt, (t + 1) * groups / nt, &aq);
   };
   if (teams == 1) {
     work(0, 1, [] {});

@@ -61,14 +61,20 @@ void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const Packed
 
 // The quantization gemm applies to A (exposed for tests): scale and zero point of [lo, hi]
 // widened to hold 0 over `levels` steps, and q = clamp(round_half_even(x / scale) + zp, 0, levels).
-// The VNNI path uses 255 levels (u8, as DynamicQuantizeLinear); the AVX2 path 127 (7 bits), so that
-// two of its pair sums add exactly in 16 bits (4 * 127 * 63 < 2^15) and one vpmaddwd widens four
-// products instead of two: a third fewer multiply instructions, at half the activation resolution.
+// The VNNI path takes the range of all of A and 255 levels (u8, as DynamicQuantizeLinear, so the
+// same integers as ONNX Runtime on a --qdq export). The AVX2 path takes each row's own range and 127
+// levels (7 bits), so that two of its pair sums add exactly in 16 bits (4 * 127 * 63 < 2^15) and one
+// vpmaddwd widens four products instead of two: a third fewer multiply instructions. Per row (per
+// token) wins back the halved resolution where rows' ranges differ, as transformers' tokens do.
 struct ActivationQuant {
   float scale = 1.0f;
   int32_t zero_point = 0;
 };
-int activation_levels(Int8Path path);
+struct ActivationScheme {
+  int levels = 255;
+  bool per_row = false;  // else per tensor
+};
+ActivationScheme activation_scheme(Int8Path path);
 ActivationQuant activation_quant(float lo, float hi, int levels);
 
 }  // namespace collage::stream_gemm_int8

@@ -27,11 +27,16 @@ struct TileOut {
   const float* add_after = nullptr;
   int64_t ld_after = 0;
   int last_cols = static_cast<int>(kPanel);  // the valid columns of the tile's last panel, 1..16
+  // Per-row quantization (TileSet::per_row): the tile's rows' activation scales and zero points;
+  // then `scale` holds the weights' scales alone and `correction` the column sums. Null: per tensor.
+  const float* row_scale = nullptr;
+  const int32_t* row_zp = nullptr;
 };
 
 struct TileSet {
-  int rows;    // rows per micro-tile
-  int levels;  // the activations' quantized range is [0, levels]
+  int rows;      // rows per micro-tile
+  int levels;    // the activations' quantized range is [0, levels]
+  bool per_row;  // each row its own range (the tiles take TileOut's row arrays); else one per call
   // Min and max of rows [r0, r1) of A (k columns) folded into lo and hi; both NaN if a value is NaN.
   void (*range)(const float* a, int64_t lda, int64_t k, int64_t r0, int64_t r1, float& lo, float& hi);
   // Rows [r0, r1) of A quantized into q (leading dim ldq, zero past k): clamp(round_half_even(x /

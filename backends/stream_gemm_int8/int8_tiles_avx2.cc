@@ -1,7 +1,7 @@
 // stream-gemm-int8's tiles for AVX2: per 8 k values and 8 columns, two vpmaddubsw multiply 7-bit
-// activations by 7-bit weights into 16-bit pair sums, vpaddw adds them (exact: 4 * 127 * 63 < 2^15),
-// one vpmaddwd by ones widens them into int32. A micro-tile is 3 rows by one 16-column panel: 6
-// accumulators, 4 weight registers, 2 broadcasts, the ones and 2 products fit AVX2's 16 registers.
+// activations (each row its own range) by 7-bit weights into 16-bit pair sums, vpaddw adds them (exact: 4 *
+// 127 * 63 < 2^15), one vpmaddwd by ones widens them into int32. A micro-tile is 3 rows by one 16-column
+// panel: 6 accumulators, 4 weight registers, 2 broadcasts, the ones and 2 products fit AVX2's 16 registers.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -31,10 +31,14 @@ COLLAGE_AVX2 void finish8(const __m256i* sums, int rows, int64_t col, int64_t co
                           const TileOut& t) {
   const bool full = cols >= 8;
   const __m256i mask = lanes(cols);
-  const __m256i corr = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.correction + col));
-  const __m256 scale = _mm256_loadu_ps(t.scale + col);
+  const __m256i column_corr = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.correction + col));
+  const __m256 column_scale = _mm256_loadu_ps(t.scale + col);
   const __m256 bias = _mm256_loadu_ps(t.bias + col);
   for (int r = 0; r < rows; ++r) {
+    const __m256i corr =
+        t.row_zp ? _mm256_mullo_epi32(_mm256_set1_epi32(t.row_zp[r]), column_corr) : column_corr;
+    const __m256 scale =
+        t.row_scale ? _mm256_mul_ps(_mm256_set1_ps(t.row_scale[r]), column_scale) : column_scale;
     __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sums[r], corr)), scale, bias);
     if (t.add) {
       const float* p = t.add + r * t.ld_add + col;
@@ -180,7 +184,7 @@ COLLAGE_AVX2 void quantize_rows(const float* a, int64_t lda, int64_t k, int64_t 
 }  // namespace
 
 const TileSet& avx2_tiles() {
-  static const TileSet set{kRows, kLevels, range_of, quantize_rows, tile};
+  static const TileSet set{kRows, kLevels, true, range_of, quantize_rows, tile};
   return set;
 }
 

@@ -249,7 +249,7 @@ void tile(int64_t np, int rows, const uint8_t* a, int64_t lda, const int8_t* w, 
 }  // namespace
 
 const TileSet& vnni_tiles() {
-  static const TileSet set{kRows, 255, range_of, quantize_rows, tile};
+  static const TileSet set{kRows, 255, false, range_of, quantize_rows, tile};
   return set;
 }
 

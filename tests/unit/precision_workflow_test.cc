@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <optional>
 
 #include "app/workflow/workflow.h"
 #include "backend_test_models.h"
@@ -12,6 +14,9 @@
 #include "backends/onednn_int8/onednn_int8.h"
 #include "backends/registry.h"
 #include "core/backend_api/int8_weights.h"
+#include "core/ir/accuracy.h"
+#include "core/ir/random_inputs.h"
+#include "core/ir/settings.h"
 #include "temp_dir.h"
 
 namespace collage {
@@ -110,6 +115,49 @@ TEST(PrecisionWorkflow, KernelsBackOffToFp32UntilTheBudgetHolds) {
     EXPECT_NE(step.find("leaves onednn-int8"), std::string::npos) << step;
   EXPECT_EQ(int8_kernels(r.tuned.placement), 0u);
   EXPECT_TRUE(r.run.verify.ok()) << r.run.verify.mismatch;
+}
+
+// The largest max-rel over the outputs of `p` on `inputs` against the native reference.
+double max_rel_error(const Graph& g, const Placement& p, const std::vector<Tensor>& inputs) {
+  const std::vector<Tensor> got = workflow::verify(g, p, inputs, workflow::RunOptions{}).outputs;
+  const std::vector<Tensor> want = workflow::native_reference(g, inputs);
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, measure_accuracy(got[i], want[i], AccuracyBudget{}, "y", true).max_rel);
+  return worst;
+}
+
+// A budget between an int8 placement's error on the tune's inputs and its larger error on the
+// held-out draw: the tune's inputs alone would let it stand; the held-out draw makes it back off.
+TEST(PrecisionWorkflow, TheBudgetMustHoldOnAHeldOutDrawToo) {
+  testing::ScopedTempDir dir("collage_precision");
+  // A model whose int8 placement errs more on the held-out draw than on the tune's inputs (found,
+  // not assumed: the weights' seed decides).
+  std::optional<Graph> g;
+  double tune_error = 0, held_out_error = 0;
+  for (uint32_t seed = 3; seed < 40 && !g; ++seed) {
+    Graph model = testing::dense_model(4, 64, 48, seed);
+    CostDb db(dir.file("costs" + std::to_string(seed) + ".sqlite"));
+    workflow::tune(model, tune_options("max-rel=5e-2"), &db);
+    int8_made_cheap(db);
+    workflow::TuneRunReport r = workflow::run_tune(model, tune_options("max-rel=5e-2"), &db);
+    ASSERT_GE(int8_kernels(r.tuned.placement), 1u);
+    tune_error = max_rel_error(model, r.tuned.placement, r.tuned.inputs);
+    held_out_error = max_rel_error(model, r.tuned.placement, random_inputs(model, kSettings.held_out_seed));
+    if (tune_error < 0.9 * held_out_error) g = std::move(model);
+  }
+  ASSERT_TRUE(g) << "no weights' seed gave an int8 placement that errs more on the held-out draw";
+  CostDb db(dir.file("costs.sqlite"));
+  workflow::tune(*g, tune_options("max-rel=5e-2"), &db);
+  int8_made_cheap(db);
+  char budget[64];
+  std::snprintf(budget, sizeof budget, "max-rel=%.9g", (tune_error + held_out_error) / 2);
+  workflow::TuneRunReport r = workflow::run_tune(*g, tune_options(budget), &db);
+  ASSERT_FALSE(r.backoff.empty()) << budget << " held on the held-out draw too";
+  EXPECT_NE(r.backoff.front().find("on held-out inputs"), std::string::npos) << r.backoff.front();
+  EXPECT_TRUE(r.run.verify.ok()) << r.run.verify.mismatch;
+  EXPECT_LE(max_rel_error(*g, r.tuned.placement, random_inputs(*g, kSettings.held_out_seed)),
+            (tune_error + held_out_error) / 2);
 }
 
 TEST(PrecisionWorkflow, AKernelRefusedUnderATighterBudgetIsMeasuredAgainUnderALooserOne) {

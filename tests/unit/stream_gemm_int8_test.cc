@@ -1,7 +1,7 @@
 // stream-gemm-int8: each code path this CPU runs (AVX512-VNNI, AVX2) against the integer product
-// computed here from the documented quantization (activations per tensor, u8, round half to even; the
-// shared 7-bit weights), over edge shapes (rows not a multiple of 4 or 6, k not of 4, columns not of
-// 8, 16 or 64), the largest pair sums, split over threads, with each epilogue order; then the
+// computed here from the documented quantization (activations per tensor in u8 or per row in 7 bits,
+// round half to even; the shared 7-bit weights), over edge shapes (rows not a multiple of 4 or 6, k not of 4,
+// columns not of 8, 16 or 64), the largest pair sums, split over threads, with each epilogue order; then the
 // backend's candidates against the native fp32 reference within an int8 budget. Skipped, naming the
 // reason, where the CPU lacks AVX2.
 #include "backends/stream_gemm_int8/stream_gemm_int8.h"
@@ -31,31 +31,37 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return {t.data<float>(), t.data<float>() + n};
 }
 
-// The product the kernel must give, in double: A quantized as documented (to `levels` steps: 255 on
-// the VNNI path, 127 on AVX2), times the 7-bit weights,
-// exact integer sums, then the two scales.
+// The product the kernel must give, in double: A quantized as documented (the range of all of A over
+// 255 levels on the VNNI path, each row's own over 127 on AVX2), times the 7-bit weights, exact
+// integer sums, then the two scales.
 std::vector<double> int8_product(const std::vector<float>& a, int64_t m, int64_t lda, int64_t k,
-                                 const QuantizedWeights& w, int64_t n, int levels) {
-  float lo = 0, hi = 0;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t p = 0; p < k; ++p) {
-      lo = std::min(lo, a[static_cast<size_t>(i * lda + p)]);
-      hi = std::max(hi, a[static_cast<size_t>(i * lda + p)]);
-    }
-  const float scale = hi > lo ? (hi - lo) / static_cast<float>(levels) : 1.0f;
-  const long zp = std::lround(-lo / scale);
+                                 const QuantizedWeights& w, int64_t n,
+                                 stream_gemm_int8::ActivationScheme scheme) {
+  auto range = [&](int64_t r0, int64_t r1) {
+    float lo = 0, hi = 0;
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t p = 0; p < k; ++p) {
+        lo = std::min(lo, a[static_cast<size_t>(i * lda + p)]);
+        hi = std::max(hi, a[static_cast<size_t>(i * lda + p)]);
+      }
+    return std::pair{lo, hi};
+  };
   std::vector<double> out(static_cast<size_t>(m * n));
-  for (int64_t i = 0; i < m; ++i)
+  for (int64_t i = 0; i < m; ++i) {
+    const auto [lo, hi] = scheme.per_row ? range(i, i + 1) : range(0, m);
+    const float scale = hi > lo ? (hi - lo) / static_cast<float>(scheme.levels) : 1.0f;
+    const long zp = std::lround(-lo / scale);
     for (int64_t j = 0; j < n; ++j) {
       int64_t sum = 0;
       for (int64_t p = 0; p < k; ++p) {
         const long q =
-            std::clamp<long>(std::lrint(a[static_cast<size_t>(i * lda + p)] / scale) + zp, 0, levels);
+            std::clamp<long>(std::lrint(a[static_cast<size_t>(i * lda + p)] / scale) + zp, 0, scheme.levels);
         sum += (q - zp) * w.q[static_cast<size_t>(p * n + j)];
       }
       out[static_cast<size_t>(i * n + j)] =
           static_cast<double>(sum) * scale * static_cast<double>(w.scale[static_cast<size_t>(j)]);
     }
+  }
   return out;
 }
 
@@ -104,7 +110,7 @@ TEST(StreamGemmInt8, LargestPairSumsAreExactOnEveryPath) {
   ASSERT_EQ(std::abs(w.q[0]), kWeightLevels);
   for (stream_gemm_int8::Int8Path path : stream_gemm_int8::usable_paths()) {
     const std::vector<double> want =
-        int8_product(a, m, k, k, w, n, stream_gemm_int8::activation_levels(path));
+        int8_product(a, m, k, k, w, n, stream_gemm_int8::activation_scheme(path));
     std::vector<float> c(static_cast<size_t>(m * n));
     stream_gemm_int8::gemm_on(path, a.data(), m, k, pack(w, k, n), c.data(), n, {}, 1);
     for (size_t i = 0; i < c.size(); ++i)
@@ -130,13 +136,15 @@ TEST(StreamGemmInt8, ProductIsTheExactIntegerProductOverEdgeShapes) {
       for (int threads : {1, 2}) {
         const int64_t m = cs.m, k = cs.k, n = cs.n, lda = k + 3, ldc = n + 5;  // leading dims past the rows
         auto a = random_floats(static_cast<size_t>(m * lda), 1);
-        for (float& x : a) x = x * 3.0f + 0.5f;  // an asymmetric range: a zero point away from the middle
+        // An asymmetric range (a zero point away from the middle), and rows of different ranges.
+        for (size_t i = 0; i < a.size(); ++i)
+          a[i] = (a[i] * 3.0f + 0.5f) * static_cast<float>(1 + i / lda % 4);
         auto wf = random_floats(static_cast<size_t>(k * n), 2);
         const QuantizedWeights w = quantize_weights(wf.data(), k, n);
         std::vector<float> c(static_cast<size_t>(m * ldc), 7.0f);
         stream_gemm_int8::gemm_on(path, a.data(), m, lda, pack(w, k, n), c.data(), ldc, {}, threads);
         const std::vector<double> want =
-            int8_product(a, m, lda, k, w, n, stream_gemm_int8::activation_levels(path));
+            int8_product(a, m, lda, k, w, n, stream_gemm_int8::activation_scheme(path));
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < ldc; ++j) {
             const float got = c[static_cast<size_t>(i * ldc + j)];
@@ -179,7 +187,7 @@ TEST(StreamGemmInt8, EpilogueStepsRunInTheirOrder) {
                                                          {erf, row, tanh}};
   for (stream_gemm_int8::Int8Path path : stream_gemm_int8::usable_paths()) {
     const std::vector<double> product =
-        int8_product(a, m, k, k, w, n, stream_gemm_int8::activation_levels(path));
+        int8_product(a, m, k, k, w, n, stream_gemm_int8::activation_scheme(path));
     for (size_t o = 0; o < orders.size(); ++o)
       for (int threads : {1, 2}) {
         std::vector<float> c(static_cast<size_t>(m * n));
