@@ -374,8 +374,9 @@ TimingReport time_placement(const Graph& graph, const Placement& placement, cons
 
 namespace {
 
-// Under a budget, `first` (the placement on the tune's inputs) and then the same placement on the
-// held-out draw (kSettings.held_out_seed): ok only when both hold; a miss on the second says so.
+// Under a budget (the tune's, with kSettings.accuracy_margin), `first` (the placement on the tune's
+// inputs) and then the same placement on the held-out draw (kSettings.held_out_seed): ok only when
+// both hold; a miss on the second says so.
 VerifyReport with_held_out(const Graph& graph, const Placement& placement, VerifyReport first,
                            const RunOptions& options) {
   if (!first.ok() || !budget_for(placement, options).enabled()) return first;
@@ -554,7 +555,7 @@ TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostD
   run.backends = topts.backends;
   run.threads = options.threads;
   run.repeat = options.repeat;
-  run.accuracy = options.accuracy;
+  run.accuracy = with_margin(options.accuracy, kSettings.accuracy_margin);
   r.run = verify_and_time(graph, r.tuned.placement, r.tuned.inputs, run);
   r.run.verify = with_held_out(graph, r.tuned.placement, std::move(r.run.verify), run);
   if (options.accuracy.enabled()) back_off(graph, options.accuracy, run, r, observer);
@@ -690,6 +691,8 @@ RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const 
   run.backends = ropts.backends;
   run.threads = options.threads;
   run.repeat = options.repeat;
+  if (!op_level.accuracy.empty())
+    run.accuracy = with_margin(parse_accuracy(op_level.accuracy), kSettings.accuracy_margin);
   r.refined_run = verify_and_time(graph, r.refine.result.best, inputs, run);
   r.refined_run.verify = with_held_out(graph, r.refine.result.best, std::move(r.refined_run.verify), run);
   r.kept = op_level;

@@ -209,17 +209,18 @@ void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const Packed
   auto work = [&](int64_t t, int64_t nt, auto barrier) {
     const ActivationScheme scheme = activation_scheme(path);
     if (scheme.per_row) {
-      bool ok = true;
-      for (int64_t r = t * m / nt; r < (t + 1) * m / nt && ok; ++r) {
+      for (int64_t r = t * m / nt; r < (t + 1) * m / nt; ++r) {
         float lo = 0, hi = 0;
         set.range(a, lda, k, r, r + 1, lo, hi);
-        ok = std::isfinite(lo) && std::isfinite(hi);
+        if (!std::isfinite(lo) || !std::isfinite(hi)) {
+          bad[static_cast<size_t>(t)] = 1;
+          break;
+        }
         const ActivationQuant aq = activation_quant(lo, hi, scheme.levels);
         row_scale_of[r] = aq.scale;
         row_zp_of[r] = aq.zero_point;
-        if (ok) set.quantize(a, lda, k, r, r + 1, aq.scale, aq.zero_point, qa, ldq);
+        set.quantize(a, lda, k, r, r + 1, aq.scale, aq.zero_point, qa, ldq);
       }
-      bad[static_cast<size_t>(t)] = !ok;
       barrier();
       if (std::find(bad.begin(), bad.end(), 1) != bad.end()) {
         if (t == 0) finite = false;

@@ -42,6 +42,13 @@ std::string AccuracyBudget::to_string() const {
   return s;
 }
 
+AccuracyBudget with_margin(const AccuracyBudget& budget, double margin) {
+  AccuracyBudget out = budget;
+  if (out.max_rel >= 0) out.max_rel *= margin;
+  if (out.cosine >= 0) out.cosine = 1 - (1 - out.cosine) * margin;
+  return out;
+}
+
 AccuracyBudget parse_accuracy(const std::string& spec) {
   AccuracyBudget b;
   std::stringstream ss(spec);

@@ -27,6 +27,10 @@ struct AccuracyBudget {
   std::string to_string() const;  // the SPEC it parses from ("" when not enabled)
 };
 
+// `budget` with each bound's allowed error scaled by `margin` (0 < margin <= 1): max-rel R -> R *
+// margin, cosine C -> 1 - (1 - C) * margin; top1 as it is.
+AccuracyBudget with_margin(const AccuracyBudget& budget, double margin);
+
 // InvalidInput naming the bad item ("--accuracy: 'cosin=0.9' is not max-rel=R, cosine=C or top1").
 AccuracyBudget parse_accuracy(const std::string& spec);
 

@@ -99,9 +99,12 @@ struct Settings {
   Tolerance verify_tolerance{1e-3, 1e-3, 0};
   // Each candidate kernel against the native reference (the tuner's rule).
   Tolerance kernel_tolerance = kKernelTolerance;
-  // Under an accuracy budget a tuned placement must also hold it on a second draw of random
-  // inputs, seeded with this, which the search never measured: a back-off that stops where the
-  // tune's own inputs just pass can miss on the next ones (an int8 ViT-B/16 did, by 1e-4 cosine).
+  // Under an accuracy budget a tuned placement must hold it with this margin (each bound's allowed
+  // error scaled by it) on its own inputs and on a second draw, seeded with held_out_seed, which
+  // the search never measured: a back-off that stops where the tune's own inputs just pass misses
+  // on other inputs (an int8 ViT-B/16 did, by 1e-4 of cosine, and with both draws checked, by 1e-3
+  // of max-rel). The placement keeps the user's budget; later checks hold it to that.
+  double accuracy_margin = 0.9;
   uint64_t held_out_seed = 7919;
   // Candidates are measured in worker processes (core/tuning/measure_worker.h).
   bool isolate_measurement = true;
