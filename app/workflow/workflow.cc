@@ -563,8 +563,8 @@ TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostD
 }
 
 // Until the placement holds the budget: the reduced-precision kernel whose own output is
-// furthest from the native reference leaves its backend (its nodes forbid it: they go back
-// to fp32, or to a more precise reduced backend if that is cheaper, e.g. int8 -> bf16), the
+// furthest from the native reference leaves its precision (its nodes forbid every backend of
+// it: they go back to fp32, or to a more precise reduced one if cheaper, e.g. int8 -> bf16), the
 // search runs again on the measured costs, and the new placement is verified (and, once it
 // holds, timed). Each step is a notice to the observer as it happens.
 void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run, TuneRunReport& r,
@@ -601,14 +601,21 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
       if (!b || b->precision == Precision::Float32) continue;
       if (double error = error_of(k, *b); error > worst_error) worst = k, worst_error = error;
     }
-    char step[320];
-    std::snprintf(step, sizeof step, "%s; %s (%s, %s) leaves %s (its own error %.3g of its output's peak)",
-                  r.run.verify.mismatch.c_str(), graph.node(worst->nodes.front()).name.c_str(),
-                  worst->backend.c_str(), worst->label.c_str(), worst->backend.c_str(), worst_error);
+    // Every backend of the kernel's precision goes: the int8 ones share the weights' quantization
+    // and err alike, so a move from one to another rarely lowers the error.
+    const Precision precision = find_backend(worst->backend)->precision;
+    char step[400];
+    std::snprintf(
+        step, sizeof step,
+        "%s; %s (%s, %s) leaves %s and every other %s backend (its own error %.3g of its output's peak)",
+        r.run.verify.mismatch.c_str(), graph.node(worst->nodes.front()).name.c_str(), worst->backend.c_str(),
+        worst->label.c_str(), worst->backend.c_str(), precision_name(precision), worst_error);
     r.backoff.push_back(step);
     if (observer) observer->on_notice("accuracy back-off: " + r.backoff.back());
     Pins pins = r.tuned.placement.pins;
-    for (NodeId n : worst->nodes) pins.forbidden[n].insert(worst->backend);
+    for (NodeId n : worst->nodes)
+      for (const BackendSpec* b : all_backends())
+        if (b->precision == precision) pins.forbidden[n].insert(b->name);
     search_again(graph, pins, r.tuned, observer);
     r.run.verify =
         with_held_out(graph, r.tuned.placement, verify(graph, r.tuned.placement, r.tuned.inputs, run), run);

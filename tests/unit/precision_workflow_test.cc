@@ -115,6 +115,14 @@ TEST(PrecisionWorkflow, KernelsBackOffToFp32UntilTheBudgetHolds) {
     EXPECT_NE(step.find("leaves onednn-int8"), std::string::npos) << step;
   EXPECT_EQ(int8_kernels(r.tuned.placement), 0u);
   EXPECT_TRUE(r.run.verify.ok()) << r.run.verify.mismatch;
+  // A node that backed off forbids every int8 backend, not only the one it left: they quantize alike.
+  EXPECT_FALSE(r.tuned.placement.pins.forbidden.empty());
+  for (const auto& [node, names] : r.tuned.placement.pins.forbidden)
+    for (const BackendSpec* b : all_backends()) {
+      if (b->precision == Precision::Int8) {
+        EXPECT_TRUE(names.count(b->name)) << "node " << node << ": " << b->name;
+      }
+    }
 }
 
 // The largest max-rel over the outputs of `p` on `inputs` against the native reference.
