@@ -32,6 +32,12 @@ const TileSet& tiles_of(Int8Path path) {
   return path == Int8Path::Avx512Vnni ? detail::vnni_tiles() : detail::avx2_tiles();
 }
 
+// The instruction-set cap is read once per process, so the usable paths are too.
+const std::vector<Int8Path>& cached_usable_paths() {
+  static const std::vector<Int8Path> paths = usable_paths();
+  return paths;
+}
+
 }  // namespace
 
 std::vector<Int8Path> usable_paths() {
@@ -97,7 +103,7 @@ PackedInt8Weights pack_int8_weights(const int8_t* q, const float* scale, int64_t
 
 void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, float* c, int64_t ldc,
           const std::vector<EpilogueStep>& epilogue, int threads) {
-  static const std::vector<Int8Path> paths = usable_paths();  // the cap is read once per process
+  const std::vector<Int8Path>& paths = cached_usable_paths();
   if (paths.empty())
     throw Error(ErrorKind::Unsupported, std::string("stream-gemm-int8: ") + unsupported_reason());
   gemm_on(paths.front(), a, m, lda, w, c, ldc, epilogue, threads);
@@ -105,7 +111,7 @@ void gemm(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, fl
 
 void gemm_on(Int8Path path, const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, float* c,
              int64_t ldc, const std::vector<EpilogueStep>& epilogue, int threads) {
-  static const std::vector<Int8Path> paths = usable_paths();
+  const std::vector<Int8Path>& paths = cached_usable_paths();
   if (std::find(paths.begin(), paths.end(), path) == paths.end())
     throw Error(
         ErrorKind::Unsupported,
