@@ -563,10 +563,12 @@ TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostD
 }
 
 // Until the placement holds the budget: the reduced-precision kernel whose own output is
-// furthest from the native reference leaves its precision (its nodes forbid every backend of
-// it: they go back to fp32, or to a more precise reduced one if cheaper, e.g. int8 -> bf16), the
-// search runs again on the measured costs, and the new placement is verified (and, once it
-// holds, timed). Each step is a notice to the observer as it happens.
+// furthest from the native reference leaves its backend, and its nodes forbid every backend of
+// its precision that errs there about as much (kSettings.backoff_kept_error_ratio): they go to a
+// clearly more precise kernel of that precision, back to fp32, or to a more precise reduced one
+// (int8 -> bf16), whichever the measured costs make cheapest. The search runs again, and the new
+// placement is verified (and, once it holds, timed). Each step is a notice to the observer as it
+// happens.
 void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run, TuneRunReport& r,
               ProgressObserver* observer) {
   std::vector<Tensor> values;               // every value of the graph, computed once by the native kernels
@@ -601,21 +603,38 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
       if (!b || b->precision == Precision::Float32) continue;
       if (double error = error_of(k, *b); error > worst_error) worst = k, worst_error = error;
     }
-    // Every backend of the kernel's precision goes: the int8 ones share the weights' quantization
-    // and err alike, so a move from one to another rarely lowers the error.
+    // The worst kernel's backend goes from its nodes, and so does every other backend of its
+    // precision that the search could place there unless it errs clearly less on them.
     const Precision precision = find_backend(worst->backend)->precision;
-    char step[400];
-    std::snprintf(
-        step, sizeof step,
-        "%s; %s (%s, %s) leaves %s and every other %s backend (its own error %.3g of its output's peak)",
-        r.run.verify.mismatch.c_str(), graph.node(worst->nodes.front()).name.c_str(), worst->backend.c_str(),
-        worst->label.c_str(), worst->backend.c_str(), precision_name(precision), worst_error);
+    std::set<std::string> placeable;
+    for (const Candidate& c : r.tuned.candidates) placeable.insert(c.backend);
+    Pins pins = r.tuned.placement.pins;
+    std::string kept;
+    for (const BackendSpec* b : all_backends()) {
+      if (b->precision != precision) continue;
+      if (b->name != worst->backend && b->kind != BackendKind::GraphLevel && placeable.count(b->name)) {
+        PlacedKernel alternative = *worst;
+        alternative.backend = b->name;
+        const double error = error_of(alternative, *b);
+        if (error < kSettings.backoff_kept_error_ratio * worst_error) {
+          char line[120];
+          std::snprintf(line, sizeof line, "%s%s (%.3g)", kept.empty() ? "" : ", ", b->name.c_str(), error);
+          kept += line;
+          continue;
+        }
+      }
+      for (NodeId n : worst->nodes) pins.forbidden[n].insert(b->name);
+    }
+    char step[600];
+    std::snprintf(step, sizeof step,
+                  "%s; %s (%s, %s) leaves %s and every other %s backend that errs as much there (its own "
+                  "error %.3g of its output's peak)%s%s",
+                  r.run.verify.mismatch.c_str(), graph.node(worst->nodes.front()).name.c_str(),
+                  worst->backend.c_str(), worst->label.c_str(), worst->backend.c_str(),
+                  precision_name(precision), worst_error,
+                  kept.empty() ? "" : "; clearly more precise there, still a choice: ", kept.c_str());
     r.backoff.push_back(step);
     if (observer) observer->on_notice("accuracy back-off: " + r.backoff.back());
-    Pins pins = r.tuned.placement.pins;
-    for (NodeId n : worst->nodes)
-      for (const BackendSpec* b : all_backends())
-        if (b->precision == precision) pins.forbidden[n].insert(b->name);
     search_again(graph, pins, r.tuned, observer);
     r.run.verify =
         with_held_out(graph, r.tuned.placement, verify(graph, r.tuned.placement, r.tuned.inputs, run), run);

@@ -106,6 +106,11 @@ struct Settings {
   // of max-rel). The placement keeps the user's budget; later checks hold it to that.
   double accuracy_margin = 0.9;
   uint64_t held_out_seed = 7919;
+  // A back-off step forbids the worst kernel's backend on its nodes, and every other backend of
+  // its precision whose own error there is at least this share of the worst's: the int8 ones
+  // share the weights' quantization, but not the activations' (8 bits per tensor against the AVX2
+  // tiles' 7 per row), so one may err clearly less and stay a choice before fp32.
+  double backoff_kept_error_ratio = 0.8;
   // Candidates are measured in worker processes (core/tuning/measure_worker.h).
   bool isolate_measurement = true;
   // The measurement queue (tune --remote, collage worker): a worker renews its job's lease

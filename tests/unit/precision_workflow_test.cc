@@ -13,6 +13,8 @@
 #include "backends/onednn/onednn_spec.h"
 #include "backends/onednn_int8/onednn_int8.h"
 #include "backends/registry.h"
+#include "backends/stream_gemm_int8/int8_gemm.h"
+#include "backends/stream_gemm_int8/stream_gemm_int8.h"
 #include "core/backend_api/int8_weights.h"
 #include "core/ir/accuracy.h"
 #include "core/ir/random_inputs.h"
@@ -115,7 +117,8 @@ TEST(PrecisionWorkflow, KernelsBackOffToFp32UntilTheBudgetHolds) {
     EXPECT_NE(step.find("leaves onednn-int8"), std::string::npos) << step;
   EXPECT_EQ(int8_kernels(r.tuned.placement), 0u);
   EXPECT_TRUE(r.run.verify.ok()) << r.run.verify.mismatch;
-  // A node that backed off forbids every int8 backend, not only the one it left: they quantize alike.
+  // A node that backed off forbids every int8 backend, not only the one it left: the others could
+  // not be placed there (not searched) or, as onednn-int8 after its own step, err as much.
   EXPECT_FALSE(r.tuned.placement.pins.forbidden.empty());
   for (const auto& [node, names] : r.tuned.placement.pins.forbidden)
     for (const BackendSpec* b : all_backends()) {
@@ -123,6 +126,55 @@ TEST(PrecisionWorkflow, KernelsBackOffToFp32UntilTheBudgetHolds) {
         EXPECT_TRUE(names.count(b->name)) << "node " << node << ": " << b->name;
       }
     }
+}
+
+size_t kernels_on(const Placement& p, const std::string& backend) {
+  return static_cast<size_t>(std::count_if(p.kernels.begin(), p.kernels.end(),
+                                           [&](const PlacedKernel& k) { return k.backend == backend; }));
+}
+
+// Two int8 backends that quantize the activations differently. Where the other errs clearly less
+// on the nodes a kernel left, it stays a choice there before fp32: the AVX2 tiles' 7 bits per row
+// against oneDNN's 8 per tensor. Where both compute the same integers (the VNNI tiles' 8 bits per
+// tensor, as oneDNN's), a step forbids both at once.
+TEST(PrecisionWorkflow, ABackOffKeepsAnInt8BackendThatErrsClearlyLessThere) {
+  if (!stream_gemm_int8::supported()) GTEST_SKIP() << stream_gemm_int8::unsupported_reason();
+  testing::ScopedTempDir dir("collage_precision");
+  Graph g = dense_model(4, 64, 48);
+  workflow::TuneStepOptions o = tune_options("max-rel=2e-1");  // loose: the int8 kernels hold it
+  o.backends.push_back(&stream_gemm_int8_backend());
+  CostDb db(dir.file("costs.sqlite"));
+  workflow::tune(g, o, &db);
+  // int8 nearly free, stream-gemm-int8 the cheapest: the search starts on it.
+  std::vector<CostRecord> records = db.list();
+  for (CostRecord& c : records) {
+    const double ops = static_cast<double>(std::count(c.label.begin(), c.label.end(), '+') + 1);
+    if (c.cost.valid())
+      c.cost.median_ms = c.backend == "stream-gemm-int8" ? 0.001 * ops
+                         : c.backend == "onednn-int8"    ? 0.002 * ops
+                                                         : ops;
+  }
+  db.put_all(records);
+  ASSERT_GE(kernels_on(workflow::run_tune(g, o, &db).tuned.placement, "stream-gemm-int8"), 1u);
+  o.accuracy = parse_accuracy("max-rel=1e-7");  // no int8 kernel holds it: every one backs off in the end
+  workflow::TuneRunReport r = workflow::run_tune(g, o, &db);
+  ASSERT_FALSE(r.backoff.empty());
+  size_t kept = 0, onednn_left = 0;
+  for (const std::string& step : r.backoff) {
+    kept += step.find("still a choice: onednn-int8") != std::string::npos;
+    onednn_left += step.find("leaves onednn-int8") != std::string::npos;
+  }
+  const bool same_integers =
+      stream_gemm_int8::usable_paths().front() == stream_gemm_int8::Int8Path::Avx512Vnni;
+  if (same_integers) {
+    EXPECT_EQ(kept, 0u) << r.backoff.front();
+  } else {
+    EXPECT_GE(kept, 1u) << r.backoff.front();
+    EXPECT_GE(onednn_left, 1u) << "a node kept onednn-int8 as a choice, but the search never placed it";
+  }
+  EXPECT_EQ(kernels_on(r.tuned.placement, "stream-gemm-int8") + kernels_on(r.tuned.placement, "onednn-int8"),
+            0u);
+  EXPECT_TRUE(r.run.verify.ok()) << r.run.verify.mismatch;
 }
 
 // The largest max-rel over the outputs of `p` on `inputs` against the native reference.
