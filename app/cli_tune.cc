@@ -298,6 +298,8 @@ BucketOutcome tune_bucket(const Args& args, const DimValues& dims, const Graph& 
       outcome.mismatch_after_refine = true;
       return outcome;
     }
+    if (chain.kept_why == workflow::KeptPlacement::OpLevelOverBudget)
+      std::printf("%s\n", workflow::describe(chain).c_str());
     const workflow::SideBySideReport& ab = chain.side_by_side;
     if (ab.compared) {
       std::printf("side by side over %d alternating runs each: op-level %.3f ms, refined %.3f ms (%.2fx)\n",

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/ir/accuracy.h"
+#include "core/ir/random_inputs.h"
+#include "core/ir/settings.h"
 #include "core/search/placement_timing.h"
 #include "core/search/refine.h"
 
@@ -49,7 +52,23 @@ ContestBench::Outcome ContestBench::contest(const Placement& best, const Placeme
     RunOptions run;
     run.backends = options_.backends;
     run.threads = options_.threads;
+    // Under a budget, held to what run_refine then holds the refined placement to: the budget with
+    // its margin, on these inputs and on the held-out draw. A rival that only passed the bare
+    // budget here could win its contest and then fail that check.
+    if (!rival.accuracy.empty())
+      run.accuracy = with_margin(parse_accuracy(rival.accuracy), kSettings.accuracy_margin);
     out.mismatch = verify_outputs(graph_, rival, std::move(got), *reference_, run).mismatch;
+    if (out.mismatch.empty() && run.accuracy.enabled()) {
+      if (!held_out_) {
+        held_out_.emplace();
+        held_out_->inputs = random_inputs(graph_, kSettings.held_out_seed);
+        held_out_->reference = native_reference(graph_, held_out_->inputs);
+      }
+      const std::string missed =
+          verify_outputs(graph_, rival, rival_run->run(held_out_->inputs), held_out_->reference, run)
+              .mismatch;
+      if (!missed.empty()) out.mismatch = "on held-out inputs: " + missed;
+    }
     if (!out.mismatch.empty()) return out;
   }
   if (!best_ || best_signature_ != best_signature) {

@@ -40,7 +40,8 @@ class ContestBench {
   };
   // `rival` against `best`, alternated (max(repeat, side_by_side_min_rounds) rounds, given up after
   // kSettings.contest_give_up_rounds lost ones). When `verify_rival`, its warm-up run is first
-  // checked against the native reference (a stored timing was verified when it was timed).
+  // checked against the native reference (a stored timing was verified when it was timed); under
+  // the rival's accuracy budget, with kSettings.accuracy_margin and on the held-out draw too.
   Outcome contest(const Placement& best, const Placement& rival, bool verify_rival);
 
  private:
@@ -50,7 +51,11 @@ class ContestBench {
   CostDb* db_;
   std::string model_;  // model_fingerprint(graph_), a contest's cost key
   std::optional<std::vector<Tensor>> reference_;
-  std::string best_signature_;  // of the placement best_ holds compiled
+  struct Draw {
+    std::vector<Tensor> inputs, reference;
+  };
+  std::optional<Draw> held_out_;  // under a budget: the held-out draw and its native reference
+  std::string best_signature_;    // of the placement best_ holds compiled
   std::unique_ptr<Executor> best_;
 };
 

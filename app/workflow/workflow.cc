@@ -723,7 +723,12 @@ RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const 
   r.refined_run.verify = with_held_out(graph, r.refine.result.best, std::move(r.refined_run.verify), run);
   r.kept = op_level;
   if (!r.refined_run.verify.ok()) {
-    r.kept_why = KeptPlacement::OpLevelMismatch;
+    // Without a budget a disagreeing kernel is a bug to report; under one, the genetic search
+    // weighs time alone, so a mix of int8 regions can miss the budget: the op-level placement
+    // stays, and the libraries still contest it.
+    r.kept_why = run.accuracy.enabled() ? KeptPlacement::OpLevelOverBudget : KeptPlacement::OpLevelMismatch;
+    if (r.kept_why == KeptPlacement::OpLevelOverBudget)
+      contest_libraries(graph, inputs, ropts, db, r, observer);
     return r;
   }
   SideBySideOptions sopts;
@@ -759,6 +764,9 @@ std::string describe(const RefineRunReport& report) {
     case KeptPlacement::OpLevelMismatch:
       return "the refined placement disagrees with the native reference (" +
              report.refined_run.verify.mismatch + "): keeping the op-level one";
+    case KeptPlacement::OpLevelOverBudget:
+      return "the refined placement misses the accuracy budget (" + report.refined_run.verify.mismatch +
+             "): keeping the op-level one";
     case KeptPlacement::Library:
       for (const LibraryContest& c : report.library_contests)
         if (c.adopted && c.backend == report.kept_library)

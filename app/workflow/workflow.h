@@ -348,6 +348,7 @@ enum class KeptPlacement {
   OpLevelNothingMoved,  // the refined placement is the op-level one
   OpLevelNotFaster,     // verified, but not faster when both were re-measured alternated
   OpLevelMismatch,      // the refined placement disagrees with the native reference
+  OpLevelOverBudget,    // under an accuracy budget, the refined placement misses it (a search outcome)
   Library,              // a library alone (a rival) beat the refined or op-level one side by side
 };
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "app/workflow/refine_contests.h"
 #include "app/workflow/workflow.h"
 #include "backend_test_models.h"
 #include "backends/native/native_spec.h"
@@ -234,6 +235,43 @@ TEST(PrecisionWorkflow, TheBudgetHoldsWithAMarginOnAHeldOutDrawToo) {
   // The placement keeps the user's budget, not the tightened one.
   EXPECT_NEAR(parse_accuracy(r.tuned.placement.accuracy).max_rel, between / margin,
               1e-5 * between / margin);  // written with 6 digits
+}
+
+// A refine's contest holds an int8 rival to its budget as the final check holds the refined
+// placement: with the margin. A rival within the bare budget but not within the margin loses
+// untimed, instead of winning here and failing there.
+TEST(PrecisionWorkflow, AContestHoldsAnInt8RivalToTheBudgetWithItsMargin) {
+  testing::ScopedTempDir dir("collage_precision");
+  Graph g = dense_model(4, 64, 48);
+  CostDb db(dir.file("costs.sqlite"));
+  workflow::tune(g, tune_options("max-rel=5e-2"), &db);
+  int8_made_cheap(db);
+  workflow::TuneRunReport r = workflow::run_tune(g, tune_options("max-rel=5e-2"), &db);
+  ASSERT_GE(int8_kernels(r.tuned.placement), 1u);
+  Placement rival = r.tuned.placement;
+  const double error = max_rel_error(g, rival, r.tuned.inputs);
+  ASSERT_GT(error, 0);
+  workflow::TuneStepOptions fp32 = tune_options("");
+  fp32.backends = {&onednn_backend(), &native_backend()};
+  const Placement best = workflow::run_tune(g, fp32, nullptr).tuned.placement;
+  workflow::RefineStepOptions ropts;
+  ropts.backends = {&onednn_backend(), &onednn_int8_backend(), &native_backend()};
+  ropts.repeat = 2;
+  workflow::detail::ContestBench bench(g, r.tuned.inputs, ropts, nullptr);
+  auto with_budget = [&](double max_rel) {
+    char budget[64];
+    std::snprintf(budget, sizeof budget, "max-rel=%.9g", max_rel);
+    rival.accuracy = budget;
+    return bench.contest(best, rival, true);
+  };
+  // The error is within this budget, not within its margin.
+  workflow::detail::ContestBench::Outcome outcome = with_budget(error * 2 / (1 + kSettings.accuracy_margin));
+  EXPECT_NE(outcome.mismatch.find("max-rel"), std::string::npos) << outcome.mismatch;
+  EXPECT_EQ(outcome.timing.rounds, 0);
+  // Well within it, on both draws: timed.
+  outcome = with_budget(0.9);
+  EXPECT_TRUE(outcome.mismatch.empty()) << outcome.mismatch;
+  EXPECT_GT(outcome.timing.rounds, 0);
 }
 
 TEST(PrecisionWorkflow, AKernelRefusedUnderATighterBudgetIsMeasuredAgainUnderALooserOne) {

@@ -323,7 +323,9 @@ bool ExplorerController::start_refine() {
                        .arg(QString::fromStdString(lc.backend))
                        .arg(lc.timing.b_ms, 0, 'f', 3);
       r.log << QString::fromStdString(workflow::describe(*chain));
-      r.mismatch = QString::fromStdString(chain->refined_run.verify.mismatch);
+      // Over the budget, the op-level placement kept holds it: the log says why, no alarm.
+      if (chain->kept_why == workflow::KeptPlacement::OpLevelMismatch)
+        r.mismatch = QString::fromStdString(chain->refined_run.verify.mismatch);
       c.placement_ = chain->kept;
       c.op_level_ = start;
       c.refined_ = result.best;
