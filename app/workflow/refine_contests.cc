@@ -47,7 +47,9 @@ ContestBench::Outcome ContestBench::contest(const Placement& best, const Placeme
     out.mismatch = std::string("a region cannot be built: ") + e.what();
     return out;
   }
-  if (verify_rival) {
+  // Under a budget every rival is verified: a whole int8 region's seed, timed alone, could win
+  // its contest and then miss the budget.
+  if (verify_rival || !rival.accuracy.empty()) {
     if (!reference_) reference_ = native_reference(graph_, inputs_);
     RunOptions run;
     run.backends = options_.backends;
@@ -112,7 +114,12 @@ void contest_seeds(const Graph& graph, const Placement& op_level, ContestBench& 
     SeedContest contest;
     contest.backend = seed.backend;
     ContestBench::Outcome outcome = bench.contest(result.best, whole, false);
-    if (!outcome.mismatch.empty()) continue;  // a seed's region the library refuses: it had no fitness
+    if (!outcome.mismatch.empty()) {  // a region the library refuses (it had no fitness), or over the budget
+      if (observer && !whole.accuracy.empty())
+        observer->on_notice("whole-" + seed.backend + " seed against the search's best: not timed (" +
+                            outcome.mismatch + ")");
+      continue;
+    }
     contest.timing = outcome.timing;
     contest.adopted = contest.timing.b_ms < contest.timing.a_ms;
     if (contest.adopted) {

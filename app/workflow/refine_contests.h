@@ -40,8 +40,9 @@ class ContestBench {
   };
   // `rival` against `best`, alternated (max(repeat, side_by_side_min_rounds) rounds, given up after
   // kSettings.contest_give_up_rounds lost ones). When `verify_rival`, its warm-up run is first
-  // checked against the native reference (a stored timing was verified when it was timed); under
-  // the rival's accuracy budget, with kSettings.accuracy_margin and on the held-out draw too.
+  // checked against the native reference (a stored timing was verified when it was timed). A rival
+  // with an accuracy budget is always verified, under it with kSettings.accuracy_margin and on the
+  // held-out draw too.
   Outcome contest(const Placement& best, const Placement& rival, bool verify_rival);
 
  private:
