@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include "core/ir/accuracy.h"
-#include "core/ir/random_inputs.h"
 #include "core/ir/settings.h"
 #include "core/search/placement_timing.h"
 #include "core/search/refine.h"
@@ -59,18 +58,12 @@ ContestBench::Outcome ContestBench::contest(const Placement& best, const Placeme
     // budget here could win its contest and then fail that check.
     if (!rival.accuracy.empty())
       run.accuracy = with_margin(parse_accuracy(rival.accuracy), kSettings.accuracy_margin);
-    out.mismatch = verify_outputs(graph_, rival, std::move(got), *reference_, run).mismatch;
-    if (out.mismatch.empty() && run.accuracy.enabled()) {
-      if (!held_out_) {
-        held_out_.emplace();
-        held_out_->inputs = random_inputs(graph_, kSettings.held_out_seed);
-        held_out_->reference = native_reference(graph_, held_out_->inputs);
-      }
-      const std::string missed =
-          verify_outputs(graph_, rival, rival_run->run(held_out_->inputs), held_out_->reference, run)
-              .mismatch;
-      if (!missed.empty()) out.mismatch = "on held-out inputs: " + missed;
+    VerifyReport verified = verify_outputs(graph_, rival, std::move(got), *reference_, run);
+    if (verified.ok() && run.accuracy.enabled()) {
+      if (!held_out_) held_out_ = held_out_draw(graph_);
+      verified = check_held_out(graph_, rival, std::move(verified), *rival_run, *held_out_, run);
     }
+    out.mismatch = verified.mismatch;
     if (!out.mismatch.empty()) return out;
   }
   if (!best_ || best_signature_ != best_signature) {

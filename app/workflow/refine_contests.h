@@ -52,11 +52,8 @@ class ContestBench {
   CostDb* db_;
   std::string model_;  // model_fingerprint(graph_), a contest's cost key
   std::optional<std::vector<Tensor>> reference_;
-  struct Draw {
-    std::vector<Tensor> inputs, reference;
-  };
-  std::optional<Draw> held_out_;  // under a budget: the held-out draw and its native reference
-  std::string best_signature_;    // of the placement best_ holds compiled
+  std::optional<HeldOutDraw> held_out_;  // under a budget: computed at the first verified rival
+  std::string best_signature_;           // of the placement best_ holds compiled
   std::unique_ptr<Executor> best_;
 };
 

@@ -372,21 +372,31 @@ TimingReport time_placement(const Graph& graph, const Placement& placement, cons
   return time_runs(placed, inputs, options.repeat);
 }
 
-namespace {
+HeldOutDraw held_out_draw(const Graph& graph) {
+  HeldOutDraw draw;
+  draw.inputs = random_inputs(graph, kSettings.held_out_seed);
+  draw.reference = native_reference(graph, draw.inputs);
+  return draw;
+}
 
-// Under a budget (the tune's, with kSettings.accuracy_margin), `first` (the placement on the tune's
-// inputs) and then the same placement on the held-out draw (kSettings.held_out_seed): ok only when
-// both hold; a miss on the second says so.
-VerifyReport with_held_out(const Graph& graph, const Placement& placement, VerifyReport first,
-                           const RunOptions& options) {
+VerifyReport check_held_out(const Graph& graph, const Placement& placement, VerifyReport first,
+                            Executor& placed, const HeldOutDraw& draw, const RunOptions& options) {
   if (!first.ok() || !budget_for(placement, options).enabled()) return first;
-  const std::vector<Tensor> inputs = random_inputs(graph, kSettings.held_out_seed);
-  Executor placed = compile_placement(graph, placement, options);
-  VerifyReport held_out =
-      verify_outputs(graph, placement, placed.run(inputs), native_reference(graph, inputs), options);
+  VerifyReport held_out = verify_outputs(graph, placement, placed.run(draw.inputs), draw.reference, options);
   if (held_out.ok()) return first;
   first.mismatch = "on held-out inputs: " + held_out.mismatch;
   return first;
+}
+
+namespace {
+
+// check_held_out of `placement` compiled afresh; the draw is computed at its first use in `draw`.
+VerifyReport with_held_out(const Graph& graph, const Placement& placement, VerifyReport first,
+                           const RunOptions& options, std::optional<HeldOutDraw>& draw) {
+  if (!first.ok() || !budget_for(placement, options).enabled()) return first;
+  if (!draw) draw = held_out_draw(graph);
+  Executor placed = compile_placement(graph, placement, options);
+  return check_held_out(graph, placement, std::move(first), placed, *draw, options);
 }
 
 }  // namespace
@@ -541,8 +551,8 @@ SideBySideReport compare_side_by_side(const Graph& graph, const Placement& op_le
   return r;
 }
 
-void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run, TuneRunReport& r,
-              ProgressObserver* observer);
+void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run,
+              std::optional<HeldOutDraw>& draw, TuneRunReport& r, ProgressObserver* observer);
 
 TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostDb* db,
                        ProgressObserver* observer) {
@@ -557,8 +567,9 @@ TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostD
   run.repeat = options.repeat;
   run.accuracy = with_margin(options.accuracy, kSettings.accuracy_margin);
   r.run = verify_and_time(graph, r.tuned.placement, r.tuned.inputs, run);
-  r.run.verify = with_held_out(graph, r.tuned.placement, std::move(r.run.verify), run);
-  if (options.accuracy.enabled()) back_off(graph, options.accuracy, run, r, observer);
+  std::optional<HeldOutDraw> draw;
+  r.run.verify = with_held_out(graph, r.tuned.placement, std::move(r.run.verify), run, draw);
+  if (options.accuracy.enabled()) back_off(graph, options.accuracy, run, draw, r, observer);
   return r;
 }
 
@@ -569,8 +580,8 @@ TuneRunReport run_tune(const Graph& graph, const TuneStepOptions& options, CostD
 // (int8 -> bf16), whichever the measured costs make cheapest. The search runs again, and the new
 // placement is verified (and, once it holds, timed). Each step is a notice to the observer as it
 // happens.
-void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run, TuneRunReport& r,
-              ProgressObserver* observer) {
+void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions& run,
+              std::optional<HeldOutDraw>& draw, TuneRunReport& r, ProgressObserver* observer) {
   std::vector<Tensor> values;               // every value of the graph, computed once by the native kernels
   std::map<std::string, double> own_error;  // "backend:nodes" -> the kernel's own max-rel error
   auto error_of = [&](const PlacedKernel& k, const BackendSpec& b) {
@@ -636,8 +647,8 @@ void back_off(const Graph& graph, const AccuracyBudget& budget, const RunOptions
     r.backoff.push_back(step);
     if (observer) observer->on_notice("accuracy back-off: " + r.backoff.back());
     search_again(graph, pins, r.tuned, observer);
-    r.run.verify =
-        with_held_out(graph, r.tuned.placement, verify(graph, r.tuned.placement, r.tuned.inputs, run), run);
+    r.run.verify = with_held_out(graph, r.tuned.placement,
+                                 verify(graph, r.tuned.placement, r.tuned.inputs, run), run, draw);
     stepped = true;
   }
   if (stepped) r.run.timing = time_placement(graph, r.tuned.placement, r.tuned.inputs, run);
@@ -720,7 +731,9 @@ RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const 
   if (!op_level.accuracy.empty())
     run.accuracy = with_margin(parse_accuracy(op_level.accuracy), kSettings.accuracy_margin);
   r.refined_run = verify_and_time(graph, r.refine.result.best, inputs, run);
-  r.refined_run.verify = with_held_out(graph, r.refine.result.best, std::move(r.refined_run.verify), run);
+  std::optional<HeldOutDraw> draw;
+  r.refined_run.verify =
+      with_held_out(graph, r.refine.result.best, std::move(r.refined_run.verify), run, draw);
   r.kept = op_level;
   if (!r.refined_run.verify.ok()) {
     // Without a budget a disagreeing kernel is a bug to report; under one, the genetic search

@@ -201,6 +201,17 @@ std::vector<Tensor> native_reference(const Graph& graph, const std::vector<Tenso
 // verify() of outputs `placement` already produced, against native_reference()'s `reference`.
 VerifyReport verify_outputs(const Graph& graph, const Placement& placement, std::vector<Tensor> got,
                             const std::vector<Tensor>& reference, const RunOptions& options);
+// The held-out draw a placement under a budget is checked on besides the tune's inputs
+// (kSettings.held_out_seed), with its native reference: computed once per model and reused.
+struct HeldOutDraw {
+  std::vector<Tensor> inputs, reference;
+};
+HeldOutDraw held_out_draw(const Graph& graph);
+// Under `placement`'s budget (options.accuracy, else its own), `first` (its check on the tune's
+// inputs) and then `placed` run on `draw`: ok only when both hold; a miss on the draw says so.
+// Without a budget, or when `first` failed, `first` as it is.
+VerifyReport check_held_out(const Graph& graph, const Placement& placement, VerifyReport first,
+                            Executor& placed, const HeldOutDraw& draw, const RunOptions& options);
 // One warm-up run, then `options.repeat` timed runs.
 TimingReport time_placement(const Graph& graph, const Placement& placement, const std::vector<Tensor>& inputs,
                             const RunOptions& options);
