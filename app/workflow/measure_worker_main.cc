@@ -17,6 +17,7 @@
 #include "core/runtime/artifact.h"
 #include "core/search/placement_timing.h"
 #include "core/tensor_io/tensor_proto.h"
+#include "core/tuning/host_lock.h"
 #include "core/tuning/measurer.h"
 
 namespace collage::workflow {
@@ -65,6 +66,8 @@ WorkerArgs parse_worker_args(int argc, char** argv) {
       o.accuracy = parse_accuracy(value);
     else if (key == "--memory-mb")
       o.worker.memory_budget_mb = std::stoll(value);
+    else if (key == "--host-lock")
+      o.worker.host_exclusive = value != "0";
     else
       throw Error(ErrorKind::InvalidInput, "measure worker: unknown option " + key);
   }
@@ -225,6 +228,9 @@ int serve(int argc, char** argv) {
       continue;
     }
     const Graph& graph = session->graph();
+    // Waits here while another process on the machine times; the parent's limit starts at "timing".
+    HostMeasureLock timing(w.options.worker.host_exclusive);
+    if (!worker_channel::write_all(kFd, "timing\n")) return 1;
     Cost cost;
     try {
       if (verb == "measure")

@@ -490,9 +490,15 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
       own_worker = std::make_unique<MeasureWorker>(graph, inputs, mopts);
       worker = own_worker.get();
     }
-    fitness = [worker, &r, runs = options.fitness_runs](const Placement& p) {
+    fitness = [worker, &r, runs = options.fitness_runs, observer](const Placement& p) {
       std::vector<KernelGroup> kernels(p.kernels.begin(), p.kernels.end());
-      Cost cost = worker->fitness(kernels, runs);
+      Cost cost;
+      try {
+        cost = worker->fitness(kernels, runs, stop_function(observer));
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Cancelled) throw;
+        return Cost::invalid("cancelled while measured", CostStatus::NotMeasured);  // refine stops next
+      }
       if (cost.status == CostStatus::Lost) r.lost_evaluations.push_back(cost.invalid_reason);
       return cost;
     };

@@ -6,6 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 namespace collage {
 namespace {
@@ -33,8 +38,51 @@ HostMeasureLock::HostMeasureLock(bool enabled) {
   held_ = true;
 }
 
+HostMeasureLock::HostMeasureLock(bool enabled, const std::function<bool()>& stop) {
+  if (!enabled) return;
+  int fd = ::open(path(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return;  // no lock file can be had: measure unguarded
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    own_fd_ = fd;
+    held_ = true;
+    return;
+  }
+  // A blocking flock cannot be interrupted, so a thread waits in it; a stop abandons the
+  // thread, which lets go of the lock (closes the file) as soon as it gets it.
+  struct Wait {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false, got = false, abandoned = false;
+  };
+  auto wait = std::make_shared<Wait>();
+  std::thread([wait, fd] {
+    int r = 0;
+    while ((r = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    std::lock_guard<std::mutex> lock(wait->m);
+    wait->done = true;
+    wait->got = r == 0;
+    if (wait->abandoned) ::close(fd);
+    wait->cv.notify_one();
+  }).detach();
+  std::unique_lock<std::mutex> lock(wait->m);
+  while (!wait->done) {
+    if (stop && stop()) {
+      wait->abandoned = true;  // the file is the thread's now
+      stopped_ = true;
+      return;
+    }
+    wait->cv.wait_for(lock, std::chrono::milliseconds(kStopPollMs));
+  }
+  own_fd_ = fd;
+  held_ = wait->got;
+}
+
 HostMeasureLock::~HostMeasureLock() {
-  if (held_) ::flock(lock_fd(), LOCK_UN);
+  if (own_fd_ >= 0)
+    ::close(own_fd_);
+  else if (held_)
+    ::flock(lock_fd(), LOCK_UN);
 }
 
 }  // namespace collage

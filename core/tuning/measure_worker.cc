@@ -20,7 +20,6 @@
 #include "core/backend_api/kernel_signature.h"
 #include "core/runtime/artifact.h"
 #include "core/tensor_io/tensor_proto.h"
-#include "core/tuning/host_lock.h"
 #include "core/tuning/measurer.h"
 
 extern char** environ;
@@ -51,38 +50,42 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-// Reads one line from fd, waiting at most until `deadline`. false on EOF/error/timeout
-// (`timed_out` tells which).
-bool read_line(int fd, std::string& buffer, std::string& line, std::chrono::steady_clock::time_point deadline,
-               bool* timed_out) {
-  if (timed_out) *timed_out = false;
+ReadOutcome read_line_until(int fd, std::string& buffer, std::string& line,
+                            std::chrono::steady_clock::time_point deadline,
+                            const std::function<bool()>& stop) {
+  using Clock = std::chrono::steady_clock;
   for (;;) {
     if (size_t nl = buffer.find('\n'); nl != std::string::npos) {
       line = buffer.substr(0, nl);
       buffer.erase(0, nl + 1);
-      return true;
+      return ReadOutcome::Line;
     }
-    int wait_ms = -1;
-    if (deadline != std::chrono::steady_clock::time_point::max()) {
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        if (timed_out) *timed_out = true;
-        return false;
-      }
-      wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
+    if (stop && stop()) return ReadOutcome::Stopped;
+    int wait_ms = stop ? kStopPollMs : -1;
+    if (deadline != Clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return ReadOutcome::TimedOut;
+      int until_deadline = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
+      wait_ms = wait_ms < 0 ? until_deadline : std::min(wait_ms, until_deadline);
     }
     pollfd p{fd, POLLIN, 0};
     int r = ::poll(&p, 1, wait_ms);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return false;
-    if (r == 0) continue;  // the deadline check above decides
+    if (r < 0) return ReadOutcome::Closed;
+    if (r == 0) continue;  // the deadline and stop checks above decide
     char chunk[4096];
     ssize_t n = ::read(fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n <= 0) return ReadOutcome::Closed;
     buffer.append(chunk, static_cast<size_t>(n));
   }
+}
+
+bool read_line(int fd, std::string& buffer, std::string& line, std::chrono::steady_clock::time_point deadline,
+               bool* timed_out) {
+  ReadOutcome got = read_line_until(fd, buffer, line, deadline, {});
+  if (timed_out) *timed_out = got == ReadOutcome::TimedOut;
+  return got == ReadOutcome::Line;
 }
 
 std::string format_double(double v) {
@@ -164,6 +167,8 @@ Cost parse_cost_reply(const std::string& line) {
 namespace {
 using worker_channel::format_double;
 using worker_channel::read_line;
+using worker_channel::read_line_until;
+using worker_channel::ReadOutcome;
 using worker_channel::write_all;
 
 }  // namespace
@@ -283,6 +288,7 @@ void MeasureWorker::set_args(const MeasureOptions& options) {
   arg("--peak-rtol", format_double(options.tolerance.peak_rtol));
   if (options.accuracy.enabled()) arg("--accuracy", options.accuracy.to_string());
   arg("--memory-mb", std::to_string(worker_.memory_budget_mb));
+  arg("--host-lock", worker_.host_exclusive ? "1" : "0");
 }
 
 // The arguments a replacement worker starts with follow the session.
@@ -428,39 +434,60 @@ Cost MeasureWorker::lost_worker(const std::string& what) {
   return Cost::lost("the measurement worker exited with code " + std::to_string(WEXITSTATUS(status)));
 }
 
-Cost MeasureWorker::request(const std::string& line, double limit) {
+Cost MeasureWorker::request(const std::string& line, double limit, const StopFn& stop) {
   if (!process_) start();
-  HostMeasureLock timing(worker_.host_exclusive);
   if (!write_all(process_->fd, line + "\n")) return lost_worker("");
-  auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(limit));
+  using Clock = std::chrono::steady_clock;
+  auto stopped = [&] {
+    ::kill(process_->pid, SIGKILL);  // whatever it waits for or runs; a held lock goes with it
+    lost_worker("");
+    return Error(ErrorKind::Cancelled, "measuring cancelled");
+  };
+  // First "timing": the worker holds the machine's lock. Waiting for it has no limit.
   std::string reply;
-  bool timed_out = false;
-  if (!read_line(process_->fd, process_->buffer, reply, deadline, &timed_out)) {
-    if (!timed_out) return lost_worker("");
-    ::kill(process_->pid, SIGKILL);
-    char text[64];
-    std::snprintf(text, sizeof text, "timed out after %.0f s", limit);
-    return lost_worker(text);
+  switch (read_line_until(process_->fd, process_->buffer, reply, Clock::time_point::max(), stop)) {
+    case ReadOutcome::Line:
+      break;
+    case ReadOutcome::Stopped:
+      throw stopped();
+    default:
+      return lost_worker("");
   }
-  return worker_channel::parse_cost_reply(reply);
+  if (reply != "timing") return worker_channel::parse_cost_reply(reply);  // refused before timing
+  auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+  switch (read_line_until(process_->fd, process_->buffer, reply, deadline, stop)) {
+    case ReadOutcome::Line:
+      return worker_channel::parse_cost_reply(reply);
+    case ReadOutcome::Stopped:
+      throw stopped();
+    case ReadOutcome::TimedOut: {
+      ::kill(process_->pid, SIGKILL);
+      char text[64];
+      std::snprintf(text, sizeof text, "timed out after %.0f s", limit);
+      return lost_worker(text);
+    }
+    case ReadOutcome::Closed:
+      break;
+  }
+  return lost_worker("");
 }
 
-Cost MeasureWorker::measure(const std::string& backend, const std::vector<NodeId>& nodes) {
+Cost MeasureWorker::measure(const std::string& backend, const std::vector<NodeId>& nodes,
+                            const StopFn& stop) {
   if (!process_) start();  // the limit needs the worker's reference times
   std::string line = "measure " + backend + " " + std::to_string(nodes.size());
   for (NodeId n : nodes) line += " " + std::to_string(n);
-  return request(line, limit_s(nodes));
+  return request(line, limit_s(nodes), stop);
 }
 
-Cost MeasureWorker::fitness(const std::vector<KernelGroup>& kernels, int runs) {
+Cost MeasureWorker::fitness(const std::vector<KernelGroup>& kernels, int runs, const StopFn& stop) {
   if (!process_) start();
   std::string line = worker_channel::fitness_request(kernels, runs);
   std::vector<NodeId> all;
   for (const KernelGroup& k : kernels) all.insert(all.end(), k.nodes.begin(), k.nodes.end());
   // Compiling every kernel, a warm-up and `runs` timed runs: scaled like one candidate per run.
-  return request(line, std::min(worker_.max_limit_s, limit_s(all) * (runs + 2)));
+  return request(line, std::min(worker_.max_limit_s, limit_s(all) * (runs + 2)), stop);
 }
 
 }  // namespace collage

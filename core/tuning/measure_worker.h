@@ -15,13 +15,19 @@
 //           | "session <threads>\n"   (the session files were rewritten: reload them)
 //           | "session <threads> <bucket>\n" (a bucketed session: that graph of the
 //                                             artifact, its inputs rewritten)
+//   worker -> "timing\n"                (before answering measure/fitness: it holds
+//                                         the machine's measurement lock, host_lock.h)
 //   worker -> "ok <median> <p90> <stddev> <samples> <build ms>\n"
 //           | "invalid <build ms> <reason>\n"
 //           | "ready ...\n"            (after "session")
 // (fitness: a whole placement compiled, one warm-up run, the median of `runs`).
-// The parent bounds each answer by a time limit derived from the native reference
-// time of the candidate's nodes; a worker that dies or overruns is killed, reported
-// and replaced on the next request. Timings are taken inside the worker by the
+// The parent bounds each answer, from "timing" on, by a time limit derived from the
+// native reference time of the candidate's nodes (waiting for the lock is not counted:
+// another tune on the machine is not this kernel's fault); a worker that dies or
+// overruns is killed, reported and replaced on the next request. The worker, not the
+// parent, waits for the lock, so a stop (a `stop` function turning true) reaches every
+// wait: the parent kills the worker -- its lock, if held, goes with it -- and throws
+// Error(Cancelled) within kStopPollMs. Timings are taken inside the worker by the
 // same Measurer code as in-process measuring.
 #pragma once
 
@@ -38,6 +44,7 @@
 #include "core/ir/kernel_group.h"
 #include "core/ir/shape_buckets.h"
 #include "core/tuning/cost.h"
+#include "core/tuning/progress.h"
 
 namespace collage {
 
@@ -55,8 +62,8 @@ struct WorkerOptions {
   // it starts (MemAvailable), so a hoarding kernel fails its allocation before the
   // machine's OOM killer picks a victim.
   int64_t memory_budget_mb = 0;
-  // Hold the machine's measurement lock (host_lock.h) while a candidate or a placement
-  // is timed, so concurrent tunes and workers on one machine do not slow each other's
+  // The worker holds the machine's measurement lock (host_lock.h) while a candidate or a
+  // placement is built and timed, so concurrent tunes and workers on one machine do not slow each other's
   // timings; off only where they run on disjoint cores (`collage worker --share-host`).
   bool host_exclusive = true;
 };
@@ -90,9 +97,11 @@ class MeasureWorker {
   // Builds, verifies and times `nodes` on `backend` in the worker. Never throws for
   // what the worker does: a crash, overrun or lost worker is an invalid Cost.
   // Throws Error(Io) if no worker can be started at all.
-  Cost measure(const std::string& backend, const std::vector<NodeId>& nodes);
+  // `stop` (optional) is asked while waiting: true ends the request with Error(Cancelled).
+  using StopFn = std::function<bool()>;
+  Cost measure(const std::string& backend, const std::vector<NodeId>& nodes, const StopFn& stop = {});
   // Whole-placement fitness (refinement): the median of `runs` timed runs as median_ms.
-  Cost fitness(const std::vector<KernelGroup>& kernels, int runs);
+  Cost fitness(const std::vector<KernelGroup>& kernels, int runs, const StopFn& stop = {});
   int workers_started() const { return started_; }
   // One session for several graphs of one model (a tune's shape buckets): the graphs go to the
   // worker in one artifact, so the weights they share are written and mapped once, and the
@@ -114,7 +123,7 @@ class MeasureWorker {
 
  private:
   struct Process;
-  Cost request(const std::string& line, double limit_s);
+  Cost request(const std::string& line, double limit_s, const StopFn& stop);
   void start();
   void stop(bool kill);
   double limit_s(const std::vector<NodeId>& nodes) const;
@@ -151,6 +160,11 @@ bool write_all(int fd, const std::string& text);
 // EOF, error or timeout (`timed_out` tells which).
 bool read_line(int fd, std::string& buffer, std::string& line, std::chrono::steady_clock::time_point deadline,
                bool* timed_out);
+enum class ReadOutcome { Line, Closed, TimedOut, Stopped };
+// The same, also ending (Stopped) when `stop` turns true; it is asked every kStopPollMs (progress.h).
+ReadOutcome read_line_until(int fd, std::string& buffer, std::string& line,
+                            std::chrono::steady_clock::time_point deadline,
+                            const std::function<bool()>& stop);
 std::string format_double(double v);  // round-trips
 // "fitness <runs> <kernel count> {<backend> <node count> <ids...>}..." and back (false
 // on a malformed line; node ids are not checked against any graph here).

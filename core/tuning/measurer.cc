@@ -244,9 +244,11 @@ Cost Measurer::measure_in_process(const BackendSpec& backend, const SubGraph& su
   }
 }
 
-Cost Measurer::measure_now(const Candidate& c, const BackendSpec& backend) {
-  if (!options_.worker.command.empty()) return worker().measure(backend.name, node_ids(c.nodes));
-  HostMeasureLock timing(options_.worker.host_exclusive);
+Cost Measurer::measure_now(const Candidate& c, const BackendSpec& backend, ProgressObserver* observer) {
+  if (!options_.worker.command.empty())
+    return worker().measure(backend.name, node_ids(c.nodes), stop_function(observer));
+  HostMeasureLock timing(options_.worker.host_exclusive, stop_function(observer));
+  if (timing.stopped()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
   return measure_in_process(backend, make_subgraph(graph_, c.nodes));
 }
 
@@ -279,7 +281,7 @@ std::vector<Cost> Measurer::measure_alternating(const std::vector<Candidate>& ri
       // Odd rounds run backwards, so a drift of the machine's speed over the rounds favours no rival.
       size_t i = round % 2 ? rivals.size() - 1 - step : step;
       if (observer && observer->cancel_requested()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
-      taken[i].push_back(measure_now(rivals[i], *backend_of[i]));
+      taken[i].push_back(measure_now(rivals[i], *backend_of[i], observer));
     }
   std::vector<Cost> out;
   for (size_t i = 0; i < rivals.size(); ++i) {
@@ -367,7 +369,7 @@ std::vector<MeasuredCandidate> Measurer::measure(const std::vector<Candidate>& c
       landed(i);
       continue;
     }
-    out[i].cost = measure_now(c, backend);
+    out[i].cost = measure_now(c, backend, observer);
     measured_here[sig] = i;
     store(c, backend, sig, out[i].cost);
     landed(i);

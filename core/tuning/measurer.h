@@ -122,7 +122,8 @@ class Measurer {
   int shared_started_before_ = 0;
 
   MeasureWorker& worker();
-  Cost measure_now(const Candidate& c, const BackendSpec& backend);  // in the worker or in-process
+  // In the worker or in-process; a worker's wait ends with Error(Cancelled) when `observer` asks.
+  Cost measure_now(const Candidate& c, const BackendSpec& backend, ProgressObserver* observer);
   void store(const Candidate& c, const BackendSpec& backend, const std::string& signature, const Cost& cost);
 
   // The remote phase (measurer_remote.cc): settles what the queue's workers measure.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,5 +45,13 @@ class ProgressObserver {
   // already stored (e.g. measured costs in the DB) are kept.
   virtual bool cancel_requested() const { return false; }
 };
+
+// A wait inside one unit of work (a measurement in a worker process, the machine's
+// measurement lock) asks its stop function this often, so a stop lands within it.
+inline constexpr int kStopPollMs = 50;
+// The stop function of such a wait: `observer`'s cancel_requested (never, without one).
+inline std::function<bool()> stop_function(const ProgressObserver* observer) {
+  return [observer] { return observer && observer->cancel_requested(); };
+}
 
 }  // namespace collage

@@ -2,9 +2,14 @@
 // edge, finds nodes, reports a broken file instead of crashing, tunes into a
 // coloured placement, honours and explains pins, round-trips placements, stops
 // on request, and keeps the event loop responsive while working.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <QDockWidget>
 #include <QGraphicsItem>
 #include <QLineEdit>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -26,6 +31,7 @@
 #include "core/import/onnx_import.h"
 #include "core/ir/graph_analysis.h"
 #include "core/runtime/artifact.h"
+#include "core/tuning/host_lock.h"
 #include "job_wait.h"
 #include "resources/samples/zoo.h"
 #include "widgets/cost_table.h"
@@ -328,6 +334,11 @@ class ExplorerTest : public QObject {
     QSignalSpy progress(c, &ExplorerController::progress);
     window.open_model(COLLAGE_SAMPLE_MODEL);
     QVERIFY(job.wait(30000));
+    // Another process on the machine is timing (its measurement lock is held here), so
+    // the tune waits for it: a stop must not wait as well.
+    int busy = ::open(collage::HostMeasureLock::path(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    QVERIFY(busy >= 0 && ::flock(busy, LOCK_EX) == 0);  // an open file of its own: as another process's
+    auto let_go = qScopeGuard([busy] { ::close(busy); });
     window.start_tune();
     QVERIFY(wait_for(progress, 30000));  // measuring has begun
     auto t0 = std::chrono::steady_clock::now();

@@ -1,17 +1,25 @@
 // Isolated measurement (core/tuning/measure_worker.h), end to end with the test-only
 // faulty backend (tests/faulty): a kernel that crashes, aborts, hangs or hoards memory
 // costs its candidate, with the reason, and the measuring goes on.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
 #include "core/ir/random_inputs.h"
+#include "core/tuning/host_lock.h"
 #include "core/tuning/measurer.h"
 #include "onnx_test_model.h"
 #include "temp_dir.h"
@@ -108,6 +116,116 @@ TEST(IsolatedMeasure, FitnessOfAPlacementRunsInTheWorker) {
   EXPECT_EQ(worker.fitness(placement(true), 3).invalid_reason, testing::kSegvReason);
   EXPECT_TRUE(worker.fitness(placement(false), 3).valid());
   EXPECT_EQ(worker.workers_started(), 2);
+}
+
+// The faulty model's Relu whose input has `dim` rows (its fault: kFaultOfDim).
+std::vector<NodeId> relu_of_dim(const Graph& g, int64_t dim) {
+  for (NodeId n = 0; n < g.num_nodes(); ++n)
+    if (g.node(n).op_type == "Relu" && g.value(g.node(n).inputs[0]).shape[0] == dim) return {n};
+  return {};
+}
+
+// A stop reaches a worker stuck in a kernel that never returns: the request ends with
+// Error(Cancelled) long before its limit, the worker is gone, and the next request gets a new one.
+TEST(IsolatedMeasure, AStopEndsAMeasurementStuckInAKernel) {
+  Graph g = testing::import_model(faulty_model(false));
+  MeasureOptions options;
+  options.min_time_ms = 2;
+  options.worker.command = {COLLAGE_FAULTY_CLI, kMeasureWorkerFlag};
+  options.worker.min_limit_s = 60;  // a stop not honoured shows as "timed out after 60 s"
+  options.worker.limit_factor = 0;
+  // The hang kernel writes its process's pid on this pipe as it starts to hang.
+  int hang[2];
+  ASSERT_EQ(::pipe(hang), 0);
+  int write_end = ::fcntl(hang[1], F_DUPFD, 100);  // clear of fd 3, the worker's channel
+  ::close(hang[1]);
+  ::setenv("COLLAGE_FAULTY_HANG_FD", std::to_string(write_end).c_str(), 1);  // the worker inherits it
+  MeasureWorker worker(g, random_inputs(g, 1), options);
+  pid_t hanging = 0;
+  auto hung = [&] {
+    pollfd p{hang[0], POLLIN, 0};
+    return hanging != 0 ||
+           (::poll(&p, 1, 0) == 1 && ::read(hang[0], &hanging, sizeof hanging) == sizeof hanging);
+  };
+  std::optional<ErrorKind> thrown;
+  try {
+    Cost cost = worker.measure("faulty", relu_of_dim(g, 8), hung);
+    ADD_FAILURE() << "the request ended without the stop: " << cost.invalid_reason;
+  } catch (const Error& e) {
+    thrown = e.kind();
+  }
+  ::unsetenv("COLLAGE_FAULTY_HANG_FD");
+  ::close(write_end);
+  ::close(hang[0]);
+  EXPECT_EQ(thrown, ErrorKind::Cancelled);
+  ASSERT_NE(hanging, 0);
+  EXPECT_EQ(::kill(hanging, 0), -1) << "the stuck worker is still there";  // killed and reaped
+  EXPECT_EQ(errno, ESRCH);
+  Cost next = worker.measure("faulty", relu_of_dim(g, 1));
+  EXPECT_TRUE(next.valid()) << next.invalid_reason;
+  EXPECT_EQ(worker.workers_started(), 2);
+}
+
+// While another process on the machine holds the measurement lock (host_lock.h) the worker
+// waits for it: that wait can be stopped, and it does not count against the kernel's limit.
+TEST(IsolatedMeasure, WaitingForTheMachinesMeasurementLockIsStoppableAndUnlimited) {
+  Graph g = testing::import_model(faulty_model(false));
+  MeasureOptions options;
+  options.min_time_ms = 2;
+  options.worker.command = {COLLAGE_FAULTY_CLI, kMeasureWorkerFlag};
+  options.worker.min_limit_s = 2;
+  options.worker.limit_factor = 0;
+  MeasureWorker worker(g, random_inputs(g, 1), options);
+  const std::vector<NodeId> relu = relu_of_dim(g, 1);
+  ASSERT_TRUE(worker.measure("native", relu).valid());
+  {
+    HostMeasureLock other(true);  // this process times: the worker cannot
+    int asked = 0;
+    std::optional<ErrorKind> thrown;
+    try {
+      worker.measure("native", relu, [&] { return ++asked > 3; });
+    } catch (const Error& e) {
+      thrown = e.kind();
+    }
+    EXPECT_EQ(thrown, ErrorKind::Cancelled);
+  }
+  // Held half as long again as the limit, then let go: the candidate is timed, not timed out.
+  using Clock = std::chrono::steady_clock;
+  std::optional<HostMeasureLock> other(std::in_place, true);
+  auto held_since = Clock::now();
+  Cost cost = worker.measure("native", relu, [&] {
+    if (other && Clock::now() - held_since > std::chrono::milliseconds(3000)) other.reset();
+    return false;
+  });
+  EXPECT_FALSE(other.has_value());
+  EXPECT_TRUE(cost.valid()) << cost.invalid_reason;
+  EXPECT_EQ(worker.workers_started(), 2);  // one more after the stop
+}
+
+// The in-process wait for the lock: a stop gives up without holding it, and the waiting
+// thread it leaves behind lets go as soon as it gets the lock.
+TEST(IsolatedMeasure, AStoppedWaitForTheMeasurementLockLeavesItFree) {
+  auto other_process = [] {  // an open file of its own excludes like another process's
+    return ::open(HostMeasureLock::path(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  };
+  int busy = other_process();
+  ASSERT_GE(busy, 0);
+  ASSERT_EQ(::flock(busy, LOCK_EX), 0);
+  int asked = 0;
+  {
+    HostMeasureLock stopped(true, [&] { return ++asked > 3; });
+    EXPECT_TRUE(stopped.stopped());
+  }
+  ::close(busy);  // the abandoned wait gets the lock now, and lets go of it
+  int gave_up_after = 0;
+  {
+    // Other tests on the machine may take it in between: 10 s is plenty for them.
+    HostMeasureLock timing(true, [&] { return ++gave_up_after > 200; });
+    ASSERT_FALSE(timing.stopped()) << "the lock was never let go";
+    int probe = other_process();
+    EXPECT_NE(::flock(probe, LOCK_EX | LOCK_NB), 0);  // held now
+    ::close(probe);
+  }
 }
 
 TEST(IsolatedMeasure, AWorkerThatCannotStartIsAClearError) {
