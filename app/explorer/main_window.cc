@@ -21,12 +21,15 @@
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
 #include <algorithm>
 #include <map>
 
 #include "app/explorer/model/backend_colors.h"
 #include "backends/registry.h"
 #include "widgets/cost_table.h"
+#include "widgets/flow_layout.h"
 #include "widgets/graph_view.h"
 #include "widgets/inspector.h"
 #include "widgets/placement_diff_panel.h"
@@ -40,7 +43,14 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   resize(1400, 900);
   view_ = new GraphView(this);
   view_->set_open_readable(true);  // models open collapsed or zoomed so their labels can be read
-  setCentralWidget(view_);
+  // The centre: the backend legend (build_menus_and_toolbar) over the graph. Set before the docks,
+  // which otherwise take the window's whole width.
+  auto* central = new QWidget(this);
+  auto* column = new QVBoxLayout(central);
+  column->setContentsMargins(0, 0, 0, 0);
+  column->setSpacing(0);
+  column->addWidget(view_, 1);
+  setCentralWidget(central);
   auto dock = [this](const QString& title, QWidget* w, Qt::DockWidgetArea area) {
     auto* d = new QDockWidget(title, this);
     d->setObjectName(title);
@@ -250,23 +260,32 @@ void MainWindow::build_menus_and_toolbar() {
   });
   bar->addAction("Export placement…", this, &MainWindow::export_placement);
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-  // The backend toggles double as the colour legend, so they get a row of their own: on the
-  // main row a narrow window hid the last ones behind the overflow button.
-  addToolBarBreak();
-  QToolBar* legend = addToolBar("Backends");
+  // The backend toggles double as the colour legend. They sit above the graph in rows that wrap
+  // (FlowLayout): on one toolbar row a window of 1600 px elided most of the sixteen names.
+  auto* legend = new QWidget(this);
   legend->setObjectName("backend-legend");
-  legend->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-  legend->setStyleSheet("QToolButton { min-width: 0px; padding: 1px 4px; }");  // eleven fit in a row
-  legend->addWidget(new QLabel(" backends: ", this));
+  legend->setStyleSheet("QToolButton { padding: 1px 4px; }");
+  auto* chips = new FlowLayout(legend, 2);
+  chips->setContentsMargins(4, 2, 4, 2);
+  auto* title = new QLabel("backends:", legend);
+  chips->addWidget(title);
   for (const BackendSpec* b : all_backends()) {
     QPixmap swatch(12, 12);
     swatch.fill(backend_color(QString::fromStdString(b->name)));
-    QAction* a = legend->addAction(QIcon(swatch), QString::fromStdString(b->name));
+    auto* a = new QAction(QIcon(swatch), QString::fromStdString(b->name), legend);
     a->setCheckable(true);
     a->setChecked(b->precision == Precision::Float32 && unavailable_reason(*b).empty());
     connect(a, &QAction::toggled, this, &MainWindow::update_backends);
+    legend->addAction(a);  // listed, not drawn: the chip below draws it
+    auto* chip = new QToolButton(legend);
+    chip->setDefaultAction(a);
+    chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    chip->setAutoRaise(true);
+    chips->addWidget(chip);
+    title->setMinimumHeight(chip->sizeHint().height());  // centred on the chips' row
     backend_actions_.push_back(a);
   }
+  static_cast<QVBoxLayout*>(centralWidget()->layout())->insertWidget(0, legend);  // above the graph
   find_box_ = new QLineEdit(this);
   find_box_->setPlaceholderText("find node or op (Ctrl+F, Enter = next)");
   find_box_->setMaximumWidth(260);

@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QToolBar>
+#include <QToolButton>
 #include <QtTest>
 #include <algorithm>
 #include <chrono>
@@ -53,6 +54,13 @@ using collage::ExplorerController;
 using collage::MainWindow;
 
 bool wait_for(QSignalSpy& spy, int ms) { return spy.count() > 0 || spy.wait(ms); }
+
+// The legend's chip that draws backend toggle `a`.
+QToolButton* chip_of(QWidget* legend, QAction* a) {
+  for (QToolButton* chip : legend->findChildren<QToolButton*>())
+    if (chip->defaultAction() == a) return chip;
+  return nullptr;
+}
 
 // The end of the controller's next job: finished (true) or failed (false, with its message).
 struct JobSpy {
@@ -439,16 +447,21 @@ class ExplorerTest : public QObject {
     window.resize(1600, 1000);
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
-    auto* legend = window.findChild<QToolBar*>("backend-legend");
+    auto* legend = window.findChild<QWidget*>("backend-legend");
     QVERIFY(legend);
     int backends = 0;
+    std::vector<QRect> taken;
     for (QAction* a : legend->actions()) {
       if (a->isSeparator() || !a->isCheckable()) continue;
       ++backends;
-      QWidget* button = legend->widgetForAction(a);
-      QVERIFY2(button && button->isVisible(), qPrintable(a->text() + " is hidden"));
-      QRect r(button->mapTo(&window, QPoint(0, 0)), button->size());
+      QToolButton* chip = chip_of(legend, a);
+      QVERIFY2(chip && chip->isVisible(), qPrintable(a->text() + " is hidden"));
+      QRect r(chip->mapTo(&window, QPoint(0, 0)), chip->size());
       QVERIFY2(window.rect().contains(r), qPrintable(a->text() + " is clipped"));
+      // Its whole name is drawn: the chip is as wide as it asks to be, and overlaps no other.
+      QVERIFY2(chip->width() >= chip->sizeHint().width(), qPrintable(a->text() + " is cut short"));
+      for (const QRect& other : taken) QVERIFY2(!other.intersects(r), qPrintable(a->text() + " overlaps"));
+      taken.push_back(r);
     }
     QCOMPARE(backends, static_cast<int>(collage::all_backends().size()));
     // A backend this CPU cannot run is shown disabled and says why.
@@ -467,7 +480,7 @@ class ExplorerTest : public QObject {
   // and enabled (still checked) once the threads box reaches it.
   void a_backend_of_more_threads_is_disabled_below_them() {
     MainWindow window;
-    auto* legend = window.findChild<QToolBar*>("backend-legend");
+    auto* legend = window.findChild<QWidget*>("backend-legend");
     auto* threads = window.findChild<QSpinBox*>("threads");
     QVERIFY(legend && threads);
     std::vector<std::pair<QAction*, int>> gated;
@@ -495,7 +508,7 @@ class ExplorerTest : public QObject {
   void the_accuracy_box_lets_reduced_precision_take_part() {
     MainWindow window;
     window.set_dialogs_enabled(false);
-    auto* legend = window.findChild<QToolBar*>("backend-legend");
+    auto* legend = window.findChild<QWidget*>("backend-legend");
     auto* box = window.findChild<QLineEdit*>("accuracy");
     QVERIFY(legend && box);
     std::vector<QAction*> reduced;
