@@ -494,7 +494,7 @@ RefineReport refine(const Graph& graph, const Placement& op_level, const std::ve
       std::vector<KernelGroup> kernels(p.kernels.begin(), p.kernels.end());
       Cost cost;
       try {
-        cost = worker->fitness(kernels, runs, stop_function(observer));
+        cost = worker->fitness(kernels, runs, observer);
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::Cancelled) throw;
         return Cost::invalid("cancelled while measured", CostStatus::NotMeasured);  // refine stops next

@@ -31,6 +31,11 @@ int lock_fd() {
 
 const char* HostMeasureLock::path() { return "/tmp/collage-measure.lock"; }
 
+const char* HostMeasureLock::waiting_notice() {
+  return "another process on this machine is timing kernels: measuring waits for it, one at a time "
+         "(the lock /tmp/collage-measure.lock)";
+}
+
 HostMeasureLock::HostMeasureLock(bool enabled) {
   if (!enabled || lock_fd() < 0) return;  // no lock file can be had: measure unguarded
   while (::flock(lock_fd(), LOCK_EX) != 0)
@@ -38,7 +43,8 @@ HostMeasureLock::HostMeasureLock(bool enabled) {
   held_ = true;
 }
 
-HostMeasureLock::HostMeasureLock(bool enabled, const std::function<bool()>& stop) {
+HostMeasureLock::HostMeasureLock(bool enabled, const std::function<bool()>& stop,
+                                 const std::function<void()>& waiting) {
   if (!enabled) return;
   int fd = ::open(path(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) return;  // no lock file can be had: measure unguarded
@@ -66,11 +72,17 @@ HostMeasureLock::HostMeasureLock(bool enabled, const std::function<bool()>& stop
     wait->cv.notify_one();
   }).detach();
   std::unique_lock<std::mutex> lock(wait->m);
+  const auto notice_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(kNoticeAfterMs);
+  bool noticed = !waiting;
   while (!wait->done) {
     if (stop && stop()) {
       wait->abandoned = true;  // the file is the thread's now
       stopped_ = true;
       return;
+    }
+    if (!noticed && std::chrono::steady_clock::now() >= notice_at) {
+      noticed = true;
+      waiting();
     }
     wait->cv.wait_for(lock, std::chrono::milliseconds(kStopPollMs));
   }

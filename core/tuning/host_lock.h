@@ -22,7 +22,8 @@ class HostMeasureLock {
   // thread of its own, so waiting processes are served as fairly as with the plain
   // constructor. It locks its own open file: another thread of this process holding the
   // lock excludes it too.
-  HostMeasureLock(bool enabled, const std::function<bool()>& stop);
+  // `waiting` (optional) is called once if the wait lasts kNoticeAfterMs: another tune is timing.
+  HostMeasureLock(bool enabled, const std::function<bool()>& stop, const std::function<void()>& waiting = {});
   ~HostMeasureLock();
   bool stopped() const { return stopped_; }
   HostMeasureLock(const HostMeasureLock&) = delete;
@@ -31,6 +32,9 @@ class HostMeasureLock {
   // The lock file: /tmp/collage-measure.lock (not $TMPDIR: every user and login of
   // the machine must meet at the same file).
   static const char* path();
+  // What a front end tells its user when a measurement has waited kNoticeAfterMs for the lock.
+  static constexpr int kNoticeAfterMs = 2000;
+  static const char* waiting_notice();
 
  private:
   bool held_ = false;

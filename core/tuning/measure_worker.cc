@@ -20,6 +20,7 @@
 #include "core/backend_api/kernel_signature.h"
 #include "core/runtime/artifact.h"
 #include "core/tensor_io/tensor_proto.h"
+#include "core/tuning/host_lock.h"
 #include "core/tuning/measurer.h"
 
 extern char** environ;
@@ -434,10 +435,12 @@ Cost MeasureWorker::lost_worker(const std::string& what) {
   return Cost::lost("the measurement worker exited with code " + std::to_string(WEXITSTATUS(status)));
 }
 
-Cost MeasureWorker::request(const std::string& line, double limit, const StopFn& stop) {
+Cost MeasureWorker::request(const std::string& line, double limit, ProgressObserver* observer) {
   if (!process_) start();
   if (!write_all(process_->fd, line + "\n")) return lost_worker("");
   using Clock = std::chrono::steady_clock;
+  std::function<bool()> stop;
+  if (observer) stop = [observer] { return observer->cancel_requested(); };
   auto stopped = [&] {
     ::kill(process_->pid, SIGKILL);  // whatever it waits for or runs; a held lock goes with it
     lost_worker("");
@@ -445,7 +448,15 @@ Cost MeasureWorker::request(const std::string& line, double limit, const StopFn&
   };
   // First "timing": the worker holds the machine's lock. Waiting for it has no limit.
   std::string reply;
-  switch (read_line_until(process_->fd, process_->buffer, reply, Clock::time_point::max(), stop)) {
+  ReadOutcome got =
+      read_line_until(process_->fd, process_->buffer, reply,
+                      Clock::now() + std::chrono::milliseconds(HostMeasureLock::kNoticeAfterMs), stop);
+  if (got == ReadOutcome::TimedOut) {
+    if (observer && !lock_noticed_) observer->on_notice(HostMeasureLock::waiting_notice());
+    lock_noticed_ = true;
+    got = read_line_until(process_->fd, process_->buffer, reply, Clock::time_point::max(), stop);
+  }
+  switch (got) {
     case ReadOutcome::Line:
       break;
     case ReadOutcome::Stopped:
@@ -474,20 +485,20 @@ Cost MeasureWorker::request(const std::string& line, double limit, const StopFn&
 }
 
 Cost MeasureWorker::measure(const std::string& backend, const std::vector<NodeId>& nodes,
-                            const StopFn& stop) {
+                            ProgressObserver* observer) {
   if (!process_) start();  // the limit needs the worker's reference times
   std::string line = "measure " + backend + " " + std::to_string(nodes.size());
   for (NodeId n : nodes) line += " " + std::to_string(n);
-  return request(line, limit_s(nodes), stop);
+  return request(line, limit_s(nodes), observer);
 }
 
-Cost MeasureWorker::fitness(const std::vector<KernelGroup>& kernels, int runs, const StopFn& stop) {
+Cost MeasureWorker::fitness(const std::vector<KernelGroup>& kernels, int runs, ProgressObserver* observer) {
   if (!process_) start();
   std::string line = worker_channel::fitness_request(kernels, runs);
   std::vector<NodeId> all;
   for (const KernelGroup& k : kernels) all.insert(all.end(), k.nodes.begin(), k.nodes.end());
   // Compiling every kernel, a warm-up and `runs` timed runs: scaled like one candidate per run.
-  return request(line, std::min(worker_.max_limit_s, limit_s(all) * (runs + 2)), stop);
+  return request(line, std::min(worker_.max_limit_s, limit_s(all) * (runs + 2)), observer);
 }
 
 }  // namespace collage

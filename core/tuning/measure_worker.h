@@ -25,7 +25,7 @@
 // native reference time of the candidate's nodes (waiting for the lock is not counted:
 // another tune on the machine is not this kernel's fault); a worker that dies or
 // overruns is killed, reported and replaced on the next request. The worker, not the
-// parent, waits for the lock, so a stop (a `stop` function turning true) reaches every
+// parent, waits for the lock, so a stop (the observer's cancel_requested) reaches every
 // wait: the parent kills the worker -- its lock, if held, goes with it -- and throws
 // Error(Cancelled) within kStopPollMs. Timings are taken inside the worker by the
 // same Measurer code as in-process measuring.
@@ -97,11 +97,13 @@ class MeasureWorker {
   // Builds, verifies and times `nodes` on `backend` in the worker. Never throws for
   // what the worker does: a crash, overrun or lost worker is an invalid Cost.
   // Throws Error(Io) if no worker can be started at all.
-  // `stop` (optional) is asked while waiting: true ends the request with Error(Cancelled).
-  using StopFn = std::function<bool()>;
-  Cost measure(const std::string& backend, const std::vector<NodeId>& nodes, const StopFn& stop = {});
+  // `observer` (optional) is asked while waiting: cancel_requested() ends the request with
+  // Error(Cancelled); a wait of HostMeasureLock::kNoticeAfterMs for the machine's lock is told
+  // through on_notice, once per worker.
+  Cost measure(const std::string& backend, const std::vector<NodeId>& nodes,
+               ProgressObserver* observer = nullptr);
   // Whole-placement fitness (refinement): the median of `runs` timed runs as median_ms.
-  Cost fitness(const std::vector<KernelGroup>& kernels, int runs, const StopFn& stop = {});
+  Cost fitness(const std::vector<KernelGroup>& kernels, int runs, ProgressObserver* observer = nullptr);
   int workers_started() const { return started_; }
   // One session for several graphs of one model (a tune's shape buckets): the graphs go to the
   // worker in one artifact, so the weights they share are written and mapped once, and the
@@ -123,7 +125,7 @@ class MeasureWorker {
 
  private:
   struct Process;
-  Cost request(const std::string& line, double limit_s, const StopFn& stop);
+  Cost request(const std::string& line, double limit_s, ProgressObserver* observer);
   void start();
   void stop(bool kill);
   double limit_s(const std::vector<NodeId>& nodes) const;
@@ -144,6 +146,7 @@ class MeasureWorker {
   std::unique_ptr<Process> process_;
   std::vector<double> native_ms_;  // per node, from the worker's reference run
   int started_ = 0;
+  bool lock_noticed_ = false;  // the user was told that another process holds the lock
   int threads_ = 1;
   std::vector<std::string> fingerprints_;  // per bucket of a bucketed session (model_fingerprint)
   size_t bucket_ = 0;                      // the selected one

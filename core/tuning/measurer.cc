@@ -245,9 +245,14 @@ Cost Measurer::measure_in_process(const BackendSpec& backend, const SubGraph& su
 }
 
 Cost Measurer::measure_now(const Candidate& c, const BackendSpec& backend, ProgressObserver* observer) {
-  if (!options_.worker.command.empty())
-    return worker().measure(backend.name, node_ids(c.nodes), stop_function(observer));
-  HostMeasureLock timing(options_.worker.host_exclusive, stop_function(observer));
+  if (!options_.worker.command.empty()) return worker().measure(backend.name, node_ids(c.nodes), observer);
+  std::function<void()> waiting;
+  if (observer && !lock_noticed_)
+    waiting = [this, observer] {
+      observer->on_notice(HostMeasureLock::waiting_notice());
+      lock_noticed_ = true;
+    };
+  HostMeasureLock timing(options_.worker.host_exclusive, stop_function(observer), waiting);
   if (timing.stopped()) throw Error(ErrorKind::Cancelled, "measuring cancelled");
   return measure_in_process(backend, make_subgraph(graph_, c.nodes));
 }

@@ -116,6 +116,7 @@ class Measurer {
   CostDb* db_;
   MeasureOptions options_;
   std::unique_ptr<MeasureWorker> worker_;   // started on the first candidate to measure
+  bool lock_noticed_ = false;               // in-process: the user was told another process times
   MeasureWorker* shared_worker_ = nullptr;  // share_worker: used instead of worker_
   size_t shared_bucket_ = 0;
   bool shared_selected_ = false;

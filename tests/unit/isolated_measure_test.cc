@@ -118,6 +118,15 @@ TEST(IsolatedMeasure, FitnessOfAPlacementRunsInTheWorker) {
   EXPECT_EQ(worker.workers_started(), 2);
 }
 
+// Asks `stop` whether to stop and keeps what it is told.
+struct WaitObserver : ProgressObserver {
+  std::function<bool()> stop;
+  std::vector<std::string> notices;
+  void on_progress(const ProgressEvent&) override {}
+  void on_notice(const std::string& message) override { notices.push_back(message); }
+  bool cancel_requested() const override { return stop && stop(); }
+};
+
 // The faulty model's Relu whose input has `dim` rows (its fault: kFaultOfDim).
 std::vector<NodeId> relu_of_dim(const Graph& g, int64_t dim) {
   for (NodeId n = 0; n < g.num_nodes(); ++n)
@@ -147,9 +156,11 @@ TEST(IsolatedMeasure, AStopEndsAMeasurementStuckInAKernel) {
     return hanging != 0 ||
            (::poll(&p, 1, 0) == 1 && ::read(hang[0], &hanging, sizeof hanging) == sizeof hanging);
   };
+  WaitObserver observer;
+  observer.stop = hung;
   std::optional<ErrorKind> thrown;
   try {
-    Cost cost = worker.measure("faulty", relu_of_dim(g, 8), hung);
+    Cost cost = worker.measure("faulty", relu_of_dim(g, 8), &observer);
     ADD_FAILURE() << "the request ended without the stop: " << cost.invalid_reason;
   } catch (const Error& e) {
     thrown = e.kind();
@@ -181,9 +192,11 @@ TEST(IsolatedMeasure, WaitingForTheMachinesMeasurementLockIsStoppableAndUnlimite
   {
     HostMeasureLock other(true);  // this process times: the worker cannot
     int asked = 0;
+    WaitObserver observer;
+    observer.stop = [&] { return ++asked > 3; };
     std::optional<ErrorKind> thrown;
     try {
-      worker.measure("native", relu, [&] { return ++asked > 3; });
+      worker.measure("native", relu, &observer);
     } catch (const Error& e) {
       thrown = e.kind();
     }
@@ -193,12 +206,17 @@ TEST(IsolatedMeasure, WaitingForTheMachinesMeasurementLockIsStoppableAndUnlimite
   using Clock = std::chrono::steady_clock;
   std::optional<HostMeasureLock> other(std::in_place, true);
   auto held_since = Clock::now();
-  Cost cost = worker.measure("native", relu, [&] {
+  WaitObserver observer;
+  observer.stop = [&] {
     if (other && Clock::now() - held_since > std::chrono::milliseconds(3000)) other.reset();
     return false;
-  });
+  };
+  Cost cost = worker.measure("native", relu, &observer);
   EXPECT_FALSE(other.has_value());
   EXPECT_TRUE(cost.valid()) << cost.invalid_reason;
+  // Past HostMeasureLock::kNoticeAfterMs the user was told why nothing moved, once.
+  ASSERT_EQ(observer.notices.size(), 1u);
+  EXPECT_NE(observer.notices[0].find(HostMeasureLock::path()), std::string::npos) << observer.notices[0];
   EXPECT_EQ(worker.workers_started(), 2);  // one more after the stop
 }
 
@@ -211,12 +229,14 @@ TEST(IsolatedMeasure, AStoppedWaitForTheMeasurementLockLeavesItFree) {
   int busy = other_process();
   ASSERT_GE(busy, 0);
   ASSERT_EQ(::flock(busy, LOCK_EX), 0);
-  int asked = 0;
+  int asked = 0, told = 0;
   {
-    HostMeasureLock stopped(true, [&] { return ++asked > 3; });
+    HostMeasureLock stopped(
+        true, [&] { return ++asked > 3; }, [&] { ++told; });
     EXPECT_TRUE(stopped.stopped());
   }
-  ::close(busy);  // the abandoned wait gets the lock now, and lets go of it
+  EXPECT_EQ(told, 0);  // stopped long before kNoticeAfterMs
+  ::close(busy);       // the abandoned wait gets the lock now, and lets go of it
   int gave_up_after = 0;
   {
     // Other tests on the machine may take it in between: 10 s is plenty for them.
