@@ -69,6 +69,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   chart_dock_ = dock("Search progress", chart_, Qt::BottomDockWidgetArea);
   QDockWidget* chart_dock = chart_dock_;
   log_ = new QPlainTextEdit(this);
+  log_->setObjectName("log");
   log_->setReadOnly(true);
   QDockWidget* log_dock = dock("Log", log_, Qt::BottomDockWidgetArea);
   // Shown when there is something to show, as tabs beside the candidates and the chart: the
@@ -146,6 +147,14 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   if (qEnvironmentVariableIsEmpty("COLLAGE_COST_DB") && settings.contains("tune/cost_db"))
     set_cost_db(settings.value("tune/cost_db").toString(), false);
   set_remote(settings.value("tune/remote", false).toBool(), false);
+  // The last accuracy budget, as the thread count; one that no longer parses is dropped, saying so.
+  const QString budget = settings.value("tune/accuracy").toString();
+  if (!budget.isEmpty()) try {
+      parse_accuracy(budget.toStdString());
+      set_accuracy(budget);
+    } catch (const Error& e) {
+      log("the remembered accuracy budget '" + budget + "' is dropped: " + QString::fromStdString(e.what()));
+    }
 }
 
 void MainWindow::show_workers() {
@@ -707,6 +716,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("window/state", saveState());
   settings.setValue("tune/threads", threads_->value());
+  settings.setValue("tune/accuracy", QString::fromStdString(controller_->accuracy().to_string()));
   QMainWindow::closeEvent(event);
 }
 

@@ -9,7 +9,9 @@
 #include <QDockWidget>
 #include <QGraphicsItem>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QScopeGuard>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -124,6 +126,8 @@ class ExplorerTest : public QObject {
   void initTestCase() {
     QVERIFY(tmp_.isValid());
     qputenv("COLLAGE_COST_DB", QByteArray(tmp("costs.sqlite").c_str()));
+    // The windows' settings live here, not in the user's: what one test saves, only it reads.
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, tmp_.filePath("settings"));
   }
 
   void draws_every_node_and_edge_and_finds_nodes() {
@@ -549,6 +553,30 @@ class ExplorerTest : public QObject {
       QVERIFY2(!a->isEnabled() && !selected(a), qPrintable(a->text()));
       QVERIFY2(a->toolTip().contains("searched only under an accuracy budget"), qPrintable(a->toolTip()));
     }
+  }
+
+  // The budget of the last window closed comes back with the next one, as the thread count does;
+  // a remembered one that no longer parses is dropped, saying so, and the window opens in fp32.
+  void the_accuracy_budget_is_remembered() {
+    const std::string spec = collage::parse_accuracy("cosine=0.999,max-rel=5e-2").to_string();
+    {
+      MainWindow window;
+      window.set_dialogs_enabled(false);
+      QVERIFY(window.set_accuracy(QString::fromStdString(spec)));
+      QVERIFY(window.close());
+    }
+    {
+      MainWindow window;
+      QCOMPARE(window.controller()->accuracy().to_string(), spec);
+      QCOMPARE(window.findChild<QLineEdit*>("accuracy")->text(), QString::fromStdString(spec));
+    }
+    QSettings().setValue("tune/accuracy", "cosine=2");
+    {
+      MainWindow window;
+      QVERIFY(!window.controller()->accuracy().enabled());
+      QVERIFY(window.findChild<QPlainTextEdit*>("log")->toPlainText().contains("'cosine=2' is dropped"));
+    }
+    QSettings().remove("tune/accuracy");
   }
 
   // Before any search the graph has the room: the Search progress dock appears with the first
