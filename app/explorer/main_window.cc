@@ -291,9 +291,10 @@ void MainWindow::build_menus_and_toolbar() {
     chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     chip->setAutoRaise(true);
     chips->addWidget(chip);
-    title->setMinimumHeight(chip->sizeHint().height());  // centred on the chips' row
     backend_actions_.push_back(a);
   }
+  title->setMinimumHeight(
+      legend->findChild<QToolButton*>()->sizeHint().height());                    // centred on the chips' row
   static_cast<QVBoxLayout*>(centralWidget()->layout())->insertWidget(0, legend);  // above the graph
   find_box_ = new QLineEdit(this);
   find_box_->setPlaceholderText("find node or op (Ctrl+F, Enter = next)");

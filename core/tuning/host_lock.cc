@@ -31,9 +31,11 @@ int lock_fd() {
 
 const char* HostMeasureLock::path() { return "/tmp/collage-measure.lock"; }
 
-const char* HostMeasureLock::waiting_notice() {
-  return "another process on this machine is timing kernels: measuring waits for it, one at a time "
-         "(the lock /tmp/collage-measure.lock)";
+std::string HostMeasureLock::waiting_notice() {
+  return std::string(
+             "another process on this machine is timing kernels: measuring waits for it, one at a "
+             "time (the lock ") +
+         path() + ")";
 }
 
 HostMeasureLock::HostMeasureLock(bool enabled) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "core/tuning/progress.h"
 
@@ -34,7 +35,7 @@ class HostMeasureLock {
   static const char* path();
   // What a front end tells its user when a measurement has waited kNoticeAfterMs for the lock.
   static constexpr int kNoticeAfterMs = 2000;
-  static const char* waiting_notice();
+  static std::string waiting_notice();
 
  private:
   bool held_ = false;
