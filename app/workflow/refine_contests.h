@@ -24,6 +24,11 @@ inline const std::vector<const BackendSpec*>& or_all(const std::vector<const Bac
   return backends.empty() ? all_backends() : backends;
 }
 
+// check_held_out of `placement` compiled afresh; the draw is computed at its first use in `draw`.
+// A placement without a budget (fp32), or one already failing, is returned as it is.
+VerifyReport with_held_out(const Graph& graph, const Placement& placement, VerifyReport first,
+                           const RunOptions& options, std::optional<HeldOutDraw>& draw);
+
 // What one refine's contests share: the native reference's outputs (computed at the first
 // verified contest) and the best placement compiled once, again only when a contest replaced it.
 // A contest's two medians are stored in the cost DB: a later refine on the same DB (the explorer
