@@ -206,6 +206,26 @@ void contest_libraries(const Graph& graph, const std::vector<Tensor>& inputs,
   }
 }
 
+// The whole-library seeds the refine measured within kSettings.library_contest_margin of its best,
+// last among the rivals. A segment move or the op-level placement kept after the seed contests can
+// leave a seed behind (ONNX Runtime's whole graph); contested against what is finally kept, the result
+// is never slower than that library alone except by what the contest measures. A seed already
+// contested against the same placement is not timed again (ContestBench keeps the pair's timing).
+std::vector<LibraryRival> seed_rivals(const Graph& graph, const Placement& op_level,
+                                      const RefineResult& result) {
+  std::vector<LibraryRival> rivals;
+  if (!result.best_fitness.valid()) return rivals;
+  for (const SeedFitness& seed : result.seeds) {
+    if (!seed.fitness.valid() ||
+        seed.fitness.median_ms > result.best_fitness.median_ms * kSettings.library_contest_margin)
+      continue;
+    Placement whole = decode_genome(graph, op_level, result.genes, seed.genome);
+    whole.accuracy = op_level.accuracy;
+    rivals.push_back({seed.backend, std::move(whole)});
+  }
+  return rivals;
+}
+
 }  // namespace
 
 RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,
@@ -215,6 +235,8 @@ RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const 
   RefineRunReport r;
   r.refine = refine(graph, op_level, inputs, ropts, db, observer);
   r.refine.result.best.accuracy = op_level.accuracy;  // held to the budget the op-level one was tuned under
+  for (LibraryRival& seed : seed_rivals(graph, op_level, r.refine.result))
+    ropts.rivals.push_back(std::move(seed));
   RunOptions run;
   run.backends = ropts.backends;
   run.threads = options.threads;

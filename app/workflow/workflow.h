@@ -375,7 +375,7 @@ struct RefineRunReport {
   RefineReport refine;
   PlacementRunReport refined_run;  // the refined placement verified, then timed (options.repeat runs)
   SideBySideReport side_by_side;   // compared when it moved something and verified
-  std::vector<LibraryContest> library_contests;  // options.rivals, in order (none after a mismatch)
+  std::vector<LibraryContest> library_contests;  // options.rivals, then the seeds (none after a mismatch)
   KeptPlacement kept_why = KeptPlacement::OpLevelNothingMoved;
   std::string kept_library;  // under KeptPlacement::Library: whose placement it is
   Placement kept;            // the refined, the op-level or a rival's placement, per kept_why
@@ -383,7 +383,9 @@ struct RefineRunReport {
 };
 
 // refine -> verify and time the refined placement -> side by side -> keep or revert -> each of
-// options.rivals verified and timed against what is kept, the faster kept. A refine stopped through
+// options.rivals, then each whole-library seed the refine measured within
+// kSettings.library_contest_margin of its best (ONNX Runtime's whole graph among them), verified
+// and timed against what is kept, the faster kept. A refine stopped through
 // the observer still ends with its best placement, verified and compared (docs/cli.md, "collage
 // tune"). Throws InvalidInput when no graph-level backend is selected.
 RefineRunReport run_refine(const Graph& graph, const Placement& op_level, const std::vector<Tensor>& inputs,

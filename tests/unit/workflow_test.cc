@@ -343,6 +343,52 @@ TEST_F(SeedContests, ASeedSlowerSideBySideLeavesTheBestAsItIs) {
   EXPECT_EQ(r.result.best_fitness.median_ms, 1.0);
 }
 
+TEST_F(SeedContests, AWholeLibrarySeedWithinTheMarginContestsWhatIsFinallyKept) {
+  // "Everything on heavy" measured within the margin of the best: after the refine's own contests
+  // it is timed once more, against what the chain keeps, and loses there too.
+  const Placement light_seed = whole_seed(g, tuned.placement, light);
+  const Placement heavy_seed = whole_seed(g, tuned.placement, slow);
+  auto fitness_of = [&](double whole_heavy) {
+    return [&, whole_heavy](const Placement& p) {
+      return Cost::of_ms(same_kernels(p, light_seed) ? 1.0 : same_kernels(p, heavy_seed) ? whole_heavy : 2.0);
+    };
+  };
+  auto contested = [](const workflow::RefineRunReport& r, const std::string& backend) {
+    return std::find_if(r.library_contests.begin(), r.library_contests.end(),
+                        [&](const workflow::LibraryContest& c) { return c.backend == backend; });
+  };
+  ropts.fitness = fitness_of(0.98 * kSettings.library_contest_margin);
+  TempDb tmp;
+  workflow::RefineRunReport r;
+  {
+    CostDb db(tmp.path);
+    r = workflow::run_refine(g, tuned.placement, tuned.inputs, ropts, &db);
+  }
+  auto heavy = contested(r, "heavy");
+  ASSERT_NE(heavy, r.library_contests.end());
+  EXPECT_TRUE(heavy->mismatch.empty());
+  EXPECT_FALSE(heavy->adopted);
+  EXPECT_GT(heavy->timing.b_ms, heavy->timing.a_ms);
+  EXPECT_FALSE(uses(r.kept, "heavy"));
+  // The graphy seed, the search's best, is a rival too: against the op-level placement (kept when
+  // the two ran level side by side) either may win, as light as they are.
+  if (r.kept_why == workflow::KeptPlacement::Library) {
+    EXPECT_EQ(r.kept_library, "graphy");
+  }
+  // Against the very placement it already lost to, the stored timing decides: not timed again.
+  ASSERT_EQ(r.refine.seed_contests.size(), 1u);
+  if (same_kernels(r.kept, r.refine.result.best)) {
+    EXPECT_EQ(heavy->timing.a_ms, r.refine.seed_contests[0].timing.a_ms);
+    EXPECT_EQ(heavy->timing.b_ms, r.refine.seed_contests[0].timing.b_ms);
+  }
+
+  // Measured beyond the margin, it is not a rival of the result.
+  ropts.fitness = fitness_of(1.02 * kSettings.library_contest_margin);
+  workflow::RefineRunReport beyond = workflow::run_refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
+  ASSERT_EQ(beyond.refine.seed_contests.size(), 1u);  // the refine's own contest still ran
+  EXPECT_EQ(contested(beyond, "heavy"), beyond.library_contests.end());
+}
+
 // A kernel that, after its work, computes for `micros` µs more of its thread's CPU time: a library
 // slow on some nodes by a known amount of work, which a loaded machine stretches like any other.
 class Lingering : public Kernel {
