@@ -92,7 +92,8 @@ void load(WorkerState& state, MeasureOptions measure) {
   state.load_ms += ms_since(t0);
 }
 
-Cost measure_kernel_job(const MeasureJob& job, const MeasureOptions& measure, WorkerState& state) {
+Cost measure_kernel_job(const MeasureJob& job, const MeasureOptions& measure, WorkerState& state,
+                        ProgressObserver* observer) {
   state.loaded_model.clear();
   auto t0 = Clock::now();
   read_job_payload(job.payload, "job " + std::to_string(job.id), state.model, state.inputs, &state.known);
@@ -103,7 +104,7 @@ Cost measure_kernel_job(const MeasureJob& job, const MeasureOptions& measure, Wo
   for (NodeId n = 0; n < state.model.num_nodes(); ++n) nodes.push_back(n);
   if (!default_worker_command().empty()) {
     load(state, measure);
-    return state.process->measure(job.backend, nodes);
+    return state.process->measure(job.backend, nodes, observer);
   }
   // No worker executable (a unit test binary): in this process.
   apply_threads({backend}, measure.threads);
@@ -116,7 +117,7 @@ Cost measure_kernel_job(const MeasureJob& job, const MeasureOptions& measure, Wo
 // A refinement genome: the whole model (fetched once per model) under a placement.
 // `model_payload`: the job's model, fetched by the caller when state does not hold it.
 Cost measure_fitness_job(const MeasureJob& job, const MeasureOptions& measure, WorkerState& state,
-                         const std::string& model_payload) {
+                         const std::string& model_payload, ProgressObserver* observer) {
   if (default_worker_command().empty()) return Cost::invalid("fitness jobs need the collage executable");
   std::vector<KernelGroup> kernels;
   int runs = 0;
@@ -129,17 +130,19 @@ Cost measure_fitness_job(const MeasureJob& job, const MeasureOptions& measure, W
   } else if (state.threads != measure.threads) {
     load(state, measure);  // the same graph at another thread count
   }
-  return state.process->fitness(kernels, runs);
+  return state.process->fitness(kernels, runs, observer);
 }
 
+// Throws Cancelled when a stop arrives while measuring (the measure worker is killed mid-kernel).
 Cost measure_job(const MeasureJob& job, const QueueWorkerOptions& options, WorkerState& state,
-                 const std::string& model_payload) {
+                 const std::string& model_payload, ProgressObserver* observer) {
   MeasureOptions measure = options.measure;
   measure.threads = job.key.threads;
   try {
-    return job.kind == "fitness" ? measure_fitness_job(job, measure, state, model_payload)
-                                 : measure_kernel_job(job, measure, state);
+    return job.kind == "fitness" ? measure_fitness_job(job, measure, state, model_payload, observer)
+                                 : measure_kernel_job(job, measure, state, observer);
   } catch (const Error& e) {  // a payload that does not parse
+    if (e.kind() == ErrorKind::Cancelled) throw;
     state.loaded_model.clear();
     return Cost::invalid(e.what());
   }
@@ -221,8 +224,17 @@ QueueWorkerReport run_queue_worker(const QueueWorkerOptions& options, ProgressOb
           if (e.kind() != ErrorKind::InvalidInput) throw;
           no_model = e.what();  // deleted from the DB: this genome cannot be timed
         }
-      Cost cost =
-          no_model.empty() ? measure_job(*job, options, state, model_payload) : Cost::invalid(no_model);
+      Cost cost;
+      try {
+        cost = no_model.empty() ? measure_job(*job, options, state, model_payload, observer)
+                                : Cost::invalid(no_model);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Cancelled) throw;
+        // Stopped mid-kernel: nothing is stored; unregistering below gives the job back to the queue.
+        notice("job " + std::to_string(job->id) + " " + job->backend + " " + job->label +
+               ": stopped while measuring, given back to the queue");
+        break;
+      }
       auto t_store = Clock::now();
       CostRecord record;
       record.key = job->key;

@@ -4,8 +4,9 @@
 // measure worker process (as `tune` does locally: a crashing kernel costs that job an
 // invalid cost, not the worker), stores the cost and finishes the job in one
 // transaction, and heartbeats from a second connection so its lease holds while a
-// kernel runs. Stops when the observer asks (Ctrl+C), after `max_jobs`, or after
-// `idle_exit_s` without work; it gives back a job it has not finished.
+// kernel runs. Stops when the observer asks (Ctrl+C, SIGTERM; a kernel being timed is
+// stopped too, its measure worker killed), after `max_jobs`, or after `idle_exit_s` without
+// work; it gives back a job it has not finished, as unclaimed (its attempt undone).
 #pragma once
 
 #include <string>

@@ -287,8 +287,10 @@ void MeasureQueue::complete(const MeasureJob& job, const std::string& worker, co
 void MeasureQueue::unregister(const std::string& worker) {
   db_->transaction([&] {
     db_->query("UPDATE collage_workers SET state = 'stopped', current = '' WHERE name = $1", {worker});
+    // A job given back by a worker that stops is not an attempt that failed: its claim is undone.
     db_->query(
-        "UPDATE collage_jobs SET state = 'pending', worker = NULL, lease_until = NULL "
+        "UPDATE collage_jobs SET state = 'pending', worker = NULL, lease_until = NULL, "
+        "  attempts = GREATEST(attempts - 1, 0) "
         "WHERE worker = $1 AND state = 'running'",
         {worker});
   });

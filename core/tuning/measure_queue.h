@@ -114,6 +114,7 @@ class MeasureQueue {
   void heartbeat(const std::string& worker, double lease_s);
   // Stores the cost and marks the job done, one transaction; counts it for `worker`.
   void complete(const MeasureJob& job, const std::string& worker, const CostRecord& record);
+  // Marks `worker` stopped and gives back its running jobs as pending, their claim's attempt undone.
   void unregister(const std::string& worker);
 
   // ---- listing ----

@@ -191,6 +191,44 @@ TEST_F(RemoteMeasure, AKilledWorkersJobIsFinishedByAnother) {
   EXPECT_EQ(b.wait(), 0) << b.log();
 }
 
+TEST_F(RemoteMeasure, AStoppedWorkerGivesBackTheJobItIsMeasuring) {
+  const std::string model = write("relu.onnx", relu_model());
+  // Worker a is stopped (SIGTERM, as Ctrl+C) in the middle of a kernel that would take 10 minutes.
+  Process a(worker_args(COLLAGE_FAULTY_CLI, "a", "30"), {"COLLAGE_FAULTY_RELU_MS=600000"},
+            (dir_ / "a.log").string());
+  ASSERT_TRUE(eventually([&] { return alive_workers(url_) == 1; })) << a.log();
+  Process tuner({COLLAGE_FAULTY_CLI, "tune", model, "--cost-db", url_, "--remote", "--backends",
+                 "native,faulty", "-o", (dir_ / "p.json").string()},
+                {}, (dir_ / "tune.log").string());
+  pg::Connection db(url_, "test DB");
+  const std::string faulty_job = "FROM collage_jobs WHERE backend = 'faulty'";
+  ASSERT_TRUE(eventually([&] {
+    return scalar(db, "SELECT count(*) " + faulty_job + " AND state = 'running' AND worker = 'a'") == 1;
+  })) << a.log()
+      << tuner.log();
+  a.signal(SIGTERM);
+  ASSERT_EQ(a.wait(std::chrono::seconds(30)), 0) << a.log();
+  EXPECT_NE(a.log().find("stopped while measuring, given back to the queue"), std::string::npos) << a.log();
+  // Nothing stored for it; the job is unclaimed again, as if a had never taken it.
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM collage_costs WHERE backend = 'faulty'"), 0);
+  pg::Result given_back = db.query("SELECT state, worker IS NULL, attempts " + faulty_job);
+  ASSERT_EQ(given_back.rows(), 1);
+  EXPECT_EQ(given_back.text(0, 0), "pending");
+  EXPECT_EQ(given_back.text(0, 1), "t");
+  EXPECT_EQ(given_back.text(0, 2), "0");
+
+  Process b(worker_args(COLLAGE_FAULTY_CLI, "b", "30"), {}, (dir_ / "b.log").string());
+  ASSERT_EQ(tuner.wait(), 0) << tuner.log() << b.log();
+  pg::Result done = db.query("SELECT attempts, worker, state " + faulty_job);
+  ASSERT_EQ(done.rows(), 1);
+  EXPECT_EQ(done.text(0, 0), "1");
+  EXPECT_EQ(done.text(0, 1), "b");
+  EXPECT_EQ(done.text(0, 2), "done");
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM collage_costs WHERE backend = 'faulty' AND valid"), 1);
+  b.signal(SIGTERM);
+  EXPECT_EQ(b.wait(), 0) << b.log();
+}
+
 TEST_F(RemoteMeasure, AWorkerOfAnotherKindTakesNothing) {
   const std::string model = write("relu.onnx", relu_model());
   Process other(worker_args(COLLAGE_CLI_PATH, "elsewhere", "10"), {"COLLAGE_DEVICE_TAG=another-rack"},
