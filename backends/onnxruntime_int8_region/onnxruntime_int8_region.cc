@@ -10,7 +10,8 @@ const BackendSpec& onnxruntime_int8_region_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "onnxruntime-int8-region";
-    s.version = onnxruntime_backend().version + "+int8r1";  // the weights' form, as onnxruntime-int8
+    // The weights' form, as onnxruntime-int8; "r2" as onnxruntime-region's.
+    s.version = onnxruntime_backend().version + "+int8r1+r2";
     s.kind = BackendKind::GraphLevel;
     s.precision = Precision::Int8;
     s.supports_node = [](const Graph& g, const Node& n) { return ort::runtime() && ort::offered(g, n); };

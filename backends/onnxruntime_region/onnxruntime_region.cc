@@ -10,7 +10,9 @@ const BackendSpec& onnxruntime_region_backend() {
   static const BackendSpec spec = [] {
     BackendSpec s;
     s.name = "onnxruntime-region";
-    s.version = onnxruntime_backend().version;
+    // "+r2": OpenMP's idle workers are stopped before a region runs at 2+ threads (ort_kernel.cc);
+    // fitness measured before that is not reused.
+    s.version = onnxruntime_backend().version + "+r2";
     s.kind = BackendKind::GraphLevel;
     s.supports_node = [](const Graph& g, const Node& n) { return ort::runtime() && ort::offered(g, n); };
     s.limits.max_nodes = 1 << 20;  // a region may be the whole graph

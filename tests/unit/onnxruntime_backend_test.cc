@@ -3,21 +3,26 @@
 // with it, its kernels agree with the native reference (SampleCandidates checks every one on
 // the small samples), a region ORT refuses is an Unsupported candidate carrying ORT's message,
 // a kernel runs in the executor's buffers, again and again, onnxruntime-serial's kernels
-// start no thread of their own, and every session allocates from one shared allocator.
+// start no thread of their own, a region stops OpenMP's idle workers before it runs, and every
+// session allocates from one shared allocator.
 #include "backends/onnxruntime/onnxruntime_backend.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "backend_check.h"
 #include "backend_test_models.h"
 #include "backends/onnxruntime/ort_allocator.h"
 #include "backends/onnxruntime/ort_model.h"
 #include "backends/onnxruntime/ort_runtime.h"
+#include "backends/onnxruntime_region/onnxruntime_region.h"
 #include "backends/onnxruntime_serial/onnxruntime_serial.h"
 #include "backends/registry.h"
 
@@ -146,6 +151,45 @@ TEST(OnnxRuntime, SerialKernelsRunOnTheCallingThreadAlone) {
   EXPECT_EQ(threads_of_this_process(), before) << "a serial kernel started a thread";
   auto pooled_kernel = compile_and_run(onnxruntime_backend());
   EXPECT_GT(threads_of_this_process(), before) << "onnxruntime at 2 threads started no pool worker";
+}
+
+// OpenMP's workers, idle after an OpenMP kernel, spin on the cores a region's pool then needs: a
+// region at 2 threads stops them before it runs (the next OpenMP kernel starts them again), while
+// an op-level kernel, whose blocks of rows run on OpenMP's own threads, leaves them be.
+TEST(OnnxRuntime, ARegionAtTwoThreadsStopsOpenMPsIdleWorkersFirst) {
+  if (!ort::runtime()) GTEST_SKIP() << "no ONNX Runtime library: " << ort::unavailable_reason();
+  Graph g = rows_model(2);  // row-wise: the op-level kernel runs as blocks on OpenMP's threads
+  IndexSet all = all_nodes(g);
+  std::vector<Tensor> values = reference_values(g);
+  const SubGraph sub = make_subgraph(g, all);
+  std::vector<const Tensor*> args;
+  for (ValueId in : sub.inputs) args.push_back(&values[static_cast<size_t>(in)]);
+  CompileOptions two;
+  two.threads = 2;
+  HeapAllocator alloc;
+  std::unique_ptr<Kernel> region = onnxruntime_region_backend().compile(g, sub, two);
+  std::unique_ptr<Kernel> op_level = onnxruntime_backend().compile(g, sub, two);
+  region->run(args, alloc);  // its pool exists from here on
+  auto openmp_kernel = [] {
+    int team = 0;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    team = omp_get_num_threads();
+    return team;
+  };
+  ASSERT_EQ(openmp_kernel(), 2);
+  const size_t with_workers = threads_of_this_process();
+  op_level->run(args, alloc);
+  EXPECT_EQ(threads_of_this_process(), with_workers) << "an op-level kernel stopped OpenMP's workers";
+  region->run(args, alloc);
+  // The stopped worker leaves the process as it is released; a bounded wait for the kernel's view.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (threads_of_this_process() >= with_workers && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(threads_of_this_process(), with_workers - 1)
+      << "OpenMP's idle worker outlived the region's start";
+  EXPECT_EQ(openmp_kernel(), 2);
+  EXPECT_EQ(threads_of_this_process(), with_workers) << "the next OpenMP kernel has its workers again";
 }
 
 // Every session allocates from the one allocator registered with the environment: blocks of 1 MiB
