@@ -209,8 +209,8 @@ void contest_libraries(const Graph& graph, const std::vector<Tensor>& inputs,
 // The whole-library seeds the refine measured within kSettings.library_contest_margin of its best,
 // last among the rivals. A segment move or the op-level placement kept after the seed contests can
 // leave a seed behind (ONNX Runtime's whole graph); contested against what is finally kept, the result
-// is never slower than that library alone except by what the contest measures. A seed already
-// contested against the same placement is not timed again (ContestBench keeps the pair's timing).
+// is never slower than that library alone except by what the contest measures. With a cost DB, a
+// seed already contested against the same placement is decided by that pair's stored timing.
 std::vector<LibraryRival> seed_rivals(const Graph& graph, const Placement& op_level,
                                       const RefineResult& result) {
   std::vector<LibraryRival> rivals;
