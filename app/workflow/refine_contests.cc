@@ -33,8 +33,9 @@ ContestBench::Outcome ContestBench::contest(const Placement& best, const Placeme
     }
   }
   auto compile = [&](const Placement& p) {
-    return std::make_unique<Executor>(
-        graph_, placement_steps(graph_, p, or_all(options_.backends), compile_options(options_.threads)));
+    CompileOptions turns = compile_options(options_.threads);
+    turns.beside_others = true;  // timed in turns with the other side
+    return std::make_unique<Executor>(graph_, placement_steps(graph_, p, or_all(options_.backends), turns));
   };
   std::unique_ptr<Executor> rival_run;
   std::vector<Tensor> got;

@@ -30,13 +30,18 @@ struct CompileOptions {
   // The kernel is all a run does (a placement of one kernel, not a body's): no other pool's
   // kernels run between its runs, so its own pool may stay awake from one run to the next.
   bool sole_kernel = false;
+  // Timed in turns with other placements in one process (contests, fitness): no kernel is a sole
+  // kernel, for a pool that stays awake after its run would take the cores of the next placement's
+  // turn. A whole-graph ONNX Runtime region's spinning workers made oneDNN's whole graph run 2x
+  // slower for 20-30 ms after each of its turns (RegNetY-800MF, 2 threads, AVX2 kind).
+  bool beside_others = false;
 };
 
 // The options for one placement's kernels: `outer` (a whole run's placement, not a control
 // node's body, which runs among the outer graph's kernels), of `kernels` kernels and with or
 // without placed bodies. Shared by the in-process executor and the artifact loader.
 inline CompileOptions placement_options(CompileOptions options, bool outer, size_t kernels, bool has_bodies) {
-  options.sole_kernel = outer && kernels == 1 && !has_bodies;
+  options.sole_kernel = outer && kernels == 1 && !has_bodies && !options.beside_others;
   return options;
 }
 

@@ -20,6 +20,7 @@ double steady_ms() {
 
 FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> backends,
                            CompileOptions options, std::vector<Tensor> inputs, int repeats) {
+  options.beside_others = true;  // genome after genome in one process
   return [&graph, backends = std::move(backends), options, inputs = std::move(inputs),
           repeats](const Placement& p) {
     std::unique_ptr<Executor> ex;
@@ -86,8 +87,10 @@ SideBySide time_side_by_side(const std::function<void()>& a, const std::function
 SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,
                               const std::vector<const BackendSpec*>& backends, const CompileOptions& options,
                               const std::vector<Tensor>& inputs, int rounds) {
-  Executor ea(graph, placement_steps(graph, a, backends, options));
-  Executor eb(graph, placement_steps(graph, b, backends, options));
+  CompileOptions turns = options;
+  turns.beside_others = true;
+  Executor ea(graph, placement_steps(graph, a, backends, turns));
+  Executor eb(graph, placement_steps(graph, b, backends, turns));
   ea.run(inputs);
   eb.run(inputs);
   return compare_executors(ea, eb, inputs, rounds);

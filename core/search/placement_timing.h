@@ -16,7 +16,8 @@ namespace collage {
 // and for at least kSettings.side_by_side_settle_ms, as a side-by-side turn), then returns the
 // median of `repeats` timed samples (ms per run; a sample is the mean of the runs filling
 // kSettings.timed_sample_ms). A placement some library
-// cannot build (Error kind Unsupported) is +infinity, so it loses.
+// cannot build (Error kind Unsupported) is +infinity, so it loses. Compiled beside_others
+// (CompileOptions): genome after genome in one process.
 FitnessFn measured_fitness(const Graph& graph, std::vector<const BackendSpec*> backends,
                            CompileOptions options, std::vector<Tensor> inputs, int repeats);
 
@@ -46,11 +47,12 @@ SideBySide time_side_by_side(const std::function<void()>& a, const std::function
 double timed_sample(const std::function<void()>& run, const std::function<double()>& clock_ms,
                     double sample_ms = kSettings.timed_sample_ms);
 
-// Both placements compiled, warmed up and timed side by side on `inputs`.
+// Both placements compiled (beside_others: CompileOptions), warmed up and timed side by side on `inputs`.
 SideBySide compare_placements(const Graph& graph, const Placement& a, const Placement& b,
                               const std::vector<const BackendSpec*>& backends, const CompileOptions& options,
                               const std::vector<Tensor>& inputs, int rounds);
-// Two placements already compiled (and warmed up), timed side by side as time_side_by_side.
+// Two placements already compiled (and warmed up; beside_others, or one side's pool may stay awake
+// into the other's turns), timed side by side as time_side_by_side.
 SideBySide compare_executors(Executor& a, Executor& b, const std::vector<Tensor>& inputs, int rounds,
                              int give_up_after = 0);
 

@@ -245,8 +245,9 @@ Placement decode_genome(const Graph& graph, const Placement& op_level, const std
 }
 
 CostKey placement_fitness_key(const Placement& placement, const std::string& model_fingerprint, int threads) {
-  // Keyed like kernel costs: a canonical text of the whole placement.
-  std::string signature = "placement|" + model_fingerprint + "|";
+  // Keyed like kernel costs: a canonical text of the whole placement. "r2": timed with no pool
+  // awake between turns (CompileOptions::beside_others); earlier fitness and contests are not reused.
+  std::string signature = "placement|r2|" + model_fingerprint + "|";
   for (const PlacedKernel& k : placement.kernels) {
     auto version = placement.backend_versions.find(k.backend);
     signature += k.backend + "@" + (version == placement.backend_versions.end() ? "" : version->second) + ":";

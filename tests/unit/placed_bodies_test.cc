@@ -8,6 +8,7 @@
 #include "core/runtime/artifact.h"
 #include "core/search/artifact_export.h"
 #include "core/search/placement.h"
+#include "core/search/placement_timing.h"
 #include "core/search/tuner.h"
 #include "onnx_test_model.h"
 
@@ -290,6 +291,22 @@ TEST(PlacedBodies, OnlyARunsSoleKernelIsCompiledAsSole) {
   sole_seen.clear();
   placement_steps(g2, on_recording(g2), backends, CompileOptions{});
   EXPECT_EQ(sole_seen, std::vector<bool>({false, false}));
+
+  // Timed in turns with another placement (a contest, a fitness): not sole either, lest its pool
+  // stay awake into the other side's turn. The time-side-by-side helpers compile so themselves.
+  CompileOptions turns;
+  turns.beside_others = true;
+  sole_seen.clear();
+  placement_steps(g, alone, backends, turns);
+  EXPECT_EQ(sole_seen, std::vector<bool>({false}));
+  sole_seen.clear();
+  compare_placements(g, alone, alone, backends, CompileOptions{},
+                     {Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6})}, 1);
+  EXPECT_EQ(sole_seen, std::vector<bool>({false, false}));
+  sole_seen.clear();
+  measured_fitness(g, backends, CompileOptions{}, {Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
+                   1)(alone);
+  EXPECT_EQ(sole_seen, std::vector<bool>({false}));
 }
 
 }  // namespace
