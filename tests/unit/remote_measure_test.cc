@@ -83,6 +83,21 @@ class RemoteMeasure : public CliTest {
                                        const std::string& lease) {
     return {binary, "worker", "--cost-db", url_, "--name", name, "--threads", "1", "--lease", lease};
   }
+  // A remote tune over native and the faulty backend (its Relu one job), in the background.
+  Process faulty_tune(const std::string& model) const {
+    return Process({COLLAGE_FAULTY_CLI, "tune", model, "--cost-db", url_, "--remote", "--backends",
+                    "native,faulty", "-o", (dir_ / "p.json").string()},
+                   {}, (dir_ / "tune.log").string());
+  }
+  // Until the faulty backend's job is being measured by `worker`.
+  bool faulty_job_taken_by(const pg::Connection& db, const std::string& worker) const {
+    return eventually([&] {
+      return scalar(db,
+                    "SELECT count(*) FROM collage_jobs WHERE backend = 'faulty' AND state = 'running' "
+                    "AND worker = '" +
+                        worker + "'") == 1;
+    });
+  }
   std::string url_;
   std::unique_ptr<pg::Connection> watch_;
 };
@@ -166,15 +181,10 @@ TEST_F(RemoteMeasure, AKilledWorkersJobIsFinishedByAnother) {
                                      std::vector<std::string>{"COLLAGE_FAULTY_RELU_MS=600000"},
                                      (dir_ / "a.log").string());
   ASSERT_TRUE(eventually([&] { return alive_workers(url_) == 1; })) << a->log();
-  Process tuner({COLLAGE_FAULTY_CLI, "tune", model, "--cost-db", url_, "--remote", "--backends",
-                 "native,faulty", "-o", (dir_ / "p.json").string()},
-                {}, (dir_ / "tune.log").string());
+  Process tuner = faulty_tune(model);
   pg::Connection db(url_, "test DB");
   const std::string faulty_job = "FROM collage_jobs WHERE backend = 'faulty'";
-  ASSERT_TRUE(eventually([&] {
-    return scalar(db, "SELECT count(*) " + faulty_job + " AND state = 'running' AND worker = 'a'") == 1;
-  })) << a->log()
-      << tuner.log();
+  ASSERT_TRUE(faulty_job_taken_by(db, "a")) << a->log() << tuner.log();
   a->signal(SIGKILL);
   EXPECT_EQ(a->wait(), 128 + SIGKILL);
 
@@ -197,15 +207,10 @@ TEST_F(RemoteMeasure, AStoppedWorkerGivesBackTheJobItIsMeasuring) {
   Process a(worker_args(COLLAGE_FAULTY_CLI, "a", "30"), {"COLLAGE_FAULTY_RELU_MS=600000"},
             (dir_ / "a.log").string());
   ASSERT_TRUE(eventually([&] { return alive_workers(url_) == 1; })) << a.log();
-  Process tuner({COLLAGE_FAULTY_CLI, "tune", model, "--cost-db", url_, "--remote", "--backends",
-                 "native,faulty", "-o", (dir_ / "p.json").string()},
-                {}, (dir_ / "tune.log").string());
+  Process tuner = faulty_tune(model);
   pg::Connection db(url_, "test DB");
   const std::string faulty_job = "FROM collage_jobs WHERE backend = 'faulty'";
-  ASSERT_TRUE(eventually([&] {
-    return scalar(db, "SELECT count(*) " + faulty_job + " AND state = 'running' AND worker = 'a'") == 1;
-  })) << a.log()
-      << tuner.log();
+  ASSERT_TRUE(faulty_job_taken_by(db, "a")) << a.log() << tuner.log();
   a.signal(SIGTERM);
   ASSERT_EQ(a.wait(std::chrono::seconds(30)), 0) << a.log();
   EXPECT_NE(a.log().find("stopped while measuring, given back to the queue"), std::string::npos) << a.log();
