@@ -219,9 +219,8 @@ std::vector<LibraryRival> seed_rivals(const Graph& graph, const Placement& op_le
     if (!seed.fitness.valid() ||
         seed.fitness.median_ms > result.best_fitness.median_ms * kSettings.library_contest_margin)
       continue;
-    Placement whole = decode_genome(graph, op_level, result.genes, seed.genome);
-    whole.accuracy = op_level.accuracy;
-    rivals.push_back({seed.backend, std::move(whole)});
+    rivals.push_back(
+        {seed.backend, decode_genome(graph, op_level, result.genes, seed.genome)});  // op-level's budget
   }
   return rivals;
 }
