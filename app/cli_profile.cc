@@ -57,21 +57,22 @@ void profile_bucket(const Args& args, const Graph& graph, const Placement& place
     std::printf("%s\n", profile_to_json(r).c_str());
     return;
   }
-  std::printf("%4s  %-14s %-32s %10s %12s %10s %6s\n", "#", "backend", "kernel", "in-run ms", "isolated ms",
-              "delta ms", "share");
+  std::printf("%4s  %-18s %-32s %10s %12s %10s %6s %8s\n", "#", "backend", "kernel", "in-run ms",
+              "isolated ms", "delta ms", "share", "GFLOP/s");
   for (size_t k = 0; k < r.kernels.size(); ++k) {
     const KernelProfile& kp = r.kernels[k];
-    std::printf("%4zu  %-14s %-32.32s %10.3f %12.3f %+10.3f %5.1f%%\n", k + 1, kp.backend.c_str(),
+    std::printf("%4zu  %-18s %-32.32s %10.3f %12.3f %+10.3f %5.1f%% %8.1f\n", k + 1, kp.backend.c_str(),
                 kp.label.c_str(), kp.in_run_ms, kp.isolated_ms, kp.delta_ms(),
-                r.e2e_median_ms > 0 ? 100 * kp.in_run_ms / r.e2e_median_ms : 0.0);
+                r.e2e_median_ms > 0 ? 100 * kp.in_run_ms / r.e2e_median_ms : 0.0, kp.gflop_per_s());
   }
-  std::printf("%4s  %-14s %-32s %10.3f %12.3f %+10.3f %5.1f%%\n", "", "", "all kernels", r.kernel_sum_ms,
+  std::printf("%4s  %-18s %-32s %10.3f %12.3f %+10.3f %5.1f%%\n", "", "", "all kernels", r.kernel_sum_ms,
               r.isolated_sum_ms, r.kernel_sum_ms - r.isolated_sum_ms,
               r.e2e_median_ms > 0 ? 100 * r.kernel_sum_ms / r.e2e_median_ms : 0.0);
   std::printf(
       "end to end: median %.3f ms over %zu profiled runs (after a warm-up), %d thread%s; outside kernels "
-      "%.3f ms\n",
-      r.e2e_median_ms, r.runs.size(), r.threads, r.threads == 1 ? "" : "s", r.outside_kernels_ms());
+      "%.3f ms; %.3g GFLOP at %.1f GFLOP/s\n",
+      r.e2e_median_ms, r.runs.size(), r.threads, r.threads == 1 ? "" : "s", r.outside_kernels_ms(),
+      r.flops * 1e-9, r.gflop_per_s());
   std::printf(
       "additive error (end to end - sum of isolated costs %.3f ms): %+.3f ms (%+.1f%%) = kernels in the run "
       "%+.3f ms + outside kernels %+.3f ms\n",

@@ -15,6 +15,7 @@
 #include "backends/registry.h"
 #include "core/backend_api/int8_weights.h"
 #include "core/backend_api/kernel_signature.h"
+#include "core/ir/graph_analysis.h"
 #include "core/ir/random_inputs.h"
 #include "core/ir/statistics.h"
 #include "core/runtime/executor.h"
@@ -422,6 +423,7 @@ ProfileReport profile(const Graph& graph, const Placement& placement, const std:
     kp.backend = placed_kernel.backend;
     kp.nodes = placed_kernel.nodes;
     kp.isolated_ms = placed_kernel.cost.valid() ? placed_kernel.cost.median_ms : 0;  // 0: see KernelProfile
+    for (NodeId n : kp.nodes) kp.flops += node_cost(graph, n).flops;
     const std::string& step_label = steps[k].label;  // "backend:ops" (placement_steps)
     kp.label =
         step_label.rfind(kp.backend + ":", 0) == 0 ? step_label.substr(kp.backend.size() + 1) : step_label;
@@ -434,6 +436,7 @@ ProfileReport profile(const Graph& graph, const Placement& placement, const std:
     kp.start_ms = median(starts);
     r.kernel_sum_ms += kp.in_run_ms;
     r.isolated_sum_ms += kp.isolated_ms;
+    r.flops += kp.flops;
     r.kernels.push_back(std::move(kp));
   }
   return r;

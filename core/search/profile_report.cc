@@ -16,7 +16,9 @@ std::string profile_to_json(const ProfileReport& r) {
                        {"start_ms", k.start_ms},
                        {"isolated_ms", k.isolated_ms},
                        {"delta_ms", k.delta_ms()},
-                       {"share", r.e2e_median_ms > 0 ? k.in_run_ms / r.e2e_median_ms : 0.0}});
+                       {"share", r.e2e_median_ms > 0 ? k.in_run_ms / r.e2e_median_ms : 0.0},
+                       {"flops", k.flops},
+                       {"gflop_per_s", k.gflop_per_s()}});
   json doc = {{"threads", r.threads},
               {"runs", r.runs.size()},
               {"e2e_median_ms", r.e2e_median_ms},
@@ -25,6 +27,8 @@ std::string profile_to_json(const ProfileReport& r) {
               {"additive_error_ms", r.additive_error_ms()},
               {"outside_kernels_ms", r.outside_kernels_ms()},
               {"predicted_ms", r.predicted_ms},
+              {"flops", r.flops},
+              {"gflop_per_s", r.gflop_per_s()},
               {"kernels", kernels}};
   return doc.dump(1);
 }

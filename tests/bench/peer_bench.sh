@@ -137,6 +137,11 @@ for m in "${models[@]}"; do
   done
   trips="; round trip $trip_before-$(round_trip) ns"
   ca=$(printf "%s\n" "${a[@]}" | median) ob=$(printf "%s\n" "${b[@]}" | median)
+  # The model's arithmetic (multiply-adds as 2) over each side's time: against the machine's FMA peak,
+  # how much either side leaves.
+  flops=$("$build/app/collage" info "$model" --shapes "${SHAPES:-static}" | sed -n 's/^FLOPs: .* (\([0-9]*\))$/\1/p')
+  rates=$(awk -v f="${flops:-0}" -v c="$ca" -v o="$ob" \
+    'BEGIN { if (f > 0) printf "; GFLOP/s collage %.1f, ORT %.1f", f / c * 1e-6, f / o * 1e-6 }')
   spread=$(printf "%s\n" "${a[@]}" | sort -g | sed -n '1p;$p' | paste -sd- -)
   log_sum=$(echo "$log_sum + l($ob / $ca)" | bc -l); n=$((n + 1))
   # Paired: the median of the ratios of neighbouring turns (the k-th turn of each side), so a machine
@@ -148,14 +153,15 @@ for m in "${models[@]}"; do
     oc=$(printf "%s\n" "${c[@]}" | median)
     qdq=$(printf "; ORT on the QDQ model %.3f ms (%.2fx, paired %.2fx)" "$oc" "$(echo "$oc / $ca" | bc -l)" "$(paired c)")
   fi
-  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over %d turns of %d runs%s%s%s%s\n" "$m" "$ca" \
-    "$ob" "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${#a[@]}" "$reps" "$pairs" "$trips" \
+  printf "%-17s %10.3f %9.3f %7.2fx %9s %8s %8.1f  collage %s ms over %d turns of %d runs%s%s%s%s%s\n" "$m" "$ca" \
+    "$ob" "$(echo "$ob / $ca" | bc -l)" "$chosen" "$add_err" "$tune_s" "$spread" "${#a[@]}" "$reps" "$pairs" "$rates" "$trips" \
     "${reached:+; against ORT:$reached}" "$qdq"
 done
 printf "geomean speed-up over ONNX Runtime: %.2fx over %d models\n" "$(echo "e($log_sum / $n)" | bc -l)" "$n"
 echo "threads: $threads. collage_ms = the exported artifact run by collage-run (tuned and run at $threads thread(s));"
 echo "ort_ms = onnxruntime-node, $threads intra-op thread(s), 1 inter-op; both the median of $((4 * ${ROUNDS:-1})) alternating turn medians"
 echo "of $repeat runs (more for a model under ${TURN_MS:-25} ms a turn, up to 200); speedup = ort / collage (paired: the median of the ratios of the k-th turns of the two sides);"
+echo "GFLOP/s = the model's arithmetic (collage info's FLOPs, a multiply-add counts 2) over each side's median time;"
 echo "round trip = two CPUs passing a flag back and forth, before and after the turns (~90 ns close; far more: vCPUs apart, several threads slower);"
 echo "placement = what tune --refine wrote (op-level, refined, or LIB-alone: one library's kernels, faster side by side); add_err = tune's additive error"
 echo "(measured - predicted) of the op-level placement; tune_s = the whole tune --refine (cold cost DB, budget ${BUDGET:-60s});"

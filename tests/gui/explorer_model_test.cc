@@ -210,7 +210,11 @@ class ExplorerModelTest : public QObject {
                k.backend);
       QCOMPARE(model.index(r, 0).data(collage::ProfileModel::InRunRole).toDouble(), k.in_run_ms);
       QCOMPARE(model.index(r, 0).data(collage::ProfileModel::StartRole).toDouble(), k.start_ms);
+      QCOMPARE(model.index(r, 0).data(collage::ProfileModel::RateRole).toDouble(), k.gflop_per_s());
+      QCOMPARE(model.index(r, collage::ProfileModel::kRate).data().toString(),
+               QString::number(k.gflop_per_s(), 'f', 1));
     }
+    QVERIFY(report.flops > 0);  // the sample's products and convolutions
     model.clear();
     QCOMPARE(model.rowCount(), 0);
     model.set_report(report);

@@ -137,8 +137,22 @@ TEST_F(CliDiffProfileTest, ProfileTableJsonAndTrace) {
   EXPECT_EQ(j["kernels"][2]["nodes"], (std::vector<int>{2, 3}));
   EXPECT_DOUBLE_EQ(j["kernels"][2]["isolated_ms"].get<double>(), 0.002);  // the placement's cost_ms
   for (const json& k : j["kernels"])
-    for (const char* key : {"label", "backend", "in_run_ms", "start_ms", "delta_ms", "share"})
+    for (const char* key : {"label", "backend", "in_run_ms", "start_ms", "delta_ms", "share", "gflop_per_s"})
       EXPECT_TRUE(k.contains(key)) << key;
+  // Arithmetic from the model's shapes: a [1,64]x[64,64] product is 64*64 multiply-adds, Relu and
+  // Tanh one operation per element; the rate is that over the time inside the run.
+  const double product = 2.0 * 64 * 64;
+  EXPECT_DOUBLE_EQ(j["kernels"][0]["flops"].get<double>(), product);
+  EXPECT_DOUBLE_EQ(j["kernels"][1]["flops"].get<double>(), 64);
+  EXPECT_DOUBLE_EQ(j["kernels"][2]["flops"].get<double>(), product + 64);
+  EXPECT_DOUBLE_EQ(j["flops"].get<double>(), 2 * product + 128);
+  EXPECT_NEAR(j["gflop_per_s"].get<double>(),
+              j["flops"].get<double>() / j["e2e_median_ms"].get<double>() * 1e-6, 1e-9);
+  const json& k0 = j["kernels"][0];
+  if (k0["in_run_ms"].get<double>() > 0) {
+    EXPECT_NEAR(k0["gflop_per_s"].get<double>(), product / k0["in_run_ms"].get<double>() * 1e-6, 1e-6);
+  }
+  EXPECT_NE(table.out.find("GFLOP/s"), std::string::npos) << table.out;
 
   std::string trace = (dir_ / "trace.json").string();
   CliResult traced = cli("profile " + model_ + " --placement " + fused_ + " --repeat 5 --trace " + trace);

@@ -73,6 +73,22 @@ TEST(WorkflowProfile, KernelTimesAddUpToTheRunAndTheTraceHasEveryKernelOfEveryRu
     sum += r.kernels[k].in_run_ms;
   }
   EXPECT_DOUBLE_EQ(r.isolated_sum_ms, isolated);
+  // A convolution's arithmetic from its shapes: 2 x output elements x (input channels / group) x window.
+  double conv_flops = 0, all_flops = 0;
+  for (size_t k = 0; k < r.kernels.size(); ++k) {
+    all_flops += r.kernels[k].flops;
+    const Node& n = g.node(p.kernels[k].nodes.front());
+    if (n.op_type != "Conv") continue;
+    const Shape& w = g.value(n.inputs[1]).shape;
+    double out = 1;
+    for (int64_t d : g.value(n.outputs[0]).shape) out *= static_cast<double>(d);
+    double expected = 2 * out * static_cast<double>(w[1] * w[2] * w[3]);
+    EXPECT_DOUBLE_EQ(r.kernels[k].flops, expected) << "kernel " << k;
+    conv_flops += expected;
+  }
+  EXPECT_GT(conv_flops, 0);
+  EXPECT_DOUBLE_EQ(r.flops, all_flops);
+  EXPECT_GE(r.flops, conv_flops);
   EXPECT_DOUBLE_EQ(r.kernel_sum_ms, sum);
   // Kernels run one after another inside the run: in every run their times add up to at most
   // the run (per run, exactly: medians of parts need not add up to the median of the whole, and

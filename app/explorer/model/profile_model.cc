@@ -33,6 +33,8 @@ QVariant ProfileModel::data(const QModelIndex& index, int role) const {
       return k.isolated_ms;
     case BackendRole:
       return QString::fromStdString(k.backend);
+    case RateRole:
+      return k.gflop_per_s();
     case Qt::DecorationRole:
       return index.column() == kBackend ? QVariant(backend_color(QString::fromStdString(k.backend)))
                                         : QVariant();
@@ -63,14 +65,16 @@ QVariant ProfileModel::data(const QModelIndex& index, int role) const {
       return report_.e2e_median_ms > 0
                  ? QString("%1%").arg(100 * k.in_run_ms / report_.e2e_median_ms, 0, 'f', 1)
                  : QString();
+    case kRate:
+      return QString::number(k.gflop_per_s(), 'f', 1);
   }
   return {};
 }
 
 QVariant ProfileModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (role != Qt::DisplayRole || orientation != Qt::Horizontal) return {};
-  static const char* names[] = {"#",         "kernel",      "backend", "start ms",
-                                "in-run ms", "isolated ms", "Δ ms",    "share"};
+  static const char* names[] = {"#",           "kernel", "backend", "start ms", "in-run ms",
+                                "isolated ms", "Δ ms",   "share",   "GFLOP/s"};
   return section >= 0 && section < kColumns ? QString(names[section]) : QVariant();
 }
 

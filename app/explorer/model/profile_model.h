@@ -1,6 +1,6 @@
 // The profile of a real run (ProfileReport, core/search/profile_report.h) as a table
 // model: one row per kernel in execution order (kernel, backend, start, in-run,
-// isolated, delta, share), numbers also as typed roles. It holds a copy of the report.
+// isolated, delta, share, GFLOP/s), numbers also as typed roles. It holds a copy of the report.
 // The run profile panel (widgets/profile_view.h) shows it as a table and a timeline.
 #pragma once
 
@@ -13,12 +13,13 @@ namespace collage {
 class ProfileModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { kIndex, kKernel, kBackend, kStart, kInRun, kIsolated, kDelta, kShare, kColumns };
+  enum Column { kIndex, kKernel, kBackend, kStart, kInRun, kIsolated, kDelta, kShare, kRate, kColumns };
   enum Role {
     StartRole = Qt::UserRole + 1,  // double ms
     InRunRole,                     // double ms
     IsolatedRole,                  // double ms
     BackendRole,                   // QString
+    RateRole,                      // double GFLOP/s inside the run
   };
   explicit ProfileModel(QObject* parent = nullptr);
 
