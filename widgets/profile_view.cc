@@ -176,7 +176,8 @@ void ProfilePanel::set_report(const ProfileReport& r) {
   view_->setColumnWidth(ProfileModel::kKernel, std::min(view_->columnWidth(ProfileModel::kKernel), 260));
   summary_->setText(
       QString("end to end %1 ms (median of %2 profiled runs, %3 thread(s)); kernels in the run %4 ms, "
-              "isolated %5 ms; additive error %6 ms = kernels %7 ms + outside kernels %8 ms")
+              "isolated %5 ms; additive error %6 ms = kernels %7 ms + outside kernels %8 ms; %9 GFLOP at %10 "
+              "GFLOP/s")
           .arg(r.e2e_median_ms, 0, 'f', 3)
           .arg(r.runs.size())
           .arg(r.threads)
@@ -184,7 +185,9 @@ void ProfilePanel::set_report(const ProfileReport& r) {
           .arg(r.isolated_sum_ms, 0, 'f', 3)
           .arg(r.additive_error_ms(), 0, 'f', 3)
           .arg(r.kernel_sum_ms - r.isolated_sum_ms, 0, 'f', 3)
-          .arg(r.outside_kernels_ms(), 0, 'f', 3));
+          .arg(r.outside_kernels_ms(), 0, 'f', 3)
+          .arg(r.flops * 1e-9, 0, 'g', 3)
+          .arg(r.gflop_per_s(), 0, 'f', 1));
 }
 
 void ProfilePanel::clear() {

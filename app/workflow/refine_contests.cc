@@ -17,18 +17,22 @@ ContestBench::ContestBench(const Graph& graph, const std::vector<Tensor>& inputs
 
 ContestBench::~ContestBench() = default;
 
-ContestBench::Outcome ContestBench::contest(const Placement& best, const Placement& rival,
-                                            bool verify_rival) {
+ContestBench::Outcome ContestBench::contest(const Placement& best, const Placement& rival, bool verify_rival,
+                                            double min_gain) {
   Outcome out;
+  auto wins = [&](const SideBySide& t) { return t.b_ms < t.a_ms * (1 - min_gain); };
   const std::string best_signature = placement_fitness_key(best, model_, options_.threads).signature;
-  const std::string pair =
-      "contest|" + best_signature + "|vs|" + placement_fitness_key(rival, model_, options_.threads).signature;
+  // "c2": the stored timing is the deciding one, after any confirmation (earlier keys stored a
+  // single timing, whose win may not hold).
+  const std::string pair = "contest|c2|" + best_signature + "|vs|" +
+                           placement_fitness_key(rival, model_, options_.threads).signature;
   const CostKey best_key{pair + "|best", options_.threads, device_fingerprint()};
   const CostKey rival_key{pair + "|seed", options_.threads, device_fingerprint()};
   if (db_) {
     auto a = db_->find(best_key), b = db_->find(rival_key);
     if (a && b && a->cost.valid() && b->cost.valid()) {
       out.timing = {a->cost.median_ms, b->cost.median_ms, a->cost.samples};
+      out.rival_wins = wins(out.timing);  // the stored timing is the deciding one
       return out;
     }
   }
@@ -73,9 +77,19 @@ ContestBench::Outcome ContestBench::contest(const Placement& best, const Placeme
     best_->run(inputs_);
     best_signature_ = best_signature;
   }
-  out.timing = compare_executors(*best_, *rival_run, inputs_,
-                                 std::max(options_.repeat, kSettings.side_by_side_min_rounds),
-                                 kSettings.contest_give_up_rounds);
+  auto time_once = [&] {
+    return timer_ ? timer_(*best_, *rival_run)
+                  : compare_executors(*best_, *rival_run, inputs_,
+                                      std::max(options_.repeat, kSettings.side_by_side_min_rounds),
+                                      kSettings.contest_give_up_rounds);
+  };
+  out.timing = time_once();
+  out.rival_wins = wins(out.timing);
+  for (int i = 0; out.rival_wins && i < kSettings.contest_confirmations; ++i) {
+    if (!out.won_first) out.won_first = out.timing;
+    out.timing = time_once();
+    out.rival_wins = wins(out.timing);
+  }
   if (db_) {
     auto record = [&](const CostKey& key, double ms, const char* side) {
       CostRecord r;
@@ -91,6 +105,15 @@ ContestBench::Outcome ContestBench::contest(const Placement& best, const Placeme
                   record(rival_key, out.timing.b_ms, "the seed")});
   }
   return out;
+}
+
+std::string contest_times(const SideBySide& timing, const std::optional<SideBySide>& won_first) {
+  char text[120];
+  std::snprintf(text, sizeof text, "%.3f ms vs %.3f ms", timing.b_ms, timing.a_ms);
+  if (!won_first) return text;
+  char first[64];
+  std::snprintf(first, sizeof first, "%.3f ms vs %.3f ms, again ", won_first->b_ms, won_first->a_ms);
+  return first + std::string(text);
 }
 
 void contest_seeds(const Graph& graph, const Placement& op_level, ContestBench& bench, RefineReport& r,
@@ -115,19 +138,16 @@ void contest_seeds(const Graph& graph, const Placement& op_level, ContestBench& 
       continue;
     }
     contest.timing = outcome.timing;
-    contest.adopted = contest.timing.b_ms < contest.timing.a_ms;
+    contest.won_first = outcome.won_first;
+    contest.adopted = outcome.rival_wins;
     if (contest.adopted) {
       adopt_genome(graph, op_level, result, seed.genome, seed.fitness);
       if (observer) observer->on_best_placement(result.best, seed.fitness.median_ms);
     }
-    if (observer) {
-      char line[200];
-      std::snprintf(line, sizeof line,
-                    "whole-%s seed against the search's best, alternated: %.3f ms vs %.3f ms (%s)",
-                    seed.backend.c_str(), contest.timing.b_ms, contest.timing.a_ms,
-                    contest.adopted ? "the seed is kept" : "the best stays");
-      observer->on_notice(line);
-    }
+    if (observer)
+      observer->on_notice("whole-" + seed.backend + " seed against the search's best, alternated: " +
+                          contest_times(contest.timing, contest.won_first) +
+                          (contest.adopted ? " (the seed is kept)" : " (the best stays)"));
     r.seed_contests.push_back(contest);
   }
 }
@@ -169,24 +189,24 @@ void contest_segments(const Graph& graph, const Placement& op_level,
       contest.kernels = end - begin;
       contest.from_node = graph.node(op_level.kernels[result.genes[begin].kernel].nodes.front()).name;
       contest.to_node = graph.node(op_level.kernels[result.genes[end - 1].kernel].nodes.back()).name;
-      ContestBench::Outcome outcome = bench.contest(result.best, moved, true);
+      ContestBench::Outcome outcome = bench.contest(result.best, moved, true, kSettings.segment_min_gain);
       contest.mismatch = outcome.mismatch;
       if (contest.mismatch.empty()) {
         contest.timing = outcome.timing;
-        contest.adopted = contest.timing.b_ms < contest.timing.a_ms * (1 - kSettings.segment_min_gain);
+        contest.won_first = outcome.won_first;
+        contest.adopted = outcome.rival_wins;
       }
       if (contest.adopted) {
         adopt_genome(graph, op_level, result, move, Cost::of_ms(contest.timing.b_ms));
         if (observer) observer->on_best_placement(result.best, contest.timing.b_ms);
       }
       if (observer) {
-        char times[120];
-        std::snprintf(times, sizeof times, ": %.3f ms vs %.3f ms (%s)", contest.timing.b_ms,
-                      contest.timing.a_ms, contest.adopted ? "the move is kept" : "the best stays");
-        observer->on_notice(
-            "segment '" + contest.from_node + "' to '" + contest.to_node + "' (" +
-            std::to_string(contest.kernels) + " kernels) on " + b->name + " against the best, alternated" +
-            (contest.mismatch.empty() ? std::string(times) : ": not timed, " + contest.mismatch));
+        const std::string times = ": " + contest_times(contest.timing, contest.won_first) +
+                                  (contest.adopted ? " (the move is kept)" : " (the best stays)");
+        observer->on_notice("segment '" + contest.from_node + "' to '" + contest.to_node + "' (" +
+                            std::to_string(contest.kernels) + " kernels) on " + b->name +
+                            " against the best, alternated" +
+                            (contest.mismatch.empty() ? times : ": not timed, " + contest.mismatch));
       }
       r.segment_contests.push_back(std::move(contest));
     }

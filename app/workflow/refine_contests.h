@@ -3,6 +3,7 @@
 // share. Internal to the workflow: run by refine() and run_refine() only.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,15 +41,22 @@ class ContestBench {
   ~ContestBench();
 
   struct Outcome {
-    std::string mismatch;  // the rival disagrees with the native reference, or cannot be built: not timed
-    SideBySide timing;     // a = best, b = rival
+    std::string mismatch;     // the rival disagrees with the native reference, or cannot be built: not timed
+    SideBySide timing;        // the deciding timing, a = best, b = rival: the last confirmation's if one ran
+    bool rival_wins = false;  // faster by min_gain in the first timing and in every confirmation
+    std::optional<SideBySide> won_first;  // the first timing, when the rival won it and was timed again
   };
   // `rival` against `best`, alternated (max(repeat, side_by_side_min_rounds) rounds, given up after
-  // kSettings.contest_give_up_rounds lost ones). When `verify_rival`, its warm-up run is first
-  // checked against the native reference (a stored timing was verified when it was timed). A rival
-  // with an accuracy budget is always verified, under it with kSettings.accuracy_margin and on the
-  // held-out draw too.
-  Outcome contest(const Placement& best, const Placement& rival, bool verify_rival);
+  // kSettings.contest_give_up_rounds lost ones); a rival faster by `min_gain` (b < a * (1 - min_gain))
+  // is timed again kSettings.contest_confirmations times and wins only if it wins each. When
+  // `verify_rival`, its warm-up run is first checked against the native reference (a stored timing
+  // was verified when it was timed). A rival with an accuracy budget is always verified, under it
+  // with kSettings.accuracy_margin and on the held-out draw too.
+  Outcome contest(const Placement& best, const Placement& rival, bool verify_rival, double min_gain = 0);
+
+  // The timing of one contest (compare_executors by default); tests script it.
+  using Timer = std::function<SideBySide(Executor& best, Executor& rival)>;
+  void set_timer(Timer timer) { timer_ = std::move(timer); }
 
  private:
   const Graph& graph_;
@@ -60,7 +68,12 @@ class ContestBench {
   std::optional<HeldOutDraw> held_out_;  // under a budget: computed at the first verified rival
   std::string best_signature_;           // of the placement best_ holds compiled
   std::unique_ptr<Executor> best_;
+  Timer timer_;
 };
+
+// "X ms vs Y ms", the rival's time first, and the first timing before it when the rival won that
+// and a confirmation ran ("X' ms vs Y' ms, again X ms vs Y ms").
+std::string contest_times(const SideBySide& timing, const std::optional<SideBySide>& won_first);
 
 // Each whole-library seed with a fitness, timed against r.result's best; a faster one becomes the
 // best (r.seed_contests records each).

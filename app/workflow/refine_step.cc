@@ -182,7 +182,8 @@ void contest_libraries(const Graph& graph, const std::vector<Tensor>& inputs,
     contest.mismatch = outcome.mismatch;
     if (contest.mismatch.empty()) {
       contest.timing = outcome.timing;
-      contest.adopted = contest.timing.b_ms < contest.timing.a_ms;
+      contest.won_first = outcome.won_first;
+      contest.adopted = outcome.rival_wins;
     }
     if (contest.adopted) {
       r.kept = rival.placement;
@@ -191,16 +192,14 @@ void contest_libraries(const Graph& graph, const std::vector<Tensor>& inputs,
       if (observer) observer->on_best_placement(r.kept, contest.timing.b_ms);
     }
     if (observer) {
-      char line[240];
       if (!contest.mismatch.empty())
-        std::snprintf(line, sizeof line, "%s alone disagrees with the native reference (%s): not timed",
-                      rival.backend.c_str(), contest.mismatch.c_str());
+        observer->on_notice(rival.backend + " alone disagrees with the native reference (" +
+                            contest.mismatch + "): not timed");
       else
-        std::snprintf(line, sizeof line,
-                      "%s alone against the kept placement, alternated: %.3f ms vs %.3f ms (%s)",
-                      rival.backend.c_str(), contest.timing.b_ms, contest.timing.a_ms,
-                      contest.adopted ? "the library alone is kept" : "the kept placement stays");
-      observer->on_notice(line);
+        observer->on_notice(
+            rival.backend + " alone against the kept placement, alternated: " +
+            detail::contest_times(contest.timing, contest.won_first) +
+            (contest.adopted ? " (the library alone is kept)" : " (the kept placement stays)"));
     }
     r.library_contests.push_back(std::move(contest));
   }

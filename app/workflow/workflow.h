@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -271,19 +272,21 @@ struct RegionSummary {
 // The search's best against a whole-library seed close behind it, alternated in one run.
 struct SeedContest {
   std::string backend;   // the seed's library: every kernel it can take runs on it
-  SideBySide timing;     // a = the search's best at the time, b = the seed
-  bool adopted = false;  // the seed was faster: it became result.best
+  SideBySide timing;     // a = the search's best at the time, b = the seed (the deciding timing)
+  bool adopted = false;  // the seed was faster, and again when timed again: it became result.best
+  std::optional<SideBySide> won_first;  // the timing the seed won first, when it was timed again
 };
 
 // Then a run of the kernels in execution order (a stage) moved whole to another graph-level
 // library, verified and timed against the best so far: random genomes almost never move a stage.
 struct SegmentContest {
-  std::string backend;             // where the run went
-  std::string from_node, to_node;  // the run's first and last node
-  size_t kernels = 0;              // op-level kernels in the run
-  std::string mismatch;            // the move disagreed with the native reference (not timed, not kept)
-  SideBySide timing;               // a = the best at the time, b = with the run moved
-  bool adopted = false;            // faster by kSettings.segment_min_gain: it became result.best
+  std::string backend;                  // where the run went
+  std::string from_node, to_node;       // the run's first and last node
+  size_t kernels = 0;                   // op-level kernels in the run
+  std::string mismatch;                 // the move disagreed with the native reference (not timed, not kept)
+  SideBySide timing;                    // a = the best at the time, b = with the run moved (deciding)
+  bool adopted = false;                 // faster by kSettings.segment_min_gain, twice: it became result.best
+  std::optional<SideBySide> won_first;  // the timing the move won first, when it was timed again
 };
 
 struct RefineReport {
@@ -366,9 +369,10 @@ enum class KeptPlacement {
 // A rival timed against the placement kept so far, alternated in one run.
 struct LibraryContest {
   std::string backend;
-  SideBySide timing;     // a = the kept placement at the time, b = the library alone
-  bool adopted = false;  // the library alone was faster: it is kept
+  SideBySide timing;     // a = the kept placement at the time, b = the library alone (deciding)
+  bool adopted = false;  // the library alone was faster, and again when timed again: it is kept
   std::string mismatch;  // not timed: it disagrees with the native reference (never expected)
+  std::optional<SideBySide> won_first;  // the timing the library won first, when it was timed again
 };
 
 struct RefineRunReport {

@@ -76,6 +76,11 @@ struct Settings {
   // A refine's contests (seed, segment, library) stop timing a rival that was slower in each of
   // its first this many rounds: it has lost (time_side_by_side's give_up_after).
   int contest_give_up_rounds = 5;
+  // A rival that wins one of those contests is timed against the best again, this many times, and
+  // replaces it only if it wins each: a burst of host noise during one contest otherwise moves the
+  // placement (EfficientNet-B0 at 1 thread: a segment move won 16.43 against 17.29 ms while the best
+  // measured 15.6-15.9 ms in the contests just before and after it). A rival that loses is timed once.
+  int contest_confirmations = 1;
   // Each side-by-side turn, and each fitness measurement, first runs its placement untimed for at
   // least this long (and once).
   double side_by_side_settle_ms = 10;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "app/workflow/refine_contests.h"
 #include "backends/native/native_kernel.h"
 #include "backends/native/native_spec.h"
 #include "core/backend_api/pattern.h"
@@ -387,6 +388,60 @@ TEST_F(SeedContests, AWholeLibrarySeedWithinTheMarginContestsWhatIsFinallyKept) 
   workflow::RefineRunReport beyond = workflow::run_refine(g, tuned.placement, tuned.inputs, ropts, nullptr);
   ASSERT_EQ(beyond.refine.seed_contests.size(), 1u);  // the refine's own contest still ran
   EXPECT_EQ(contested(beyond, "heavy"), beyond.library_contests.end());
+}
+
+// A rival that wins a contest's timing is timed again and replaces the best only if it wins each
+// time; what the cost DB keeps is the deciding timing, so a later refine on it decides alike.
+TEST_F(SeedContests, ARivalThatWinsIsTimedAgainAndReplacesTheBestOnlyIfItWinsAgain) {
+  const Placement light_seed = whole_seed(g, tuned.placement, light);
+  ASSERT_FALSE(same_kernels(light_seed, tuned.placement));
+  std::vector<SideBySide> script;
+  size_t timed = 0;
+  auto contest = [&](std::vector<SideBySide> timings, double min_gain, CostDb* db) {
+    script = std::move(timings);
+    timed = 0;
+    workflow::detail::ContestBench bench(g, tuned.inputs, ropts, db);
+    bench.set_timer([&](Executor&, Executor&) { return script.at(timed++); });  // past the script: throws
+    return bench.contest(tuned.placement, light_seed, false, min_gain);
+  };
+  const SideBySide faster{1.0, 0.9, 10}, slower{1.0, 1.1, 10};
+  const size_t confirmations = static_cast<size_t>(kSettings.contest_confirmations);
+  auto won_then = [&](const SideBySide& last) {
+    std::vector<SideBySide> t(confirmations, faster);
+    t.push_back(last);
+    return t;
+  };
+
+  workflow::detail::ContestBench::Outcome lost = contest({slower}, 0, nullptr);
+  EXPECT_FALSE(lost.rival_wins);
+  EXPECT_EQ(timed, 1u);
+  EXPECT_FALSE(lost.won_first.has_value());
+
+  workflow::detail::ContestBench::Outcome overturned = contest(won_then(slower), 0, nullptr);
+  EXPECT_FALSE(overturned.rival_wins);
+  EXPECT_EQ(timed, confirmations + 1);
+  ASSERT_TRUE(overturned.won_first.has_value());
+  EXPECT_EQ(overturned.won_first->b_ms, faster.b_ms);
+  EXPECT_EQ(overturned.timing.b_ms, slower.b_ms);
+  EXPECT_EQ(workflow::detail::contest_times(overturned.timing, overturned.won_first),
+            "0.900 ms vs 1.000 ms, again 1.100 ms vs 1.000 ms");
+
+  workflow::detail::ContestBench::Outcome confirmed = contest(won_then(faster), 0, nullptr);
+  EXPECT_TRUE(confirmed.rival_wins);
+  EXPECT_EQ(timed, confirmations + 1);
+
+  // Faster by less than the gain asked: lost, and not timed again.
+  workflow::detail::ContestBench::Outcome small = contest({SideBySide{1.0, 0.995, 10}}, 0.01, nullptr);
+  EXPECT_FALSE(small.rival_wins);
+  EXPECT_EQ(timed, 1u);
+
+  TempDb tmp;
+  CostDb db(tmp.path);
+  EXPECT_FALSE(contest(won_then(slower), 0, &db).rival_wins);
+  workflow::detail::ContestBench::Outcome stored = contest({}, 0, &db);  // any timing would throw
+  EXPECT_EQ(timed, 0u);
+  EXPECT_FALSE(stored.rival_wins);
+  EXPECT_EQ(stored.timing.b_ms, slower.b_ms);
 }
 
 // A kernel that, after its work, computes for `micros` µs more of its thread's CPU time: a library
