@@ -18,11 +18,12 @@ namespace collage {
 
 namespace {
 constexpr int kLaneHeight = 22;
-constexpr int kLeftMargin = 110;  // lane names
+constexpr int kMinLeftMargin = 110;  // lane names
 constexpr int kAxisHeight = 18;
 }  // namespace
 
-ProfileTimeline::ProfileTimeline(ProfileModel* model, QWidget* parent) : QWidget(parent), model_(model) {
+ProfileTimeline::ProfileTimeline(ProfileModel* model, QWidget* parent)
+    : QWidget(parent), model_(model), left_margin_(kMinLeftMargin) {
   setMinimumHeight(kAxisHeight + 2 * kLaneHeight);
   connect(model_, &QAbstractItemModel::modelReset, this, [this] {
     lanes_.clear();
@@ -30,6 +31,9 @@ ProfileTimeline::ProfileTimeline(ProfileModel* model, QWidget* parent) : QWidget
       QString backend = QString::fromStdString(model_->kernel(r).backend);
       if (!lanes_.contains(backend)) lanes_ << backend;
     }
+    left_margin_ = kMinLeftMargin;
+    for (const QString& lane : lanes_)
+      left_margin_ = std::max(left_margin_, fontMetrics().horizontalAdvance(lane) + 12);
     selected_ = -1;
     setMinimumHeight(kAxisHeight + std::max<int>(2, static_cast<int>(lanes_.size())) * kLaneHeight + 4);
     updateGeometry();
@@ -58,8 +62,8 @@ double ProfileTimeline::span_ms() const {
 
 QRectF ProfileTimeline::bar_rect(int row) const {
   const KernelProfile& k = model_->kernel(row);
-  double scale = (width() - kLeftMargin - 8) / span_ms();
-  double x = kLeftMargin + k.start_ms * scale;
+  double scale = (width() - left_margin_ - 8) / span_ms();
+  double x = left_margin_ + k.start_ms * scale;
   double w = std::max(1.0, k.in_run_ms * scale);  // the shortest kernels still show
   return QRectF(x, kAxisHeight + lane_of(row) * kLaneHeight + 3, w, kLaneHeight - 6);
 }
@@ -85,18 +89,18 @@ void ProfileTimeline::paintEvent(QPaintEvent*) {
     return;
   }
   // Axis: ticks at round milliseconds.
-  double span = span_ms(), scale = (width() - kLeftMargin - 8) / span;
+  double span = span_ms(), scale = (width() - left_margin_ - 8) / span;
   double step = 1e-3;
   while (span / step > 10) step *= (QString::number(step).contains('2') ? 2.5 : 2);
   p.setPen(palette().mid().color());
   for (double t = 0; t <= span; t += step) {
-    int x = kLeftMargin + static_cast<int>(t * scale);
+    int x = left_margin_ + static_cast<int>(t * scale);
     p.drawLine(x, kAxisHeight - 4, x, height());
     p.drawText(x + 2, kAxisHeight - 5, QString("%1 ms").arg(t, 0, 'g', 3));
   }
   p.setPen(palette().text().color());
   for (int lane = 0; lane < lanes_.size(); ++lane)
-    p.drawText(QRect(4, kAxisHeight + lane * kLaneHeight, kLeftMargin - 8, kLaneHeight),
+    p.drawText(QRect(4, kAxisHeight + lane * kLaneHeight, left_margin_ - 8, kLaneHeight),
                Qt::AlignVCenter | Qt::AlignLeft, lanes_[lane]);
   for (int r = 0; r < model_->rowCount(); ++r) {
     QRectF bar = bar_rect(r);

@@ -37,6 +37,7 @@ class ProfileTimeline : public QWidget {
   double span_ms() const;
   ProfileModel* model_;
   QStringList lanes_;  // backends in order of first appearance
+  int left_margin_;    // wide enough for the longest lane name
   int selected_ = -1;
 };
 

@@ -20,6 +20,7 @@
 #include <QShortcut>
 #include <QSpinBox>
 #include <QStatusBar>
+#include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -71,7 +72,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   log_ = new QPlainTextEdit(this);
   log_->setObjectName("log");
   log_->setReadOnly(true);
-  QDockWidget* log_dock = dock("Log", log_, Qt::BottomDockWidgetArea);
+  log_dock_ = dock("Log", log_, Qt::BottomDockWidgetArea);
   // Shown when there is something to show, as tabs beside the candidates and the chart: the
   // diff table is narrow like the candidate table, the timeline wide like the chart.
   diff_panel_ = new PlacementDiffPanel(this);
@@ -128,8 +129,18 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
           [this](int row) { view_->highlight(diff_panel_->model()->region(row).nodes); });
   connect(c, &ExplorerController::profiled, this, [this](const ProfileReport& report) {
     profile_panel_->set_report(report);
+    const bool first_shown = profile_dock_->isHidden();
     profile_dock_->show();
     profile_dock_->raise();
+    // Its timeline needs a lane per backend and its table nine columns: the first time it opens,
+    // give it most of the bottom's width and enough height for rows below the lanes; later the
+    // user's own layout stands.
+    // (Once the dock is in the layout: it joins it on the event loop's next turn.)
+    if (first_shown)
+      QTimer::singleShot(0, this, [this] {
+        resizeDocks({profile_dock_, log_dock_}, {width() * 2 / 3, width() / 3}, Qt::Horizontal);
+        resizeDocks({profile_dock_}, {height() * 9 / 20}, Qt::Vertical);
+      });
   });
   connect(profile_panel_, &ProfilePanel::kernel_selected, this,
           [this](int row) { view_->highlight(profile_panel_->model()->kernel(row).nodes); });
@@ -139,7 +150,7 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
   // Empty charts would take the graph's room: shown once a search has progress to show; until
   // then the log below the graph is a few lines high.
   chart_dock_->hide();
-  resizeDocks({log_dock}, {kLogLines * fontMetrics().height()}, Qt::Vertical);
+  resizeDocks({log_dock_}, {kLogLines * fontMetrics().height()}, Qt::Vertical);
   threads_->setValue(settings.value("tune/threads", 1).toInt());
   c->set_threads(threads_->value());
   refresh_backend_toggles();

@@ -122,6 +122,7 @@ class MainWindow : public QMainWindow {
   ProfilePanel* profile_panel_;
   QDockWidget* profile_dock_;
   QPlainTextEdit* log_;
+  QDockWidget* log_dock_;
   QProgressBar* progress_;
   QLabel* status_;
   QSpinBox* threads_;

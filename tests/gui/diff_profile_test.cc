@@ -1,6 +1,9 @@
 // QtTest (offscreen): the explorer's placement diff dock (Compare with placement…) lists
 // exactly the changed regions and highlights exactly the changed nodes; the Profile job
 // fills the timeline's model with one row per kernel of the placement.
+#include <QHeaderView>
+#include <QScrollBar>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -73,6 +76,8 @@ class DiffProfileTest : public QObject {
   void initTestCase() {
     QVERIFY(tmp_.isValid());
     qputenv("COLLAGE_COST_DB", tmp("costs.sqlite").toLocal8Bit());
+    // The window restores and saves its layout: this run's own, not the user's.
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, tmp("settings"));
   }
 
   void diff_dock_lists_the_changed_regions_and_highlights_the_changed_nodes() {
@@ -131,6 +136,9 @@ class DiffProfileTest : public QObject {
   void profile_job_fills_the_timeline_with_one_row_per_kernel() {
     MainWindow window;
     window.set_dialogs_enabled(false);
+    window.resize(1600, 1000);  // a laptop's screen
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
     ExplorerController* c = window.controller();
     QVERIFY(open_sample(window));
     QSignalSpy finished(c, &ExplorerController::job_finished);
@@ -162,8 +170,13 @@ class DiffProfileTest : public QObject {
     collage::ProfileModel* model = window.profile_panel()->model();
     QCOMPARE(model->rowCount(), static_cast<int>(p.kernels.size()));
     QVERIFY(window.profile_panel()->isVisibleTo(&window));  // the dock opened
+    // ... with room to read it: every column without scrolling, and rows below the timeline's lanes.
+    QTableView* table = window.profile_panel()->view();
+    QTRY_COMPARE(table->horizontalScrollBar()->maximum(), 0);
+    const int last_shown = table->rowAt(table->viewport()->height() - 1);
+    QVERIFY2(last_shown == -1 || last_shown >= 3,
+             qPrintable(QString("the table shows %1 rows").arg(last_shown + 1)));
     collage::ProfileTimeline* timeline = window.profile_panel()->timeline();
-    timeline->resize(800, 120);  // the window is never shown here: give the timeline its size
     double previous_start = -1;
     for (int row = 0; row < model->rowCount(); ++row) {
       QCOMPARE(model->kernel(row).nodes, p.kernels[static_cast<size_t>(row)].nodes);
