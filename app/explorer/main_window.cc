@@ -132,10 +132,9 @@ MainWindow::MainWindow() : controller_(new ExplorerController(this)) {
     const bool first_shown = profile_dock_->isHidden();
     profile_dock_->show();
     profile_dock_->raise();
-    // Its timeline needs a lane per backend and its table nine columns: the first time it opens,
-    // give it most of the bottom's width and enough height for rows below the lanes; later the
-    // user's own layout stands.
-    // (Once the dock is in the layout: it joins it on the event loop's next turn.)
+    // Its timeline needs a lane per backend and its table nine columns: when it opens, give it
+    // most of the bottom's width and enough height for rows below the lanes; while it stays open
+    // the user's own layout stands. (Resized once in the layout: it joins on the next turn.)
     if (first_shown)
       QTimer::singleShot(0, this, [this] {
         resizeDocks({profile_dock_, log_dock_}, {width() * 2 / 3, width() / 3}, Qt::Horizontal);
