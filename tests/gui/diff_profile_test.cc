@@ -1,6 +1,7 @@
 // QtTest (offscreen): the explorer's placement diff dock (Compare with placement…) lists
 // exactly the changed regions and highlights exactly the changed nodes; the Profile job
-// fills the timeline's model with one row per kernel of the placement.
+// fills the timeline's model with one row per kernel of the placement, and its dock opens with
+// every column and a few rows in view.
 #include <QHeaderView>
 #include <QScrollBar>
 #include <QSettings>
