@@ -4,7 +4,7 @@
 // selection, the minimap moves the view, collapsed scopes sum their nodes' share
 // of kernel time and expand in place, kernel labels carry backend, ms and share,
 // edges are marked exactly at backend boundaries, nodes and edges carry their
-// shapes.
+// shapes; a graph of dense skip edges gets a bounded layout.
 #include "widgets/graph_view.h"
 
 #include <QGraphicsItem>
@@ -52,6 +52,53 @@ Placement synthetic_placement(const Graph& g) {
     p.kernels.push_back(k);
   }
   return p;
+}
+
+// Dense blocks as torchvision's DenseNet exports them: each layer is a chain of six ops
+// on the previous concatenation, and its Concat takes the block's input and every earlier
+// layer's output; a transition op between blocks.
+collage::LayoutRequest dense_blocks(std::initializer_list<int> layers) {
+  collage::LayoutRequest r;
+  auto add = [&r] {
+    r.sizes.emplace_back(collage::kNodeBoxWidth, collage::kNodeBoxHeight);
+    return static_cast<int>(r.sizes.size()) - 1;
+  };
+  int input = add();
+  for (int block_layers : layers) {
+    std::vector<int> features = {input};
+    int concat = input;
+    for (int l = 0; l < block_layers; ++l) {
+      int op = concat;
+      for (int k = 0; k < 6; ++k) {
+        int next = add();
+        r.edges.emplace_back(op, next);
+        op = next;
+      }
+      features.push_back(op);
+      concat = add();
+      for (int f : features) r.edges.emplace_back(f, concat);
+    }
+    input = add();
+    r.edges.emplace_back(concat, input);
+  }
+  return r;
+}
+
+// Boxes inside the layout and apart from each other, every edge pointing down.
+void verify_drawable(const collage::GraphLayout& l, const collage::LayoutRequest& r) {
+  QCOMPARE(l.nodes.size(), r.sizes.size());
+  QCOMPARE(l.edges.size(), r.edges.size());
+  std::vector<QRectF> boxes;
+  for (const collage::LayoutNode& n : l.nodes) {
+    QRectF box(n.x - n.width / 2, n.y - n.height / 2, n.width, n.height);
+    QVERIFY(QRectF(0, 0, l.width, l.height).adjusted(-1, -1, 1, 1).contains(box));
+    boxes.push_back(box.adjusted(1, 1, -1, -1));
+  }
+  for (size_t a = 0; a < boxes.size(); ++a)
+    for (size_t b = a + 1; b < boxes.size(); ++b)
+      QVERIFY2(!boxes[a].intersects(boxes[b]), qPrintable(QString("%1 %2").arg(a).arg(b)));
+  for (auto [from, to] : r.edges)
+    QVERIFY(l.nodes[static_cast<size_t>(from)].y < l.nodes[static_cast<size_t>(to)].y);
 }
 
 bool near(QPointF a, QPointF b, double tolerance) { return QLineF(a, b).length() <= tolerance; }
@@ -145,6 +192,27 @@ class GraphViewTest : public QObject {
         view.fit();
       }
     }
+  }
+
+  // dot's positioning grows superlinearly with the ranks long edges span: DenseNet-121's
+  // 375 nodes took it 54 s. Such a graph gets a bounded dot; one far denser, the layered layout.
+  void dense_skip_edges_get_a_bounded_layout() {
+    collage::LayoutRequest chain;
+    for (int v = 0; v < 40; ++v) {
+      chain.sizes.emplace_back(collage::kNodeBoxWidth, collage::kNodeBoxHeight);
+      if (v > 0) chain.edges.emplace_back(v - 1, v);
+    }
+    collage::GraphLayout l = collage::layout_dag(chain);
+    QCOMPARE(QString::fromStdString(l.engine), QString("dot"));
+    verify_drawable(l, chain);
+    const collage::LayoutRequest densenet121 = dense_blocks({6, 12, 24, 16});
+    l = collage::layout_dag(densenet121);
+    QCOMPARE(QString::fromStdString(l.engine), QString("bounded dot"));
+    verify_drawable(l, densenet121);
+    const collage::LayoutRequest densenet201 = dense_blocks({6, 12, 48, 32});
+    l = collage::layout_dag(densenet201);
+    QCOMPARE(QString::fromStdString(l.engine), QString("layered"));
+    verify_drawable(l, densenet201);
   }
 
   void wheel_zooms_around_the_cursor() {

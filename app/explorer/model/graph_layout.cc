@@ -56,6 +56,35 @@ GraphLayout layered(const LayoutRequest& request) {
   return l;
 }
 
+// The boxes dot adds where an edge spans ranks, one per rank crossed: at most what the
+// better of two rankings adds, each rank as early as its producers allow or as late as its
+// consumers do (dot ranks to the fewest). Dense skip edges (DenseNet concatenating every
+// earlier layer) make tens of thousands, and dot's positioning is superlinear in them.
+size_t spanned_ranks(const LayoutRequest& request) {
+  const int n = static_cast<int>(request.sizes.size());
+  std::vector<int> early(static_cast<size_t>(n), 0), late(static_cast<size_t>(n), 0);
+  std::vector<std::vector<int>> preds(static_cast<size_t>(n)), succs(static_cast<size_t>(n));
+  for (auto [from, to] : request.edges)
+    if (from < to) {
+      preds[static_cast<size_t>(to)].push_back(from);
+      succs[static_cast<size_t>(from)].push_back(to);
+    }
+  for (int v = 0; v < n; ++v)
+    for (int p : preds[static_cast<size_t>(v)])
+      early[static_cast<size_t>(v)] =
+          std::max(early[static_cast<size_t>(v)], early[static_cast<size_t>(p)] + 1);
+  for (int v = n - 1; v >= 0; --v)  // ranks counted up from the sinks
+    for (int s : succs[static_cast<size_t>(v)])
+      late[static_cast<size_t>(v)] = std::max(late[static_cast<size_t>(v)], late[static_cast<size_t>(s)] + 1);
+  size_t by_early = 0, by_late = 0;
+  for (auto [from, to] : request.edges)
+    if (from < to) {
+      by_early += static_cast<size_t>(early[static_cast<size_t>(to)] - early[static_cast<size_t>(from)] - 1);
+      by_late += static_cast<size_t>(late[static_cast<size_t>(from)] - late[static_cast<size_t>(to)] - 1);
+    }
+  return std::min(by_early, by_late);
+}
+
 std::mutex graphviz_mutex;  // graphviz keeps global state: one layout at a time
 
 // One context for the process: freeing and recreating contexts makes graphviz's
@@ -71,12 +100,21 @@ char* text(const char* s) { return const_cast<char*>(s); }
 
 GraphLayout layout_dag(const LayoutRequest& request, int dot_limit) {
   if (static_cast<int>(request.sizes.size()) > dot_limit) return layered(request);
+  const size_t spanned = spanned_ranks(request);
+  if (spanned > kBoundedDotSpan) return layered(request);
+  const bool bounded = spanned > kExactDotSpan;
   std::lock_guard<std::mutex> lock(graphviz_mutex);
   GVC_t* gvc = graphviz_context();
   Agraph_t* ag = agopen(text("g"), Agdirected, nullptr);
   agattr(ag, AGRAPH, text("rankdir"), text("TB"));
   agattr(ag, AGRAPH, text("nodesep"), text("0.25"));
   agattr(ag, AGRAPH, text("ranksep"), text("0.35"));
+  if (bounded) {  // one crossing-reduction pass at a tenth of its effort, positions from as many
+                  // network-simplex iterations as boxes: DenseNet-121 in ~1.5 s, not 54 s
+    agattr(ag, AGRAPH, text("mclimit"), text("0.1"));
+    agattr(ag, AGRAPH, text("remincross"), text("false"));
+    agattr(ag, AGRAPH, text("nslimit"), text("1"));
+  }
   agattr(ag, AGNODE, text("shape"), text("box"));
   agattr(ag, AGNODE, text("label"), text(""));  // the view draws labels; no font work here
   agattr(ag, AGNODE, text("fixedsize"), text("true"));
@@ -94,7 +132,7 @@ GraphLayout layout_dag(const LayoutRequest& request, int dot_limit) {
     edges.push_back(agedge(ag, nodes[static_cast<size_t>(from)], nodes[static_cast<size_t>(to)], nullptr, 1));
   gvLayout(gvc, ag, "dot");
   GraphLayout l;
-  l.engine = "dot";
+  l.engine = bounded ? "bounded dot" : "dot";
   boxf bb = GD_bb(ag);
   l.width = bb.UR.x - bb.LL.x;
   l.height = bb.UR.y - bb.LL.y;

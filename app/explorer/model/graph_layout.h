@@ -29,7 +29,7 @@ struct GraphLayout {
   std::vector<LayoutNode> nodes;  // by node id
   std::vector<LayoutEdge> edges;
   double width = 0, height = 0;
-  std::string engine;  // "dot" or "layered"
+  std::string engine;  // "dot", "bounded dot" or "layered"
 };
 
 // The size of a node box in points (the view draws labels inside it).
@@ -40,7 +40,14 @@ struct LayoutRequest {
   std::vector<std::pair<int, int>> edges;        // from, to (box indices); ids ascending ≈ topological
 };
 
-// dot up to `dot_limit` boxes, layered beyond (dot is superlinear on large graphs).
+// Past these many ranks spanned by edges (the boxes dot adds to route them), dot runs bounded
+// (fewer crossing-reduction passes, a capped positioning): its time grows superlinearly with
+// them, and dense skip connections (DenseNet) make tens of thousands in a few hundred nodes.
+// Past the second, the layered layout.
+constexpr size_t kExactDotSpan = 5000, kBoundedDotSpan = 40000;
+
+// dot up to `dot_limit` boxes, layered beyond (dot is superlinear on large graphs); within
+// it, bounded or layered as above.
 // The result's nodes are by box index, its edges in request order (from/to are box indices).
 GraphLayout layout_dag(const LayoutRequest& request, int dot_limit = 1500);
 // The graph's nodes as boxes of kNodeBox size, one edge per producer-consumer pair.
