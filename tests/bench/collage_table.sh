@@ -7,7 +7,8 @@
 # single backend (ONNX Runtime alone counted among them) and over ONNX Runtime. One tune with a fresh
 # cost DB measures every candidate; the single-backend searches reuse its costs. The sides are timed in
 # ROUNDS rounds, each side REPEAT runs a round, in rotating order; each figure is the median of its
-# round medians. The refined artifact's outputs are checked against ONNX Runtime's.
+# round medians; sides whose placements have the same kernels are timed once. The refined artifact's
+# outputs are checked against ONNX Runtime's.
 # usage: tests/bench/collage_table.sh SAMPLE|MODEL.onnx|modern ...
 #   modern: the modern zoo, real PyTorch exports (as peer_bench.sh writes them once)
 # env: BUILD (build dir), REPEAT (default 20), ROUNDS (default 3), THREADS (default 1), BUDGET (default 60s),
@@ -90,8 +91,15 @@ for m in "${models[@]}"; do
   predicted=$(grep -o '"predicted_ms": *[0-9.e+-]*' "$dir/refined.json" | head -1 | sed 's/.*: *//')
   reps=$(awk -v r="$repeat" -v p="$predicted" -v t="${ROUND_MS:-100}" \
     'BEGIN { n = p > 0 ? int(t / p + 0.999) : r; if (n > 200) n = 200; print (n > r ? n : r) }')
-  declare -A times=()
-  all=(ort "${sides[@]}")
+  # Sides whose placements have the same kernels are one program: timed once, the others take its
+  # times (refined is often one library's whole graph; timing it twice would report noise as a ratio).
+  declare -A times=() first_of=() same_as=()
+  all=(ort)
+  for s in "${sides[@]:2}" op_level refined; do  # a Collage side the same as a single backend is it
+    key=$(node -e 'const p = JSON.parse(require("fs").readFileSync(process.argv[1]));
+      console.log(JSON.stringify(p.kernels.map(k => [k.backend, k.label, k.nodes])))' "$dir/$s.json" | md5sum)
+    if [ -n "${first_of[$key]:-}" ]; then same_as[$s]=${first_of[$key]}; else first_of[$key]=$s all+=("$s"); fi
+  done
   for ((r = 0; r < rounds; ++r)); do
     for ((k = 0; k < ${#all[@]}; ++k)); do  # rotate the order each round
       s=${all[$(((k + r) % ${#all[@]}))]}
@@ -103,6 +111,7 @@ for m in "${models[@]}"; do
       times[$s]+="$t "
     done
   done
+  for s in "${!same_as[@]}"; do times[$s]=${times[${same_as[$s]}]}; done
   ms() { printf "%s\n" ${times[$1]} | median; }
   best="" best_ms=""
   printf "%-16s" "$m"
@@ -115,12 +124,13 @@ for m in "${models[@]}"; do
   if (($(echo "$ort < $best_ms" | bc -l))); then best=ort_alone best_ms=$ort; fi
   printf " %11s %11.3f %11.3f %11.3f %7.2fx %7.2fx\n" "$best" "$ort" "$op" "$ref" \
     "$(echo "$best_ms / $ref" | bc -l)" "$(echo "$ort / $ref" | bc -l)"
+  [ -n "${same_as[refined]:-}" ] && echo "  (refined: the same kernels as ${same_as[refined]}, timed once)"
   log_best=$(echo "$log_best + l($best_ms / $ref)" | bc -l) log_ort=$(echo "$log_ort + l($ort / $ref)" | bc -l)
   n=$((n + 1))
-  unset times
+  unset times first_of same_as
 done
 printf "geomean over %d models: Collage refined %.2fx the best single backend, %.2fx ONNX Runtime alone\n" "$n" \
   "$(echo "e($log_best / $n)" | bc -l)" "$(echo "e($log_ort / $n)" | bc -l)"
 echo "ms: median of $rounds round medians, $repeat runs a round (more for a model under ${ROUND_MS:-100} ms a round), $threads thread(s); single backends: an op-level"
 echo "search over that backend's candidates (a graph-level one: its regions), native for the rest; ort_alone:"
-echo "onnxruntime-node, the model as it is"
+echo "onnxruntime-node, the model as it is; sides with the same kernels are one program, timed once"
