@@ -101,6 +101,47 @@ void verify_drawable(const collage::GraphLayout& l, const collage::LayoutRequest
     QVERIFY(l.nodes[static_cast<size_t>(from)].y < l.nodes[static_cast<size_t>(to)].y);
 }
 
+// Every edge inside the layout and clear of every box but its two ends, sampled along its
+// path (eight points per bezier segment).
+void verify_edges_clear_boxes(const collage::GraphLayout& l) {
+  std::vector<std::pair<QRectF, size_t>> boxes;  // by top, each a little inside its box
+  for (size_t v = 0; v < l.nodes.size(); ++v) {
+    const collage::LayoutNode& n = l.nodes[v];
+    boxes.push_back(
+        {QRectF(n.x - n.width / 2, n.y - n.height / 2, n.width, n.height).adjusted(2, 2, -2, -2), v});
+  }
+  std::sort(boxes.begin(), boxes.end(),
+            [](const auto& a, const auto& b) { return a.first.top() < b.first.top(); });
+  double tallest = 0;
+  for (const auto& b : boxes) tallest = std::max(tallest, b.first.height());
+  const QRectF bounds = QRectF(0, 0, l.width, l.height).adjusted(-1, -1, 1, 1);
+  for (const collage::LayoutEdge& e : l.edges) {
+    std::vector<QPointF> samples;
+    auto at = [&e](size_t i) { return QPointF(e.points[i].first, e.points[i].second); };
+    if (e.bezier) {
+      for (size_t i = 0; i + 3 < e.points.size(); i += 3)
+        for (int k = 0; k <= 8; ++k) {
+          const double t = k / 8.0, u = 1 - t;
+          samples.push_back(u * u * u * at(i) + 3 * u * u * t * at(i + 1) + 3 * u * t * t * at(i + 2) +
+                            t * t * t * at(i + 3));
+        }
+    } else {
+      for (size_t i = 0; i + 1 < e.points.size(); ++i)
+        for (int k = 0; k <= 8; ++k) samples.push_back(at(i) + (at(i + 1) - at(i)) * (k / 8.0));
+    }
+    for (const QPointF& p : samples) {
+      QVERIFY2(bounds.contains(p),
+               qPrintable(QString("edge %1->%2 leaves the layout").arg(e.from).arg(e.to)));
+      auto first = std::lower_bound(boxes.begin(), boxes.end(), p.y() - tallest,
+                                    [](const auto& b, double y) { return b.first.top() < y; });
+      for (auto b = first; b != boxes.end() && b->first.top() <= p.y(); ++b)
+        QVERIFY2(static_cast<int>(b->second) == e.from || static_cast<int>(b->second) == e.to ||
+                     !b->first.contains(p),
+                 qPrintable(QString("edge %1->%2 crosses box %3").arg(e.from).arg(e.to).arg(b->second)));
+    }
+  }
+}
+
 bool near(QPointF a, QPointF b, double tolerance) { return QLineF(a, b).length() <= tolerance; }
 
 }  // namespace
@@ -213,6 +254,40 @@ class GraphViewTest : public QObject {
     l = collage::layout_dag(densenet201);
     QCOMPARE(QString::fromStdString(l.engine), QString("layered"));
     verify_drawable(l, densenet201);
+    verify_edges_clear_boxes(l);
+  }
+
+  void layered_layout_routes_skip_edges_beside_the_rows() {
+    // One dense block, laid out in rows: its concatenation edges span ranks over a single
+    // column of boxes, where straight lines would hide behind them.
+    const collage::LayoutRequest block = dense_blocks({4});
+    collage::GraphLayout l = collage::layout_dag(block, /*dot_limit=*/0);
+    QCOMPARE(QString::fromStdString(l.engine), QString("layered"));
+    verify_drawable(l, block);
+    verify_edges_clear_boxes(l);
+    double column_right = 0;
+    for (const collage::LayoutNode& n : l.nodes) column_right = std::max(column_right, n.x + n.width / 2);
+    std::map<double, int> lanes;  // an edge's rightmost point -> edges reaching it
+    for (const collage::LayoutEdge& e : l.edges) {
+      const collage::LayoutNode &a = l.nodes[static_cast<size_t>(e.from)],
+                                &b = l.nodes[static_cast<size_t>(e.to)];
+      const bool adjacent = b.y - a.y < 1.5 * (a.height + 40);  // the next row
+      double right = 0;
+      for (auto [x, y] : e.points) right = std::max(right, x);
+      if (adjacent) {
+        QVERIFY2(right <= column_right, "an edge to the next row leaves the column");
+      } else {
+        QVERIFY2(right > column_right,
+                 qPrintable(QString("skip edge %1->%2 stays in the column").arg(e.from).arg(e.to)));
+        ++lanes[right];
+      }
+    }
+    QVERIFY2(lanes.size() >= 4, "skip edges of different lengths share one lane");  // spans 7, 14, 21, 28
+    // A cycle's back edge (collapsed scopes make them) is routed too, and in the layout.
+    collage::LayoutRequest cycle = block;
+    cycle.edges.emplace_back(static_cast<int>(cycle.sizes.size()) - 1, 1);
+    l = collage::layout_dag(cycle, 0);
+    verify_edges_clear_boxes(l);
   }
 
   void wheel_zooms_around_the_cursor() {

@@ -4,6 +4,7 @@
 #include <graphviz/gvc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "core/ir/graph_analysis.h"
@@ -24,38 +25,131 @@ std::vector<int> longest_path_ranks(size_t n, const std::vector<std::pair<int, i
   return rank;
 }
 
-// Ranks by longest path, each rank a centred row.
+using Point = std::pair<double, double>;
+
+// A route's corners rounded: cubic bezier points (1 + 3k) through `route`, each corner cut by
+// up to `radius` and bent through it, the straight parts as cubics along their line.
+std::vector<Point> rounded(const std::vector<Point>& route, double radius) {
+  auto lerp = [](Point a, Point b, double t) {
+    return Point{a.first + (b.first - a.first) * t, a.second + (b.second - a.second) * t};
+  };
+  auto length = [](Point a, Point b) { return std::hypot(b.first - a.first, b.second - a.second); };
+  std::vector<Point> out = {route.front()};
+  auto straight = [&](Point to) {
+    Point from = out.back();
+    out.insert(out.end(), {lerp(from, to, 1.0 / 3), lerp(from, to, 2.0 / 3), to});
+  };
+  for (size_t i = 1; i + 1 < route.size(); ++i) {
+    const Point prev = route[i - 1], corner = route[i], next = route[i + 1];
+    const double in = length(prev, corner), out_len = length(corner, next);
+    const double r = std::min({radius, in / 2, out_len / 2});
+    if (r <= 0) continue;  // a zero-length leg: no corner to round
+    const Point start = lerp(corner, prev, r / in), end = lerp(corner, next, r / out_len);
+    straight(start);
+    out.insert(out.end(), {lerp(start, corner, 0.55), lerp(end, corner, 0.55), end});
+  }
+  straight(route.back());
+  return out;
+}
+
+// Ranks by longest path, each rank a centred row. An edge is a straight line where it
+// clears the boxes of the rows it passes (always to the next rank). Any other (a skip
+// connection over a column of ops, a cycle's back edge) is routed beside the rows: down
+// into the gap under its source, out to a lane past every row it spans on the nearer
+// side, along it, and back through the gap over its target. Longer edges take lanes
+// further out, so a dense block's concatenations read as nested arcs, not as lines
+// hidden behind the boxes of its column.
 GraphLayout layered(const LayoutRequest& request) {
   constexpr double kGapX = 20, kGapY = 40, kMargin = 20;
+  constexpr double kLaneGap = 16, kLaneStep = 16, kCorner = 8;
+  constexpr size_t kClearanceRows = 256;  // a longer edge is routed without checking its line
   GraphLayout l;
   l.engine = "layered";
   const size_t n = request.sizes.size();
   const std::vector<int> rank = longest_path_ranks(n, request.edges);
-  const int ranks = n ? *std::max_element(rank.begin(), rank.end()) + 1 : 0;
-  std::vector<double> row_width(static_cast<size_t>(ranks), 0), row_height(static_cast<size_t>(ranks), 0);
+  const size_t ranks = n ? static_cast<size_t>(*std::max_element(rank.begin(), rank.end())) + 1 : 0;
+  std::vector<double> row_width(ranks, 0), row_height(ranks, 0);
   for (size_t v = 0; v < n; ++v) {
     size_t r = static_cast<size_t>(rank[v]);
     row_width[r] += request.sizes[v].first + (row_width[r] > 0 ? kGapX : 0);
     row_height[r] = std::max(row_height[r], request.sizes[v].second);
   }
   const double width = ranks ? *std::max_element(row_width.begin(), row_width.end()) : 0;
-  std::vector<double> row_y(static_cast<size_t>(ranks), kMargin), next_x(static_cast<size_t>(ranks));
-  for (size_t r = 0; r < row_y.size(); ++r) {
+  const double centre = kMargin + width / 2;
+  std::vector<double> row_y(ranks, kMargin), next_x(ranks);
+  for (size_t r = 0; r < ranks; ++r) {
     if (r > 0) row_y[r] = row_y[r - 1] + row_height[r - 1] + kGapY;
-    next_x[r] = kMargin + (width - row_width[r]) / 2;
+    next_x[r] = centre - row_width[r] / 2;
   }
   l.nodes.resize(n);
+  std::vector<std::vector<std::pair<double, double>>> row_boxes(ranks);  // left, right; in x order
   for (size_t v = 0; v < n; ++v) {
     size_t r = static_cast<size_t>(rank[v]);
     auto [w, h] = request.sizes[v];
     l.nodes[v] = {next_x[r] + w / 2, row_y[r] + row_height[r] / 2, w, h};
+    row_boxes[r].emplace_back(next_x[r], next_x[r] + w);
     next_x[r] += w + kGapX;
   }
   l.width = width + 2 * kMargin;
   l.height = ranks ? row_y.back() + row_height.back() + kMargin : 0;
+  // The widest row's half-width over rank ranges (a sparse table: O(1) a query after
+  // O(ranks log ranks)); rows are centred, so a lane clears both sides at that distance.
+  std::vector<std::vector<double>> half_max(1, std::vector<double>(ranks));
+  for (size_t r = 0; r < ranks; ++r) half_max[0][r] = row_width[r] / 2;
+  for (size_t k = 1; (size_t{1} << k) <= ranks; ++k) {
+    const std::vector<double>& prev = half_max[k - 1];
+    std::vector<double> level(ranks - (size_t{1} << k) + 1);
+    for (size_t r = 0; r < level.size(); ++r) level[r] = std::max(prev[r], prev[r + (size_t{1} << (k - 1))]);
+    half_max.push_back(std::move(level));
+  }
+  auto widest_half = [&](size_t lo, size_t hi) {  // over ranks lo..hi inclusive
+    size_t k = 0;
+    while ((size_t{2} << k) <= hi - lo + 1) ++k;
+    return std::max(half_max[k][lo], half_max[k][hi + 1 - (size_t{1} << k)]);
+  };
+  // Whether the straight line a -> b (ranks ra < rb) passes the rows between clear of their boxes.
+  auto clears = [&](Point a, Point b, size_t ra, size_t rb) {
+    if (rb - ra - 1 > kClearanceRows) return false;
+    auto x_at = [&](double y) {
+      return a.first + (b.first - a.first) * (y - a.second) / (b.second - a.second);
+    };
+    for (size_t r = ra + 1; r < rb; ++r) {
+      const double x1 = x_at(row_y[r]), x2 = x_at(row_y[r] + row_height[r]);
+      const double lo = std::min(x1, x2) - 2, hi = std::max(x1, x2) + 2;
+      auto box = std::lower_bound(row_boxes[r].begin(), row_boxes[r].end(), lo,
+                                  [](const std::pair<double, double>& b, double x) { return b.second < x; });
+      if (box != row_boxes[r].end() && box->first <= hi) return false;
+    }
+    return true;
+  };
+  double left_edge = 0;  // the leftmost lane, to shift the picture right of the margin
   for (auto [from, to] : request.edges) {
     const LayoutNode &a = l.nodes[static_cast<size_t>(from)], &b = l.nodes[static_cast<size_t>(to)];
-    l.edges.push_back({from, to, {{a.x, a.y + a.height / 2}, {b.x, b.y - b.height / 2}}, false});
+    const Point out = {a.x, a.y + a.height / 2}, in = {b.x, b.y - b.height / 2};
+    const size_t ra = static_cast<size_t>(rank[static_cast<size_t>(from)]),
+                 rb = static_cast<size_t>(rank[static_cast<size_t>(to)]);
+    if (ra < rb && clears(out, in, ra, rb)) {
+      l.edges.push_back({from, to, {out, in}, false});
+      continue;
+    }
+    const size_t span = ra < rb ? rb - ra : ra - rb + 1;
+    const double reach = widest_half(std::min(ra, rb), std::max(ra, rb)) + kLaneGap +
+                         kLaneStep * std::sqrt(static_cast<double>(span));
+    const double side = out.first + in.first >= 2 * centre ? 1 : -1;  // the nearer side
+    const double lane = centre + side * reach;
+    const double below = row_y[ra] + row_height[ra] + kGapY / 2, above = row_y[rb] - kGapY / 2;
+    l.edges.push_back(
+        {from, to,
+         rounded({out, {out.first, below}, {lane, below}, {lane, above}, {in.first, above}, in}, kCorner),
+         true});
+    l.width = std::max(l.width, lane + kMargin);
+    left_edge = std::min(left_edge, lane - kMargin);
+  }
+  if (left_edge < 0) {  // lanes left of the rows: move everything right of them
+    for (LayoutNode& v : l.nodes) v.x -= left_edge;
+    for (LayoutEdge& e : l.edges)
+      for (Point& p : e.points) p.first -= left_edge;
+    l.width -= left_edge;
   }
   return l;
 }
