@@ -283,6 +283,27 @@ class GraphViewTest : public QObject {
       }
     }
     QVERIFY2(lanes.size() >= 4, "skip edges of different lengths share one lane");  // spans 7, 14, 21, 28
+    // Two columns side by side, each with an edge over four of its boxes: each goes round on
+    // its own side, the left one left of every box.
+    collage::LayoutRequest columns;
+    for (int v = 0; v < 12; ++v) {  // even ids the left column, odd the right
+      columns.sizes.emplace_back(collage::kNodeBoxWidth, collage::kNodeBoxHeight);
+      if (v >= 2) columns.edges.emplace_back(v - 2, v);
+    }
+    columns.edges.emplace_back(0, 10);
+    columns.edges.emplace_back(1, 11);
+    l = collage::layout_dag(columns, 0);
+    verify_drawable(l, columns);
+    verify_edges_clear_boxes(l);
+    double leftmost = l.width, rightmost = 0, skip_left = l.width, skip_right = 0;
+    for (const collage::LayoutNode& n : l.nodes) {
+      leftmost = std::min(leftmost, n.x - n.width / 2);
+      rightmost = std::max(rightmost, n.x + n.width / 2);
+    }
+    for (auto [x, y] : l.edges[l.edges.size() - 2].points) skip_left = std::min(skip_left, x);
+    for (auto [x, y] : l.edges.back().points) skip_right = std::max(skip_right, x);
+    QVERIFY2(skip_left < leftmost && skip_right > rightmost,
+             "a skip edge is not routed on its column's side");
     // A cycle's back edge (collapsed scopes make them) is routed too, and in the layout.
     collage::LayoutRequest cycle = block;
     cycle.edges.emplace_back(static_cast<int>(cycle.sizes.size()) - 1, 1);
