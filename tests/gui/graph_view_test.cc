@@ -54,10 +54,10 @@ Placement synthetic_placement(const Graph& g) {
   return p;
 }
 
-// Dense blocks as torchvision's DenseNet exports them: each layer is a chain of six ops
-// on the previous concatenation, and its Concat takes the block's input and every earlier
+// Dense blocks as torchvision's DenseNet exports them: each layer is a chain of six ops (one: the
+// layer collapsed) on the previous concatenation, and its Concat takes the block's input and every earlier
 // layer's output; a transition op between blocks.
-collage::LayoutRequest dense_blocks(std::initializer_list<int> layers) {
+collage::LayoutRequest dense_blocks(std::initializer_list<int> layers, int ops_per_layer = 6) {
   collage::LayoutRequest r;
   auto add = [&r] {
     r.sizes.emplace_back(collage::kNodeBoxWidth, collage::kNodeBoxHeight);
@@ -69,7 +69,7 @@ collage::LayoutRequest dense_blocks(std::initializer_list<int> layers) {
     int concat = input;
     for (int l = 0; l < block_layers; ++l) {
       int op = concat;
-      for (int k = 0; k < 6; ++k) {
+      for (int k = 0; k < ops_per_layer; ++k) {
         int next = add();
         r.edges.emplace_back(op, next);
         op = next;
@@ -237,7 +237,7 @@ class GraphViewTest : public QObject {
 
   // dot's positioning grows superlinearly with the ranks long edges span: DenseNet-121's
   // 375 nodes took it 54 s. Such a graph gets a bounded dot; one far denser, the layered layout.
-  void dense_skip_edges_get_a_bounded_layout() {
+  void dense_skip_edges_get_the_layered_layout_and_long_ones_bounded_dot() {
     collage::LayoutRequest chain;
     for (int v = 0; v < 40; ++v) {
       chain.sizes.emplace_back(collage::kNodeBoxWidth, collage::kNodeBoxHeight);
@@ -246,10 +246,28 @@ class GraphViewTest : public QObject {
     collage::GraphLayout l = collage::layout_dag(chain);
     QCOMPARE(QString::fromStdString(l.engine), QString("dot"));
     verify_drawable(l, chain);
+    // A long chain with a few edges over hundreds of its boxes (a mask fed to every layer):
+    // many spanned ranks, few per box.
+    collage::LayoutRequest long_skips = chain;
+    for (int v = 40; v < 400; ++v) {
+      long_skips.sizes.emplace_back(collage::kNodeBoxWidth, collage::kNodeBoxHeight);
+      long_skips.edges.emplace_back(v - 1, v);
+    }
+    for (int k = 0; k < 20; ++k) long_skips.edges.emplace_back(5 * k, 399 - 5 * k);
+    l = collage::layout_dag(long_skips);
+    QCOMPARE(QString::fromStdString(l.engine), QString("bounded dot"));
+    verify_drawable(l, long_skips);
+    // Dense blocks at any size: a straight column with lanes, not dot's zig-zag.
     const collage::LayoutRequest densenet121 = dense_blocks({6, 12, 24, 16});
     l = collage::layout_dag(densenet121);
-    QCOMPARE(QString::fromStdString(l.engine), QString("bounded dot"));
+    QCOMPARE(QString::fromStdString(l.engine), QString("layered"));
     verify_drawable(l, densenet121);
+    verify_edges_clear_boxes(l);
+    // The same with each dense layer collapsed to one box, as the explorer opens it.
+    const collage::LayoutRequest collapsed = dense_blocks({6, 12, 24, 16}, 1);
+    l = collage::layout_dag(collapsed);
+    QCOMPARE(QString::fromStdString(l.engine), QString("layered"));
+    verify_edges_clear_boxes(l);
     const collage::LayoutRequest densenet201 = dense_blocks({6, 12, 48, 32});
     l = collage::layout_dag(densenet201);
     QCOMPARE(QString::fromStdString(l.engine), QString("layered"));

@@ -61,7 +61,7 @@ std::vector<Point> rounded(const std::vector<Point>& route, double radius) {
 // hidden behind the boxes of its column.
 GraphLayout layered(const LayoutRequest& request) {
   constexpr double kGapX = 20, kGapY = 40, kMargin = 20;
-  constexpr double kLaneGap = 16, kLaneStep = 16, kCorner = 8;
+  constexpr double kLaneGap = 16, kLaneStep = 24, kCorner = 8;
   constexpr size_t kClearanceRows = 256;  // a longer edge is routed without checking its line
   GraphLayout l;
   l.engine = "layered";
@@ -190,7 +190,7 @@ char* text(const char* s) { return const_cast<char*>(s); }
 GraphLayout layout_dag(const LayoutRequest& request, int dot_limit) {
   if (static_cast<int>(request.sizes.size()) > dot_limit) return layered(request);
   const size_t spanned = spanned_ranks(request);
-  if (spanned > kBoundedDotSpan) return layered(request);
+  if (spanned > kBoundedDotSpan || spanned > kDenseSpanPerBox * request.sizes.size()) return layered(request);
   const bool bounded = spanned > kExactDotSpan;
   std::lock_guard<std::mutex> lock(graphviz_mutex);
   GVC_t* gvc = graphviz_context();

@@ -42,13 +42,18 @@ struct LayoutRequest {
 
 // Past these many ranks spanned by edges (the boxes dot adds to route them), dot runs bounded
 // (fewer crossing-reduction passes, a capped positioning): its time grows superlinearly with
-// them, and dense skip connections (DenseNet) make tens of thousands in a few hundred nodes.
+// them (DenseNet-121's 23,000 took 54 s exact, 1 s bounded; it now goes by the rule below).
 // Past the second, the layered layout: bounded dot took half a minute on DenseNet-201's shape
 // (180,000) and graphviz crashed on a denser one.
 constexpr size_t kExactDotSpan = 5000, kBoundedDotSpan = 40000;
+// Past this many spanned ranks per box the graph is a dense skip structure (DenseNet's blocks
+// at any collapse depth: 45-60; transformers and convolution nets: under 5) and gets the
+// layered layout at any size: its ops stay one straight column with the skip edges in lanes
+// beside it, where dot zig-zags the column to uncross them.
+constexpr size_t kDenseSpanPerBox = 20;
 
 // dot up to `dot_limit` boxes, layered beyond (dot is superlinear on large graphs); within
-// it, bounded or layered as above.
+// it, bounded or layered as above, and layered for a dense skip structure.
 // The result's nodes are by box index, its edges in request order (from/to are box indices).
 GraphLayout layout_dag(const LayoutRequest& request, int dot_limit = 1500);
 // The graph's nodes as boxes of kNodeBox size, one edge per producer-consumer pair.
