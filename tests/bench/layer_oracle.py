@@ -137,7 +137,7 @@ def ort_run(model, out_dir, profile):
     env = dict(os.environ, PROFILE='1' if profile else '0',
                NODE_PATH=os.path.join(BUILD, 'bench-peer', 'node_modules'))
     return subprocess.run(['node', os.path.join(ROOT, 'tests', 'bench', 'ort_run.js'), model, out_dir, str(REPEAT),
-                    str(THREADS)], env=env, capture_output=True, text=True, check=True).stdout
+                           str(THREADS)], env=env, capture_output=True, text=True, check=True).stdout
 
 
 def ort_wall(model, tmp):
