@@ -52,6 +52,29 @@ std::vector<Point> rounded(const std::vector<Point>& route, double radius) {
   return out;
 }
 
+// The maximum of `values` over any index range in O(1), after O(n log n) (a sparse table):
+// routing stays O(1) an edge whatever the edges span.
+class RangeMax {
+ public:
+  explicit RangeMax(std::vector<double> values) : levels_{std::move(values)} {
+    for (size_t k = 1; (size_t{1} << k) <= levels_[0].size(); ++k) {
+      const std::vector<double>& prev = levels_[k - 1];
+      std::vector<double> level(levels_[0].size() - (size_t{1} << k) + 1);
+      for (size_t i = 0; i < level.size(); ++i)
+        level[i] = std::max(prev[i], prev[i + (size_t{1} << (k - 1))]);
+      levels_.push_back(std::move(level));
+    }
+  }
+  double over(size_t lo, size_t hi) const {  // lo..hi inclusive, lo <= hi
+    size_t k = 0;
+    while ((size_t{2} << k) <= hi - lo + 1) ++k;
+    return std::max(levels_[k][lo], levels_[k][hi + 1 - (size_t{1} << k)]);
+  }
+
+ private:
+  std::vector<std::vector<double>> levels_;  // levels_[k][i]: the maximum over i .. i + 2^k - 1
+};
+
 // Ranks by longest path, each rank a centred row. An edge is a straight line where it
 // clears the boxes of the rows it passes (always to the next rank). Any other (a skip
 // connection over a column of ops, a cycle's back edge) is routed beside the rows: down
@@ -92,21 +115,12 @@ GraphLayout layered(const LayoutRequest& request) {
   }
   l.width = width + 2 * kMargin;
   l.height = ranks ? row_y.back() + row_height.back() + kMargin : 0;
-  // The widest row's half-width over rank ranges (a sparse table: O(1) a query after
-  // O(ranks log ranks)); rows are centred, so a lane clears both sides at that distance.
-  std::vector<std::vector<double>> half_max(1, std::vector<double>(ranks));
-  for (size_t r = 0; r < ranks; ++r) half_max[0][r] = row_width[r] / 2;
-  for (size_t k = 1; (size_t{1} << k) <= ranks; ++k) {
-    const std::vector<double>& prev = half_max[k - 1];
-    std::vector<double> level(ranks - (size_t{1} << k) + 1);
-    for (size_t r = 0; r < level.size(); ++r) level[r] = std::max(prev[r], prev[r + (size_t{1} << (k - 1))]);
-    half_max.push_back(std::move(level));
-  }
-  auto widest_half = [&](size_t lo, size_t hi) {  // over ranks lo..hi inclusive
-    size_t k = 0;
-    while ((size_t{2} << k) <= hi - lo + 1) ++k;
-    return std::max(half_max[k][lo], half_max[k][hi + 1 - (size_t{1} << k)]);
-  };
+  // Rows are centred, so a lane clears both sides at the widest half-width of the rows it passes.
+  const RangeMax widest_half([&] {
+    std::vector<double> half(ranks);
+    for (size_t r = 0; r < ranks; ++r) half[r] = row_width[r] / 2;
+    return half;
+  }());
   // Whether the straight line a -> b (ranks ra < rb) passes the rows between clear of their boxes.
   auto clears = [&](Point a, Point b, size_t ra, size_t rb) {
     if (rb - ra - 1 > kClearanceRows) return false;
@@ -133,7 +147,7 @@ GraphLayout layered(const LayoutRequest& request) {
       continue;
     }
     const size_t span = ra < rb ? rb - ra : ra - rb + 1;
-    const double reach = widest_half(std::min(ra, rb), std::max(ra, rb)) + kLaneGap +
+    const double reach = widest_half.over(std::min(ra, rb), std::max(ra, rb)) + kLaneGap +
                          kLaneStep * std::sqrt(static_cast<double>(span));
     const double side = out.first + in.first >= 2 * centre ? 1 : -1;  // the nearer side
     const double lane = centre + side * reach;
@@ -199,7 +213,7 @@ GraphLayout layout_dag(const LayoutRequest& request, int dot_limit) {
   agattr(ag, AGRAPH, text("nodesep"), text("0.25"));
   agattr(ag, AGRAPH, text("ranksep"), text("0.35"));
   if (bounded) {  // one crossing-reduction pass at a tenth of its effort, positions from as many
-                  // network-simplex iterations as boxes: DenseNet-121 in about 1 s, not 54 s
+                  // network-simplex iterations as boxes (DenseNet-121's shape: about 1 s, not 54 s)
     agattr(ag, AGRAPH, text("mclimit"), text("0.1"));
     agattr(ag, AGRAPH, text("remincross"), text("false"));
     agattr(ag, AGRAPH, text("nslimit"), text("1"));

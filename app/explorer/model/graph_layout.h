@@ -1,10 +1,10 @@
-// Graph layout for the explorer: graphviz `dot` (top to bottom) for graphs up
-// to a few thousand nodes, a fast layered layout beyond (edges that skip rows routed
-// beside them, clear of every box), computed off the GUI thread. Plain structs: no Qt, no graphviz types leak
-// out. `layout_dag` lays out any boxes and edges (the graph with collapsed scopes: boxes of two sizes, edges
-// that may form cycles); `layout_graph` is it on a graph's nodes. Part of the explorer's
-// model: the controller lays out a loaded graph, the graph view (widgets/graph_view.h) a
-// collapsed one.
+// Graph layout for the explorer: graphviz `dot` (top to bottom) for graphs up to a few
+// thousand nodes, a fast layered layout beyond (edges that skip rows routed beside them, clear
+// of every box), computed off the GUI thread. Plain structs: no Qt, no graphviz types leak
+// out. `layout_dag` lays out any boxes and edges (the graph with collapsed scopes: boxes of
+// two sizes, edges that may form cycles); `layout_graph` is it on a graph's nodes. Part of the
+// explorer's model: the controller lays out a loaded graph, the graph view
+// (widgets/graph_view.h) a collapsed one.
 #pragma once
 
 #include <string>
